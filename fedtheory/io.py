@@ -16,8 +16,10 @@ import numpy as np
 def jsonable(obj: Any) -> Any:
     """Convert NumPy/CuPy scalars and arrays (and nested containers) to plain JSON values.
 
-    Non-finite floats become the strings ``"nan"``, ``"inf"`` and ``"-inf"`` (JSON has no such
-    numbers), so that a diverged run stays visible in the output.
+    The one convention of every JSON fedtheory writes: a non-finite number (NaN, +-inf: a diverged
+    seed, a metric that was not recorded) is ``null``, so ``np.array(d["error"], dtype=float)``
+    reads it back as NaN and a reader in any language gets a number or nothing, never a string.
+    Arrays are converted without a Python-level loop over their elements.
     """
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
@@ -26,16 +28,20 @@ def jsonable(obj: Any) -> Any:
     if type(obj).__module__.startswith("cupy"):
         obj = obj.get()
     if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
+        if obj.dtype.kind == "f" and not np.isfinite(obj).all():
+            out = obj.astype(object)
+            out[~np.isfinite(obj)] = None
+            return out.tolist()
+        if obj.dtype.kind == "c":
+            raise TypeError("complex arrays have no JSON form")
+        return obj.tolist()
     if isinstance(obj, np.bool_ | bool):
         return bool(obj)
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, float | np.floating):
         f = float(obj)
-        if math.isfinite(f):
-            return f
-        return "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")
+        return f if math.isfinite(f) else None
     if isinstance(obj, Path):
         return str(obj)
     return obj

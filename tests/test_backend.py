@@ -39,9 +39,11 @@ def test_dtype_policy():
         resolve_dtype(np.int64)
 
 
-def test_json_keeps_non_finite_visible():
+def test_json_writes_non_finite_as_null():
     out = json.loads(dumps({"a": np.array([1.0, np.nan, np.inf]), "b": np.int64(3)}))
-    assert out == {"a": [1.0, "nan", "inf"], "b": 3}
+    assert out == {"a": [1.0, None, None], "b": 3}
+    back = np.array(json.loads(dumps({"e": np.array([[0.5, np.nan]])}))["e"], dtype=float)
+    assert back.dtype == np.float64 and np.isnan(back[0, 1]) and back[0, 0] == 0.5
 
 
 def test_write_atomic_leaves_nothing_on_failure(tmp_path):

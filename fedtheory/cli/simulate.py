@@ -20,15 +20,9 @@ from typing import Any
 import numpy as np
 
 from fedtheory.errors import FedTheoryError
+from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 
 PARTICIPATION_CHOICES = ("full", "uniform", "weighted", "bernoulli", "markov", "cluster")
-
-#: Built-in problems for ``--problem`` (a user's data goes through ``--problem-file``).
-BUILTIN_PROBLEMS = {
-    "figure4": "003 Figure 4 least squares: N=16, 500 rows each, d=50 (authors' data)",
-    "quadratic": "random heterogeneous quadratics: N=16, d=20, condition 10",
-    "least-squares": "random heterogeneous least squares: N=16, 100 rows, d=20",
-}
 
 
 def register(subparsers: Any) -> None:
@@ -91,23 +85,8 @@ def _listing() -> str:
 
 
 def _problem(args: argparse.Namespace) -> Any:
-    from fedtheory.problems import (  # noqa: PLC0415
-        ProblemFile,
-        figure4_problem,
-        random_least_squares,
-        random_quadratic,
-    )
-
     dtype = np.float32 if args.float32 else None
-    if args.problem_file:
-        return ProblemFile(args.problem_file, dtype=dtype)
-    if args.problem == "figure4":
-        return figure4_problem(dtype=dtype)
-    if args.problem == "quadratic":
-        return random_quadratic(16, 20, seed=args.seed, dtype=dtype)
-    if args.problem == "least-squares":
-        return random_least_squares(16, 100, 20, seed=args.seed, dtype=dtype)
-    raise FedTheoryError("give a problem: --problem-file F.npz or --problem NAME (see --list)")
+    return make_problem(args.problem, path=args.problem_file, seed=args.seed, dtype=dtype)
 
 
 def _participation(args: argparse.Namespace, n: int) -> Any:

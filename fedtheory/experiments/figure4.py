@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, fedavg_stationary_mean
-from fedtheory.io import save_figure
+from fedtheory.io import jsonable, save_figure
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_problem
 from fedtheory.simulation import simulate
@@ -156,7 +156,7 @@ def run_figure4(
             if alg == "fedavg":
                 reg["checks"].update(_fedavg_checks(problem, res, model, lr, local_steps, name))
         out["regimes"][regime] = reg
-    return _jsonable(out)
+    return jsonable(out)
 
 
 def _fedavg_checks(problem, res, model, lr, K, name) -> dict[str, Any]:
@@ -194,14 +194,6 @@ def _first_below(curve: np.ndarray, tol: float) -> int | None:
     """The first round at which ``curve`` is below ``tol`` (None if never)."""
     hit = np.flatnonzero(np.asarray(curve) < tol)
     return int(hit[0]) if hit.size else None
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, np.ndarray):
-        return [float(v) if np.isfinite(v) else None for v in obj.ravel()]
-    return obj
 
 
 def plot_figure4(data: dict[str, Any], path: Any = None) -> Any:

@@ -6,6 +6,7 @@ where they are known.
 """
 
 from fedtheory.problems.base import Problem
+from fedtheory.problems.catalog import BUILTIN_PROBLEMS, make_problem
 from fedtheory.problems.logistic import (
     LogisticProblem,
     SoftmaxRegressionProblem,
@@ -24,6 +25,8 @@ from fedtheory.problems.quadratic import (
 )
 
 __all__ = [
+    "BUILTIN_PROBLEMS",
+    "make_problem",
     "LeastSquaresProblem",
     "LogisticProblem",
     "PLProblem",
