@@ -6,9 +6,10 @@ An :class:`Algorithm` has ``init(problem, x0) -> state`` and
 ``round(state, problem, draw, rng) -> state``:
 
 - ``x0``: initial server model, shape ``(S, d)``; S seeds are a leading batch axis.
-- ``state``: a NamedTuple whose field ``x`` is the server model ``(S, d)``; per-client arrays
-  are ``(S, N, d)`` (clients are rows). Algorithms that keep client models call that field
-  ``X`` (the runner's consensus error uses it); FOCUS also has ``y`` and ``g_prev``.
+- ``state``: a NamedTuple whose field ``x`` is the server model ``(S, d)`` (the one field the
+  runner reads); per-client arrays are ``(S, N, d)`` (clients are rows). An algorithm adds the
+  metrics that need its own fields on ``Algorithm.metrics`` (``client_metrics()``: the
+  clients' consensus error; FOCUS: its tracking residual).
 - ``draw``: a :class:`RoundDraw` ``(mask (S, N) bool, weights (S, N) float, r, step_masks,
   counts)``: who participates, the aggregation weights (zero off S_r; made by the
   participation module's ``model.weights(draw, rule)``), the round index, and, for algorithms

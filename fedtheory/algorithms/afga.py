@@ -36,7 +36,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, aggregate, broadcast_clients, pull
+from fedtheory.algorithms.base import (
+    Algorithm,
+    AlgorithmConfig,
+    aggregate,
+    broadcast_clients,
+    client_metrics,
+    pull,
+)
 from fedtheory.algorithms.local_steps import gossip, local_steps
 from fedtheory.algorithms.mixing import mixing_matrix, selected_ring
 from fedtheory.algorithms.registry import register
@@ -154,6 +161,7 @@ def build_gossip_adaptive(
         config=config,
         needs_step_masks=compute == "resampled",
         reference=reference,
+        metrics=client_metrics(),
     )
 
 
@@ -199,5 +207,10 @@ def build_afga_adapted(config: AlgorithmConfig) -> Algorithm:
         return GossipState(x=state.x + step, X=XK, opt=opt_state)
 
     return Algorithm(
-        name="afga-adapted", init=init, round=round_, config=config, reference=REFERENCE_ADAPTED
+        name="afga-adapted",
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE_ADAPTED,
+        metrics=client_metrics(),
     )

@@ -20,7 +20,7 @@ backend) and moved to the arrays' device.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -133,6 +133,12 @@ class AlgorithmConfig:
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
 
+    def as_dict(self) -> dict[str, Any]:
+        """The hyper-parameters as a flat dict (options inlined; ``n_clients`` left out)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "options"}
+        out.pop("n_clients")
+        return {**out, **self.options}
+
 
 @dataclass(frozen=True)
 class Algorithm:
@@ -151,6 +157,10 @@ class Algorithm:
         True when ``round`` reads ``draw.step_masks`` (who computes at each local step).
     reference : str
         The paper (and algorithm/equation) the update rule follows.
+    metrics : mapping of str to callable
+        Per-round metrics that need this algorithm's own state, ``metric(state, problem) ->
+        (S,)`` (e.g. ``consensus`` for algorithms with client models, FOCUS's ``tracking``);
+        the runner records them next to its own (:mod:`fedtheory.simulation.metrics`).
     """
 
     name: str
@@ -159,6 +169,7 @@ class Algorithm:
     config: AlgorithmConfig
     needs_step_masks: bool = False
     reference: str = ""
+    metrics: Mapping[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
 
     @staticmethod
     def server_model(state: Any) -> Array:
@@ -303,3 +314,17 @@ def pull(X: Array, x: Array, mask: Array) -> Array:
     out = X.copy()
     xp.copyto(out, x[:, None, :], where=spread(xp.asarray(mask, dtype=bool), X.shape[2]))
     return out
+
+
+def consensus(X: Array) -> Array:
+    """(1/N) sum_i ||x_i - x_bar||^2 per seed for client models ``X (S, N, d)``: ``(S,)``."""
+    xp = get_namespace(X)
+    n = X.shape[1]
+    dev = client_deltas(X, client_sum(X) / n).reshape(X.shape[0], 1, -1)
+    return xp.matmul(dev, dev.transpose(0, 2, 1))[:, 0, 0] / n  # one dot product per seed
+
+
+def client_metrics(**more: Callable[[Any, Any], Any]) -> dict[str, Callable[[Any, Any], Any]]:
+    """The metrics of an algorithm whose state keeps every client's latest local model in
+    ``X (S, N, d)``: their ``consensus`` error, plus the algorithm's own ``more``."""
+    return {"consensus": lambda state, problem: consensus(state.X), **more}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from fedtheory.algorithms.afga import global_mixing
-from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, broadcast_clients
+from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, broadcast_clients, client_metrics
 from fedtheory.algorithms.local_steps import gossip, local_steps
 from fedtheory.algorithms.registry import register
 
@@ -54,4 +54,11 @@ def build_dsgd(config: AlgorithmConfig) -> Algorithm:
         X = local_steps(problem, state.X, K, lr, rng=rng, mix=mix_for(state.X.shape[1]))
         return DSGDState(x=X.mean(axis=1), X=X)
 
-    return Algorithm(name="dsgd", init=init, round=round_, config=config, reference=REFERENCE)
+    return Algorithm(
+        name="dsgd",
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE,
+        metrics=client_metrics(),
+    )

@@ -26,6 +26,7 @@ from fedtheory.algorithms.base import (
     aggregate,
     broadcast_clients,
     client_deltas,
+    client_metrics,
     pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
@@ -81,4 +82,11 @@ def build_fedau(config: AlgorithmConfig) -> Algorithm:
         x = state.x + eta_g * aggregate(client_deltas(XK, state.x), w)
         return FedAUState(x=x, X=XK, omega=omega, count=count, interval=interval)
 
-    return Algorithm(name="fedau", init=init, round=round_, config=config, reference=REFERENCE)
+    return Algorithm(
+        name="fedau",
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE,
+        metrics=client_metrics(),
+    )

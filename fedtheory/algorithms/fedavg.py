@@ -25,6 +25,7 @@ from fedtheory.algorithms.base import (
     aggregate,
     broadcast_clients,
     client_deltas,
+    client_metrics,
     pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
@@ -71,7 +72,14 @@ def build_fedavg(
         step, opt_state = opt.update(delta, state.opt)
         return FedAvgState(x=state.x + step, X=XK, opt=opt_state)
 
-    return Algorithm(name=name, init=init, round=round_, config=config, reference=REFERENCE)
+    return Algorithm(
+        name=name,
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE,
+        metrics=client_metrics(),
+    )
 
 
 @register("fedavg", "FedAvg / local SGD, x <- x + eta * aggregate(x_i - x) (McMahan et al. 2017)")

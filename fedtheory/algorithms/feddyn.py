@@ -20,7 +20,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, aggregate, broadcast_clients
+from fedtheory.algorithms.base import (
+    Algorithm,
+    AlgorithmConfig,
+    aggregate,
+    broadcast_clients,
+    client_metrics,
+)
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import register
 from fedtheory.backend import get_namespace
@@ -67,4 +73,11 @@ def build_feddyn(config: AlgorithmConfig) -> Algorithm:
         X = xp.where(sel, XK, state.X)
         return FedDynState(x=x, X=X, grad=grad, h=h)
 
-    return Algorithm(name="feddyn", init=init, round=round_, config=config, reference=REFERENCE)
+    return Algorithm(
+        name="feddyn",
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE,
+        metrics=client_metrics(),
+    )

@@ -20,5 +20,10 @@ REFERENCE = "Li et al. 2020, Federated Optimization in Heterogeneous Networks, A
 def build_fedprox(config: AlgorithmConfig) -> Algorithm:
     alg = build_fedavg(config, name="fedprox", prox_mu=config.prox_mu)
     return Algorithm(
-        name="fedprox", init=alg.init, round=alg.round, config=config, reference=REFERENCE
+        name="fedprox",
+        init=alg.init,
+        round=alg.round,
+        config=config,
+        reference=REFERENCE,
+        metrics=alg.metrics,
     )

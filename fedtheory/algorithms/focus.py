@@ -31,6 +31,7 @@ from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
     broadcast_clients,
+    client_metrics,
     client_sum,
     pull,
     spread,
@@ -92,7 +93,14 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         return FocusState(x=state.x - eta * y, y=y, g_prev=g_prev, X=X)
 
     name = "sg-focus" if stochastic else "focus"
-    return Algorithm(name=name, init=init, round=round_, config=config, reference=REFERENCE)
+    return Algorithm(
+        name=name,
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE,
+        metrics=client_metrics(tracking=lambda state, problem: tracking_residual(state)),
+    )
 
 
 @register("focus", "FOCUS, push-pull with exact gradients (003 Algorithm 1)")

@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, broadcast_clients, pull
+from fedtheory.algorithms.base import (
+    Algorithm,
+    AlgorithmConfig,
+    broadcast_clients,
+    client_metrics,
+    pull,
+)
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import register
 from fedtheory.backend import get_namespace
@@ -55,4 +61,11 @@ def build_mifa(config: AlgorithmConfig) -> Algorithm:
         x = state.x + eta_g * U.mean(axis=1)
         return MifaState(x=x, X=XK, U=U)
 
-    return Algorithm(name="mifa", init=init, round=round_, config=config, reference=REFERENCE)
+    return Algorithm(
+        name="mifa",
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE,
+        metrics=client_metrics(),
+    )

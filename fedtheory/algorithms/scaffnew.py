@@ -23,6 +23,7 @@ from fedtheory.algorithms.base import (
     aggregate,
     broadcast_clients,
     client_deltas,
+    client_metrics,
     pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
@@ -60,4 +61,11 @@ def build_scaffnew(config: AlgorithmConfig) -> Algorithm:
         x = state.x + eta_g * aggregate(client_deltas(XK, state.x), draw.weights)
         return ScaffnewState(x=x, X=XK, h=h)
 
-    return Algorithm(name="scaffnew", init=init, round=round_, config=config, reference=REFERENCE)
+    return Algorithm(
+        name="scaffnew",
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE,
+        metrics=client_metrics(),
+    )

@@ -21,6 +21,7 @@ from fedtheory.algorithms.base import (
     aggregate,
     broadcast_clients,
     client_deltas,
+    client_metrics,
     pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
@@ -64,4 +65,11 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         c = state.c + delta_c.sum(axis=1) / N
         return ScaffoldState(x=x, X=XK, c=c, c_i=state.c_i + delta_c)
 
-    return Algorithm(name="scaffold", init=init, round=round_, config=config, reference=REFERENCE)
+    return Algorithm(
+        name="scaffold",
+        init=init,
+        round=round_,
+        config=config,
+        reference=REFERENCE,
+        metrics=client_metrics(),
+    )

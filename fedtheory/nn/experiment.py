@@ -9,8 +9,8 @@ ordering of FedAvg, FedAMSGrad, AFGA and CAFGA over several seeds, with spread.
 once and records the server model's test accuracy every ``eval_every`` rounds. Its round loop is
 the runner's (:func:`fedtheory.simulation.runner.simulate`): the same per-seed SeedSequence
 children, participation draws on stream 0, AFGA's per-step re-sampled sets on stream 1, gradient
-minibatches on stream 2, so a seed's bits do not depend on how many seeds run beside it. It
-exists because the runner records optimization metrics, not accuracy.
+minibatches on stream 2, so a seed's bits do not depend on how many seeds run beside it; the
+accuracy and the training loss are metrics of ``(state, problem)`` handed to the runner.
 
 :func:`run_n1` runs whichever of the N1 algorithms are registered and returns per-algorithm test
 accuracy (mean and standard deviation over seeds) per evaluated round and at the end.
@@ -18,7 +18,6 @@ accuracy (mean and standard deviation over seeds) per evaluated round and at the
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +27,8 @@ from fedtheory.backend import get_backend, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.nn.data import federated_mnist1d
 from fedtheory.nn.problem import MLPProblem
+from fedtheory.participation import make_participation
+from fedtheory.simulation import simulate
 from fedtheory.validation import check_int
 
 __all__ = [
@@ -203,75 +204,43 @@ def train(
     -------
     TrainResult
     """
-    from fedtheory.algorithms.base import RoundDraw, seed_sequences  # noqa: PLC0415
-    from fedtheory.algorithms.registry import make_algorithm  # noqa: PLC0415
-    from fedtheory.io import progress as progress_bar  # noqa: PLC0415
-    from fedtheory.participation import make_participation  # noqa: PLC0415
-    from fedtheory.simulation.runner import prepare_run  # noqa: PLC0415
-
     R = check_int("the number of rounds", rounds, minimum=1)
-    check_int("the number of seeds", seeds, minimum=1)
     every = check_int("eval_every", eval_every, minimum=1)
-    xp = problem.xp
-    N, P = problem.n_clients, problem.dim
     if isinstance(participation, str):
-        model = make_participation(participation, N, **(participation_kw or {}))
-    else:
-        model = participation
-    if isinstance(algorithm, str):
-        algorithm = make_algorithm(algorithm, problem=problem, **config)
-    elif config:
-        raise AssumptionError(
-            f"configuration keywords {sorted(config)} need an algorithm name, not a built Algorithm"
+        participation = make_participation(
+            participation, problem.n_clients, **(participation_kw or {})
         )
-    seqs = seed_sequences(seed, seeds)
-    S = len(seqs)
-    K = algorithm.config.local_steps
-    masks, weights, step_masks, rng = prepare_run(
-        model, algorithm, R, seqs, aggregation, problem.dtype, xp
-    )
     if x0 is None:
         x0 = problem.init(np.random.default_rng(seed))
-    x0 = np.asarray(to_numpy(x0), dtype=problem.dtype)
-    if x0.shape not in ((P,), (S, P)):
-        raise AssumptionError(f"x0 must have shape ({P},) or ({S}, {P}), got {x0.shape}")
-    state = algorithm.init(problem, xp.asarray(np.broadcast_to(x0, (S, P)).copy()))
-
-    evals = sorted({0, R, *range(every, R, every)})
-    acc = np.full((S, len(evals)), np.nan)
-    loss = np.full((S, len(evals)), np.nan)
-
-    def record(j: int) -> None:
-        x = algorithm.server_model(state)
-        acc[:, j] = problem.accuracy(x)
-        loss[:, j] = to_numpy(problem.loss(x))
-
-    record(0)
-    j = 1
-    t0 = time.perf_counter()
-    for r in progress_bar(range(R), desc=algorithm.name, disable=not progress):
-        draw = RoundDraw.at(r, masks, weights, step_masks, xp)
-        with np.errstate(all="ignore"):
-            state = algorithm.round(state, problem, draw, rng)
-        if j < len(evals) and r + 1 == evals[j]:
-            with np.errstate(all="ignore"):
-                record(j)
-            j += 1
-    wall = time.perf_counter() - t0
-    cfg = {
-        "lr": algorithm.config.lr,
-        "global_lr": algorithm.config.global_lr,
-        "local_steps": K,
-        "beta1": algorithm.config.beta1,
-        "beta2": algorithm.config.beta2,
-        "eps": algorithm.config.eps,
-        "topology": algorithm.config.topology,
-        "clusters": algorithm.config.clusters,
-        "participation": type(model).__name__,
-        "aggregation": aggregation,
-    }
-    x_final = to_numpy(algorithm.server_model(state))
-    return TrainResult(algorithm.name, np.asarray(evals), acc, loss, x_final, wall, cfg)
+    res = simulate(
+        problem,
+        algorithm,
+        participation,
+        rounds=R,
+        seeds=seeds,
+        seed=seed,
+        x0=x0,
+        aggregation=aggregation,
+        record_every=every,
+        metrics={
+            "accuracy": lambda state, prob: prob.accuracy(state.x),
+            "train_loss": lambda state, prob: prob.loss(state.x),
+        },
+        seed_block=seeds,  # every seed in one batch: the bits do not depend on a block size
+        progress=progress,
+        **config,
+    )
+    evals = np.asarray(sorted({0, R, *range(every, R, every)}))
+    cfg = {**res.config, "participation": res.participation}
+    return TrainResult(
+        res.algorithm,
+        evals,
+        res.accuracy[:, evals],
+        res.train_loss[:, evals],
+        res.x_final,
+        res.wall_time,
+        cfg,
+    )
 
 
 @dataclass

@@ -1,16 +1,22 @@
 """The runner: many seeds of one algorithm on one problem, as one batched computation.
 
-:func:`simulate` draws every seed's participation on the host (one
-:class:`numpy.random.SeedSequence` child per seed, so seed s of a batched run and a single-seed
-run of seed s get the same bits), runs ``algorithm.round`` R times on the stacked state and
-records per round (arrays of shape (S, R + 1), round 0 = the initial model):
+:func:`simulate` is the one round loop of fedtheory (the NN training of
+:mod:`fedtheory.nn.experiment` runs through it too). It works in three steps:
 
-- ``rel_error``: ||x_r - x*|| / ||x*|| (server model; NaN when x* is unknown),
-- ``subopt``: f(x_r) - f*  (NaN when f* is unknown),
-- ``grad_norm2``: ||grad f(x_r)||^2,
-- ``consensus``: (1/N) sum_i ||x_i - x_bar||^2 over the clients' latest local models
-  (NaN for algorithms without client models),
-- ``tracking``: FOCUS's ||y - sum_i g_prev_i|| (claim C3; NaN for other algorithms).
+1. :func:`plan_run` checks the arguments, builds the algorithm and the participation model and
+   draws every seed's randomness on the host (one :class:`numpy.random.SeedSequence` child per
+   seed: stream 0 participation, 1 local-step masks, 2 gradient noise; so seed s of a batched
+   run and a single-seed run of seed s get the same bits);
+2. :func:`run_rounds` runs ``algorithm.round`` R times on the stacked state and records the
+   metrics (functions of ``(state, problem)``, :mod:`fedtheory.simulation.metrics`) into arrays
+   of shape (S, R + 1), round 0 being the initial model;
+3. :func:`simulate` wraps the recordings in a :class:`SimulationResult` (and runs large seed
+   counts in cache-sized blocks).
+
+Recorded by default: the runner's ``rel_error`` (||x_r - x*|| / ||x*||), ``subopt``
+(f(x_r) - f*) and ``grad_norm2`` (||grad f(x_r)||^2), and the algorithm's own (``consensus``:
+(1/N) sum_i ||x_i - x_bar||^2 of the clients' latest local models; FOCUS's ``tracking``:
+||y - sum_i g_prev_i||, claim C3).
 
 A seed whose iterate becomes non-finite or whose error grows past ``divergence_bound`` times its
 initial value is frozen at its last finite state and flagged (``diverged``, ``diverged_at``);
@@ -20,28 +26,22 @@ the other seeds go on. Nothing stops with an exception because one seed blew up.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms.base import (
-    Algorithm,
-    RoundDraw,
-    SeedRng,
-    client_deltas,
-    client_sum,
-    seed_sequences,
-)
+from fedtheory.algorithms.base import Algorithm, RoundDraw, SeedRng, seed_sequences
 from fedtheory.algorithms.registry import make_algorithm
-from fedtheory.backend import get_backend, resolve_dtype, to_numpy
+from fedtheory.backend import get_backend, get_namespace, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
+from fedtheory.io import progress as progress_bar
+from fedtheory.participation import Full, ParticipationModel, make_participation
+from fedtheory.simulation.metrics import RUNNER_METRICS, Metric, select_metrics
 from fedtheory.validation import check_int, check_positive
 
 Array = Any
-
-#: The per-round metrics :func:`simulate` can record.
-METRICS = ("rel_error", "subopt", "grad_norm2", "consensus", "tracking")
 
 #: Default seed block on NumPy: about this many bytes per (block, N, d) client array.
 BLOCK_BYTES = 256 * 1024
@@ -51,6 +51,11 @@ BLOCK_BYTES = 256 * 1024
 class SimulationResult:
     """Per-round metrics of a batched run (arrays of shape (seeds, rounds + 1)).
 
+    Every metric the run could record is in :attr:`metrics` (NaN where it was not recorded: a
+    round skipped by ``record_every``, a metric left out by ``metrics=``, a seed after its
+    divergence) and is also an attribute: ``result.rel_error``, ``result.consensus``,
+    ``result.tracking`` (FOCUS), ...
+
     Attributes
     ----------
     algorithm, participation : str
@@ -58,7 +63,7 @@ class SimulationResult:
     seed : int
         The run's root seed; seed s uses ``SeedSequence(seed).spawn(...)[seed_ids[s]]``.
     seed_ids : list of int
-    rel_error, subopt, grad_norm2, consensus, tracking : ndarray (seeds, rounds + 1)
+    metrics : dict of str to ndarray (seeds, rounds + 1)
     diverged : ndarray of bool (seeds,)
     diverged_at : ndarray of int (seeds,); -1 where the seed did not diverge
     x_final : ndarray (seeds, d)
@@ -76,11 +81,7 @@ class SimulationResult:
     seeds: int
     seed: int
     seed_ids: list
-    rel_error: np.ndarray
-    subopt: np.ndarray
-    grad_norm2: np.ndarray
-    consensus: np.ndarray
-    tracking: np.ndarray
+    metrics: dict
     diverged: np.ndarray
     diverged_at: np.ndarray
     x_final: np.ndarray
@@ -89,23 +90,85 @@ class SimulationResult:
     wall_time: float = 0.0
     config: dict = field(default_factory=dict)
 
+    def __getattr__(self, name: str) -> np.ndarray:
+        metrics = self.__dict__.get("metrics")
+        if metrics is not None and name in metrics:
+            return metrics[name]
+        raise AttributeError(
+            f"{type(self).__name__} of {self.__dict__.get('algorithm', '?')} has no attribute or "
+            f"metric {name!r} (metrics: {', '.join(metrics or ())})"
+        )
+
     def final(self, metric: str = "rel_error") -> np.ndarray:
         """The last recorded value of ``metric`` per seed."""
-        return getattr(self, metric)[:, -1]
+        return self.metrics[metric][:, -1]
 
 
-def _participation_model(participation: Any, n: int, **kw: Any) -> Any:
-    from fedtheory.participation import Full, make_participation  # noqa: PLC0415
+@dataclass
+class RunPlan:
+    """Everything :func:`run_rounds` needs, checked and drawn up front by :func:`plan_run`.
 
-    if participation is None:
-        return Full(n)
+    ``masks`` (S, R, N) are the participation draws (bool, or int counts for sampling with
+    replacement), ``weights`` (S, R, N) their aggregation weights, ``step_masks`` (S, R, K, N)
+    who computes at each local step (algorithms that re-sample; else None) and ``rng`` the
+    per-seed gradient-noise streams.
+    """
+
+    problem: Any
+    algorithm: Algorithm
+    model: ParticipationModel
+    rounds: int
+    seed: int
+    seed_ids: list
+    x0: Any
+    masks: np.ndarray
+    weights: np.ndarray
+    step_masks: np.ndarray | None
+    rng: SeedRng
+    xp: Any
+    aggregation: str
+    available: dict
+    recorded: dict
+    divergence_bound: float
+    average_from: int | None
+    record_every: int
+
+
+def make_participation_model(
+    participation: Any, n: int, *, m: int | None = None, p: Any = None
+) -> ParticipationModel:
+    """The participation model of a run on ``n`` clients.
+
+    ``participation`` is a model (then ``m`` and ``p`` must be None), a name for
+    :func:`~fedtheory.participation.make_participation` with clients per round ``m`` and
+    probabilities ``p``, or None (full participation; ``m``, ``p`` must be None).
+
+    Raises
+    ------
+    AssumptionError
+        ``m``/``p`` without a model name, or a model built for another number of clients.
+    """
+    if participation is None or isinstance(participation, ParticipationModel):
+        given = [k for k, v in (("participation_m", m), ("participation_p", p)) if v is not None]
+        if given:
+            what = "no participation model" if participation is None else "a built model"
+            raise AssumptionError(
+                f"{', '.join(given)} given with {what}: they only go with a participation model "
+                "name, e.g. participation='uniform', participation_m=4"
+            )
+        if participation is None:
+            return Full(n)
+        if participation.n_clients != n:
+            raise AssumptionError(
+                f"the participation model has {participation.n_clients} clients but the "
+                f"problem has {n}"
+            )
+        return participation
     if isinstance(participation, str):
-        return make_participation(participation, n, **kw)
-    if getattr(participation, "n_clients", n) != n:
-        raise AssumptionError(
-            f"the participation model has {participation.n_clients} clients but the problem has {n}"
-        )
-    return participation
+        return make_participation(participation, n, m, p)
+    raise AssumptionError(
+        f"participation must be a model, a name or None, got {type(participation).__name__}"
+    )
 
 
 def draw_participation(
@@ -120,25 +183,50 @@ def draw_participation(
     return np.stack(out)
 
 
-def prepare_run(
-    model: Any,
-    algorithm: Algorithm,
+def plan_run(
+    problem: Any,
+    algorithm: Algorithm | str,
+    participation: Any = None,
+    *,
     rounds: int,
-    seqs: list,
-    aggregation: str,
-    dtype: Any,
-    xp: Any,
+    seeds: int = 1,
+    seed: int = 0,
+    seed_ids: Sequence[int] | None = None,
+    x0: Any = None,
+    participation_m: int | None = None,
+    participation_p: Any = None,
+    aggregation: str = "mean",
     draws: Any = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, SeedRng]:
-    """Everything random about a run, drawn up front on the host, one stream per seed.
-
-    Returns the participation draws ``(S, R, N)`` (stream 0 of each seed, or ``draws`` when
-    given), their aggregation weights, who computes at each local step ``(S, R, K, N)`` for
-    algorithms that re-sample (stream 1; else None) and the gradient-noise generator
-    (stream 2). Keeping the streams apart makes seed s of a batch equal to its single-seed run.
-    """
-    S, N = len(seqs), int(model.n_clients)
-    K = algorithm.config.local_steps
+    backend: str | None = None,
+    dtype: Any = None,
+    divergence_bound: float = 1e10,
+    average_from: int | None = None,
+    record_every: int = 1,
+    metrics: Sequence[str] | Mapping[str, Metric] | None = None,
+    **config: Any,
+) -> RunPlan:
+    """Check a run's arguments, build what it runs and draw its randomness (see
+    :func:`simulate` for the parameters)."""
+    rounds = check_int("the number of rounds R", rounds, minimum=0)
+    check_int("the number of seeds", seeds, minimum=1)
+    seed = check_int("the seed", seed, minimum=0)
+    check_positive("the divergence bound", divergence_bound)
+    record_every = check_int("record_every", record_every, minimum=1)
+    if average_from is not None:
+        average_from = check_int("average_from", average_from, minimum=0)
+    xp = get_backend(backend)
+    dt = resolve_dtype(dtype)
+    N, d = int(problem.n_clients), int(problem.dim)
+    model = make_participation_model(participation, N, m=participation_m, p=participation_p)
+    if isinstance(algorithm, str):
+        algorithm = make_algorithm(algorithm, problem=problem, **config)
+    elif config:
+        raise AssumptionError(
+            f"configuration keywords {sorted(config)} need an algorithm name, not a built Algorithm"
+        )
+    available, recorded = select_metrics(metrics, algorithm)
+    seqs = seed_sequences(seed, seeds, seed_ids)
+    S = len(seqs)
     if draws is None:
         masks = draw_participation(model, rounds, seqs)
     else:
@@ -148,13 +236,115 @@ def prepare_run(
                 f"draws must have shape (seeds, rounds, clients) = {(S, rounds, N)}, "
                 f"got {masks.shape}"
             )
-    weights = np.asarray(model.weights(masks, aggregation), dtype=dtype)
+    weights = np.asarray(model.weights(masks, aggregation), dtype=dt)
     step_masks = None
     if algorithm.needs_step_masks:
+        K = algorithm.config.local_steps
         step_masks = draw_participation(model, rounds, seqs, stream=1, per_round=K) > 0
         step_masks = step_masks.reshape(S, rounds, K, N)
     noise_seqs = [np.random.SeedSequence(s.entropy, spawn_key=s.spawn_key + (2,)) for s in seqs]
-    return masks, weights, step_masks, SeedRng(noise_seqs, xp=xp)
+    if x0 is None:
+        x = xp.zeros((S, d), dtype=dt)
+    else:
+        x0 = np.asarray(to_numpy(x0), dtype=dt)
+        if x0.shape not in ((d,), (S, d)):
+            raise AssumptionError(f"x0 must have shape ({d},) or ({S}, {d}), got {x0.shape}")
+        x = xp.asarray(np.broadcast_to(x0, (S, d)).copy())
+    return RunPlan(
+        problem=problem,
+        algorithm=algorithm,
+        model=model,
+        rounds=rounds,
+        seed=seed,
+        seed_ids=list(range(S)) if seed_ids is None else [int(i) for i in seed_ids],
+        x0=x,
+        masks=masks,
+        weights=weights,
+        step_masks=step_masks,
+        rng=SeedRng(noise_seqs, xp=xp),
+        xp=xp,
+        aggregation=aggregation,
+        available=available,
+        recorded=recorded,
+        divergence_bound=divergence_bound,
+        average_from=average_from,
+        record_every=record_every,
+    )
+
+
+@dataclass
+class _Recorder:
+    """Writes a round's metrics into the (S, R + 1) arrays and flags diverging seeds.
+
+    The divergence score is ``rel_error`` when x* is known, else ``grad_norm2`` when it is
+    recorded; a non-finite server model always counts as divergence.
+    """
+
+    plan: RunPlan
+    values: dict = field(init=False)
+    diverged: np.ndarray = field(init=False)
+    diverged_at: np.ndarray = field(init=False)
+    base: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        S, R = self.plan.x0.shape[0], self.plan.rounds
+        self.values = {k: np.full((S, R + 1), np.nan) for k in self.plan.available}
+        self.diverged = np.zeros(S, dtype=bool)
+        self.diverged_at = np.full(S, -1, dtype=np.int64)
+
+    def __call__(self, r: int, state: Any) -> None:
+        plan = self.plan
+        for name, metric in plan.recorded.items():
+            self.values[name][:, r] = to_numpy(metric(state, plan.problem))
+        if plan.problem.x_star is not None:
+            if "rel_error" not in plan.recorded:
+                self.values["rel_error"][:, r] = to_numpy(
+                    RUNNER_METRICS["rel_error"](state, plan.problem)
+                )
+            score = self.values["rel_error"][:, r]
+        elif "grad_norm2" in plan.recorded:
+            score = self.values["grad_norm2"][:, r]
+        else:
+            score = np.zeros(self.diverged.shape)
+        if self.base is None:
+            self.base = np.maximum(score, 1.0)
+        bad = ~np.isfinite(score) | (score > plan.divergence_bound * self.base)
+        if plan.problem.x_star is None:
+            bad |= ~np.isfinite(to_numpy(state.x)).all(axis=-1)
+        new = bad & ~self.diverged
+        if new.any():
+            self.diverged[new] = True
+            self.diverged_at[new] = r
+        if self.diverged.any():  # a diverged seed's metrics stay NaN from its divergence on
+            for v in self.values.values():
+                v[self.diverged, r] = np.nan
+
+
+def run_rounds(plan: RunPlan, *, progress: bool = False) -> tuple[Any, _Recorder, Any, float]:
+    """The round loop: ``(final state, recorder, time-average sum of x or None, seconds)``."""
+    xp, algorithm, problem, R = plan.xp, plan.algorithm, plan.problem, plan.rounds
+    state = algorithm.init(problem, plan.x0)
+    record = _Recorder(plan)
+    with np.errstate(all="ignore"):
+        record(0, state)
+    x_sum = xp.zeros_like(plan.x0) if plan.average_from is not None else None
+    t0 = time.perf_counter()
+    for r in progress_bar(range(R), desc=algorithm.name, unit="round", disable=not progress):
+        draw = RoundDraw.at(r, plan.masks, plan.weights, plan.step_masks, xp)
+        with np.errstate(all="ignore"):
+            new_state = algorithm.round(state, problem, draw, plan.rng)
+        if record.diverged.any():  # freeze diverged seeds at their last finite state
+            keep = xp.asarray(record.diverged)
+            new_state = type(new_state)(
+                *[_freeze(a, b, keep) for a, b in zip(new_state, state, strict=True)]
+            )
+        state = new_state
+        if x_sum is not None and r + 1 >= plan.average_from:
+            x_sum = x_sum + state.x
+        if (r + 1) % plan.record_every == 0 or r + 1 == R:
+            with np.errstate(all="ignore"):
+                record(r + 1, state)
+    return state, record, x_sum, time.perf_counter() - t0
 
 
 def simulate(
@@ -165,8 +355,10 @@ def simulate(
     rounds: int,
     seeds: int = 1,
     seed: int = 0,
-    seed_ids: list | None = None,
+    seed_ids: Sequence[int] | None = None,
     x0: Any = None,
+    participation_m: int | None = None,
+    participation_p: Any = None,
     aggregation: str = "mean",
     draws: Any = None,
     backend: str | None = None,
@@ -174,8 +366,9 @@ def simulate(
     divergence_bound: float = 1e10,
     average_from: int | None = None,
     record_every: int = 1,
-    metrics: Any = None,
+    metrics: Sequence[str] | Mapping[str, Metric] | None = None,
     seed_block: int | None = None,
+    progress: bool = False,
     **config: Any,
 ) -> SimulationResult:
     """Run ``algorithm`` on ``problem`` for ``rounds`` rounds and ``seeds`` seeds at once.
@@ -184,22 +377,26 @@ def simulate(
     ----------
     problem : Problem
     algorithm : Algorithm or str
-        An :class:`Algorithm` or a registry name (then ``config`` keywords build it, e.g.
-        ``lr=1e-3, local_steps=3``).
-    participation : participation model, name, or None (full participation)
-        A :class:`fedtheory.participation.ParticipationModel` or a name for
-        :func:`~fedtheory.participation.make_participation` (``m``/``p`` keywords in
-        ``config`` are passed on as ``participation_m`` / ``participation_p``).
+        An :class:`Algorithm` or a registry name; then ``config`` keywords build it (``lr``,
+        ``local_steps``, ``global_lr``, ... and the algorithm's declared options, e.g.
+        ``cutoff`` for FedAU; an unknown keyword is an error listing the valid ones).
+    participation : ParticipationModel, name, or None (full participation)
+        A :class:`fedtheory.participation.ParticipationModel`, or a name for
+        :func:`~fedtheory.participation.make_participation` with ``participation_m`` (clients
+        per round) and ``participation_p`` (probabilities).
     rounds, seeds, seed : int
+        ``seed`` >= 0 is the root seed.
     seed_ids : list of int, optional
         Which seeds of the root ``seed`` to run (default ``0..seeds-1``).
     x0 : array (d,) or (S, d), optional
         Initial server model (default zero).
+    participation_m, participation_p : optional
+        Only with a participation model name (an error otherwise).
     aggregation : {"mean", "weighted", "unbiased"}
         The participation module's aggregation rule for the weights w.
     draws : array (S, R, N), optional
-        Explicit participation masks (overrides the model's draws; weights still by ``aggregation``
-        over the model).
+        Explicit participation masks (overrides the model's draws; weights still by
+        ``aggregation`` over the model).
     backend : "numpy" or "cupy", optional
     dtype : float64 (default) or float32
     divergence_bound : float
@@ -210,9 +407,12 @@ def simulate(
     record_every : int
         Record the metrics every this many rounds (and at the last round); skipped rounds
         hold NaN.
-    metrics : sequence of str, optional
-        Which of :data:`METRICS` to record (default: all). The others hold NaN. The divergence
-        check always runs (on ``rel_error``, or ``grad_norm2`` when x* is unknown).
+    metrics : sequence of str, mapping of str to callable, or None
+        Which metrics to record: None (the runner's and the algorithm's, see
+        :mod:`fedtheory.simulation.metrics`), names among those, or a mapping ``name ->
+        metric(state, problem)`` of exactly the metrics wanted (a caller's own, e.g. test
+        accuracy). The divergence check always runs (on ``rel_error``, or ``grad_norm2``
+        when x* is unknown and it is recorded).
     seed_block : int, optional
         Run the seeds in blocks of at most this many, one block after the other (cache
         blocking; each block is still one batched computation). Default: all seeds at once on
@@ -220,178 +420,77 @@ def simulate(
         a round's working set in a core's L2 cache (about 1.4x faster at 100 seeds on
         figure4_problem). A seed's numbers depend only on the size of its block: BLAS may round a
         product of a different size differently in the last bit.
+    progress : bool
+        A progress bar over rounds on stderr (silent when stderr is not a terminal).
 
     Returns
     -------
     SimulationResult
+
+    Raises
+    ------
+    AssumptionError
+        A bad count, step size, shape, metric name, or participation argument.
+    TypeError
+        An unknown configuration keyword (the message lists the valid ones).
     """
-    rounds = check_int("the number of rounds R", rounds, minimum=0)
-    check_int("the number of seeds", seeds, minimum=1)
-    check_positive("the divergence bound", divergence_bound)
-    record_every = check_int("record_every", record_every, minimum=1)
-    wanted = set(METRICS) if metrics is None else set(metrics)
-    if not wanted <= set(METRICS):
-        raise AssumptionError(
-            f"unknown metrics {sorted(wanted - set(METRICS))}: choose from {', '.join(METRICS)}"
-        )
-    xp = get_backend(backend)
-    dt = resolve_dtype(dtype)
-    N, d = int(problem.n_clients), int(problem.dim)
-    ids = list(range(seeds)) if seed_ids is None else [int(i) for i in seed_ids]
+    kw = dict(
+        rounds=rounds, seed=seed, x0=x0, participation_m=participation_m,
+        participation_p=participation_p, aggregation=aggregation, draws=draws, backend=backend,
+        dtype=dtype, divergence_bound=divergence_bound, average_from=average_from,
+        record_every=record_every, metrics=metrics, **config,
+    )  # fmt: skip
+    ids = list(range(check_int("the number of seeds", seeds, minimum=1)))
+    ids = ids if seed_ids is None else [int(i) for i in seed_ids]
     if seed_block is None:
-        seed_block = len(ids) if xp is not np else max(1, BLOCK_BYTES // (N * d * dt.itemsize))
+        N, d = int(problem.n_clients), int(problem.dim)
+        itemsize = resolve_dtype(dtype).itemsize
+        on_gpu = get_backend(backend) is not np
+        seed_block = len(ids) if on_gpu else max(1, BLOCK_BYTES // (N * d * itemsize))
     seed_block = check_int("seed_block", seed_block, minimum=1)
-    if len(ids) > seed_block:
-        n_blocks = -(-len(ids) // seed_block)
-        bounds = np.linspace(0, len(ids), n_blocks + 1).round().astype(int)  # balanced blocks
-        kw = dict(
-            rounds=rounds, seed=seed, aggregation=aggregation, backend=backend, dtype=dtype,
-            divergence_bound=divergence_bound, average_from=average_from,
-            record_every=record_every, metrics=metrics, **config,
-        )  # fmt: skip
-        parts = []
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            x0_b = x0 if x0 is None or np.ndim(x0) == 1 else np.asarray(x0)[a:b]
-            draws_b = None if draws is None else np.asarray(draws)[a:b]
-            parts.append(
-                simulate(
-                    problem,
-                    algorithm,
-                    participation,
-                    seeds=b - a,
-                    seed_ids=ids[a:b],
-                    x0=x0_b,
-                    draws=draws_b,
-                    seed_block=b - a,
-                    **kw,
-                )  # fmt: skip
-            )
-        return _concatenate(parts)
-    pkw = {}
-    for key in ("m", "p"):
-        if f"participation_{key}" in config:
-            pkw[key] = config.pop(f"participation_{key}")
-    model = _participation_model(participation, N, **pkw)
-    if isinstance(algorithm, str):
-        algorithm = make_algorithm(algorithm, problem=problem, **config)
-    elif config:
-        raise AssumptionError(
-            f"configuration keywords {sorted(config)} need an algorithm name, not a built Algorithm"
-        )
-    seqs = seed_sequences(seed, seeds, seed_ids)
-    S = len(seqs)
-    masks, weights, step_masks, rng = prepare_run(
-        model, algorithm, rounds, seqs, aggregation, dt, xp, draws=draws
-    )
+    if len(ids) <= seed_block:
+        plan = plan_run(problem, algorithm, participation, seeds=len(ids), seed_ids=ids, **kw)
+        return _result(plan, *run_rounds(plan, progress=progress))
+    n_blocks = -(-len(ids) // seed_block)
+    bounds = np.linspace(0, len(ids), n_blocks + 1).round().astype(int)  # balanced blocks
+    parts = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        kw["x0"] = x0 if x0 is None or np.ndim(x0) == 1 else np.asarray(x0)[a:b]
+        kw["draws"] = None if draws is None else np.asarray(draws)[a:b]
+        plan = plan_run(problem, algorithm, participation, seeds=b - a, seed_ids=ids[a:b], **kw)
+        parts.append(_result(plan, *run_rounds(plan, progress=progress)))
+    return _concatenate(parts)
 
-    if x0 is None:
-        x = xp.zeros((S, d), dtype=dt)
-    else:
-        x0 = np.asarray(x0, dtype=dt)
-        if x0.shape not in ((d,), (S, d)):
-            raise AssumptionError(f"x0 must have shape ({d},) or ({S}, {d}), got {x0.shape}")
-        x = xp.asarray(np.broadcast_to(x0, (S, d)).copy())
-    state = algorithm.init(problem, x)
 
-    x_star = None if problem.x_star is None else np.asarray(problem.x_star, dtype=np.float64)
-    f_star = problem.f_star
-    xs_dev = None if x_star is None else xp.asarray(x_star, dtype=dt)
-    xs_norm = None if x_star is None else float(np.linalg.norm(x_star)) or 1.0
-
-    shape = (S, rounds + 1)
-    rec = {k: np.full(shape, np.nan) for k in ("rel_error", "subopt", "grad_norm2", "consensus")}
-    rec["tracking"] = np.full(shape, np.nan)
-    diverged = np.zeros(S, dtype=bool)
-    diverged_at = np.full(S, -1, dtype=np.int64)
-    frozen_x = np.zeros((S, d))
-    x_sum = xp.zeros((S, d), dtype=dt) if average_from is not None else None
-    n_avg = 0
-    base = None
-
-    def record(r: int, state: Any) -> None:
-        nonlocal base
-        xs = state.x
-        gn = None
-        if "grad_norm2" in wanted or xs_dev is None:
-            g = problem.full_grad(xs)
-            gn = to_numpy((g * g).sum(axis=-1))
-            rec["grad_norm2"][:, r] = gn
-        if xs_dev is not None:
-            e = xs - xs_dev
-            rec["rel_error"][:, r] = to_numpy(xp.sqrt((e * e).sum(axis=-1))) / xs_norm
-        if f_star is not None and "subopt" in wanted:
-            rec["subopt"][:, r] = to_numpy(problem.loss(xs)) - f_star
-        X = getattr(state, "X", None)
-        if X is not None and "consensus" in wanted:
-            n = X.shape[1]
-            dev = client_deltas(X, client_sum(X) / n).reshape(X.shape[0], 1, -1)
-            sq = xp.matmul(dev, dev.transpose(0, 2, 1))[:, 0, 0]  # one dot product per seed
-            rec["consensus"][:, r] = to_numpy(sq) / n
-        if hasattr(state, "y") and hasattr(state, "g_prev") and "tracking" in wanted:
-            res = state.y - client_sum(state.g_prev)
-            rec["tracking"][:, r] = to_numpy(xp.sqrt((res * res).sum(axis=-1)))
-        score = rec["rel_error"][:, r] if xs_dev is not None else gn
-        if base is None:
-            base = np.maximum(score, 1.0)
-        bad = ~np.isfinite(score) | (score > divergence_bound * base)
-        if xs_dev is None:
-            bad |= ~np.isfinite(to_numpy(xs)).all(axis=-1)
-        new = bad & ~diverged
-        if new.any():
-            diverged[new] = True
-            diverged_at[new] = r
-        if diverged.any():  # a diverged seed's metrics stay NaN from its divergence on
-            for k in rec:
-                rec[k][diverged, r] = np.nan
-
-    record(0, state)
-    t0 = time.perf_counter()
-    for r in range(rounds):
-        draw = RoundDraw.at(r, masks, weights, step_masks, xp)
-        with np.errstate(all="ignore"):
-            new_state = algorithm.round(state, problem, draw, rng)
-        if diverged.any():  # freeze diverged seeds at their last finite state
-            keep = xp.asarray(diverged)
-            new_state = type(new_state)(
-                *[_freeze(a, b, keep) for a, b in zip(new_state, state, strict=True)]
-            )
-        state = new_state
-        if x_sum is not None and r + 1 >= average_from:
-            x_sum = x_sum + state.x
-            n_avg += 1
-        if (r + 1) % record_every == 0 or r + 1 == rounds:
-            with np.errstate(all="ignore"):
-                record(r + 1, state)
-    wall = time.perf_counter() - t0
-    x_final = to_numpy(state.x).astype(np.float64)
-    frozen_x[:] = x_final
+def _result(
+    plan: RunPlan, state: Any, record: _Recorder, x_sum: Any, wall: float
+) -> SimulationResult:
+    """A run's :class:`SimulationResult` from its plan and its loop's output."""
+    algorithm = plan.algorithm
+    n_avg = 0 if plan.average_from is None else max(plan.rounds - max(plan.average_from, 1) + 1, 0)
+    x_star = plan.problem.x_star
     return SimulationResult(
         algorithm=algorithm.name,
-        participation=type(model).__name__,
-        rounds=rounds,
-        seeds=S,
-        seed=int(seed),
-        seed_ids=[int(s) for s in (seed_ids if seed_ids is not None else range(S))],
-        diverged=diverged,
-        diverged_at=diverged_at,
-        x_final=frozen_x,
-        x_star=x_star,
+        participation=type(plan.model).__name__,
+        rounds=plan.rounds,
+        seeds=len(plan.seed_ids),
+        seed=plan.seed,
+        seed_ids=plan.seed_ids,
+        metrics=record.values,
+        diverged=record.diverged,
+        diverged_at=record.diverged_at,
+        x_final=to_numpy(state.x).astype(np.float64),
+        x_star=None if x_star is None else np.asarray(x_star, dtype=np.float64),
         x_mean=None if x_sum is None else to_numpy(x_sum / max(n_avg, 1)).astype(np.float64),
         wall_time=wall,
-        config={
-            "lr": algorithm.config.lr,
-            "local_steps": algorithm.config.local_steps,
-            "global_lr": algorithm.config.global_lr,
-            "aggregation": aggregation,
-        },
-        **rec,
+        config={**algorithm.config.as_dict(), "aggregation": plan.aggregation},
     )
 
 
 def _concatenate(parts: list) -> SimulationResult:
     """One result from the results of consecutive seed blocks (same run otherwise)."""
     first = parts[0]
-    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    cat = lambda get: np.concatenate([get(p) for p in parts])  # noqa: E731
     return SimulationResult(
         algorithm=first.algorithm,
         participation=first.participation,
@@ -399,16 +498,12 @@ def _concatenate(parts: list) -> SimulationResult:
         seeds=sum(p.seeds for p in parts),
         seed=first.seed,
         seed_ids=[i for p in parts for i in p.seed_ids],
-        rel_error=cat("rel_error"),
-        subopt=cat("subopt"),
-        grad_norm2=cat("grad_norm2"),
-        consensus=cat("consensus"),
-        tracking=cat("tracking"),
-        diverged=cat("diverged"),
-        diverged_at=cat("diverged_at"),
-        x_final=cat("x_final"),
+        metrics={k: cat(lambda p, k=k: p.metrics[k]) for k in first.metrics},
+        diverged=cat(lambda p: p.diverged),
+        diverged_at=cat(lambda p: p.diverged_at),
+        x_final=cat(lambda p: p.x_final),
         x_star=first.x_star,
-        x_mean=None if first.x_mean is None else cat("x_mean"),
+        x_mean=None if first.x_mean is None else cat(lambda p: p.x_mean),
         wall_time=sum(p.wall_time for p in parts),
         config=first.config,
     )
@@ -421,6 +516,4 @@ def _freeze(new: Any, old: Any, keep: Any) -> Any:
     if getattr(new, "ndim", 0) == 0 or new.shape[0] != keep.shape[0]:
         return new
     k = keep.reshape((-1,) + (1,) * (new.ndim - 1))
-    from fedtheory.backend import get_namespace  # noqa: PLC0415
-
     return get_namespace(new).where(k, old, new)

@@ -1,0 +1,96 @@
+"""Per-round metrics: functions of ``(state, problem)`` that return one number per seed.
+
+A metric takes an algorithm's state (a NamedTuple whose field ``x`` is the server model
+``(S, d)``, the one field every state has) and the problem, and returns an array of shape
+``(S,)`` in the state's namespace. The runner (:func:`fedtheory.simulation.simulate`) records
+the three of :data:`RUNNER_METRICS`, which need only ``x`` and the problem; an algorithm
+contributes the ones that need its own state (``Algorithm.metrics``: the clients' consensus
+error for algorithms with client models, FOCUS's tracking residual), and a caller may pass its
+own (the MLP's test accuracy). The runner never reads an algorithm's field names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fedtheory.backend import get_namespace
+from fedtheory.errors import AssumptionError
+
+Array = Any
+Metric = Callable[[Any, Any], Array]
+
+
+def rel_error(state: Any, problem: Any) -> Array:
+    """||x_r - x*|| / ||x*|| of the server model (NaN when x* is unknown; ||x*|| = 0 counts 1)."""
+    x = state.x
+    xp = get_namespace(x)
+    if problem.x_star is None:
+        return xp.full(x.shape[0], np.nan)
+    x_star = np.asarray(problem.x_star, dtype=np.float64)
+    e = x - xp.asarray(x_star, dtype=x.dtype)
+    return xp.sqrt((e * e).sum(axis=-1)) / (float(np.linalg.norm(x_star)) or 1.0)
+
+
+def subopt(state: Any, problem: Any) -> Array:
+    """f(x_r) - f* (NaN when f* is unknown)."""
+    x = state.x
+    if problem.f_star is None:
+        return get_namespace(x).full(x.shape[0], np.nan)
+    return problem.loss(x) - problem.f_star
+
+
+def grad_norm2(state: Any, problem: Any) -> Array:
+    """||grad f(x_r)||^2, f = (1/N) sum_i f_i."""
+    g = problem.full_grad(state.x)
+    return (g * g).sum(axis=-1)
+
+
+#: The metrics the runner records for every algorithm (they read only the server model ``x``).
+RUNNER_METRICS: dict[str, Metric] = {
+    "rel_error": rel_error,
+    "subopt": subopt,
+    "grad_norm2": grad_norm2,
+}
+
+
+def select_metrics(
+    requested: Sequence[str] | Mapping[str, Metric] | None, algorithm: Any
+) -> tuple[dict[str, Metric], dict[str, Metric]]:
+    """``(available, recorded)``: every metric a run of ``algorithm`` can record, and those asked
+    for.
+
+    ``requested`` is None (all of them), a sequence of names among the available ones, or a
+    mapping ``name -> metric`` (exactly those, e.g. ``{"accuracy": ...}``; a name may also map
+    to None to pick the available metric of that name).
+
+    Raises
+    ------
+    AssumptionError
+        An unknown name (the message lists the available ones) or a value that is not callable.
+    """
+    available = {**RUNNER_METRICS, **dict(getattr(algorithm, "metrics", {}) or {})}
+    if requested is None:
+        return available, dict(available)
+    if isinstance(requested, str):
+        requested = [requested]
+    if isinstance(requested, Mapping):
+        recorded = {}
+        for name, fn in requested.items():
+            fn = available.get(name) if fn is None else fn
+            if not callable(fn):
+                raise AssumptionError(
+                    f"metric {name!r} must be a function of (state, problem) or one of "
+                    f"{', '.join(available)}"
+                )
+            recorded[str(name)] = fn
+        return {**available, **recorded}, recorded
+    unknown = [m for m in requested if m not in available]
+    if unknown:
+        raise AssumptionError(
+            f"unknown metrics {unknown} for {getattr(algorithm, 'name', 'this algorithm')}: "
+            f"choose from {', '.join(available)}"
+        )
+    return available, {m: available[m] for m in requested}
