@@ -15,3 +15,9 @@ class AssumptionError(FedTheoryError):
 
 class BackendUnavailableError(FedTheoryError):
     """The requested array backend cannot run on this machine (e.g. CuPy without a GPU)."""
+
+
+class UnknownOptionError(FedTheoryError, TypeError):
+    """A keyword argument that the function or algorithm does not read (a typo would otherwise
+    run a different experiment); the message lists the valid names. Also a ``TypeError``, as
+    Python raises for an unexpected keyword argument."""

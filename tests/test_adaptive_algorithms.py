@@ -12,9 +12,9 @@ import json
 import numpy as np
 import pytest
 
-from fedtheory.algorithms import AlgorithmConfig, make_algorithm
-from fedtheory.algorithms.cafga import cluster_weights
-from fedtheory.algorithms.mixing import mixing_matrix
+from fedtheory.algorithms import AlgorithmConfig, info, make_algorithm
+from fedtheory.algorithms.gossip import cluster_weights
+from fedtheory.algorithms.gossip import gossip_matrix as mixing_matrix
 from fedtheory.cli import main
 from fedtheory.errors import AssumptionError
 from fedtheory.participation import Full, PerCluster, Uniform
@@ -37,7 +37,8 @@ def exact():
 def _run(problem, name, part, rounds=15, seeds=5, **kw):
     kw.setdefault("lr", 0.05)
     kw.setdefault("local_steps", 3)
-    kw.setdefault("global_lr", 0.05)
+    if "global_lr" in info(name).settings:
+        kw.setdefault("global_lr", 0.05)
     return simulate(problem, name, part, rounds=rounds, seeds=seeds, seed=7, **kw)
 
 
@@ -281,9 +282,12 @@ def test_simulate_cli_accepts_new_algorithms(tmp_path, capsys, name):
     out = tmp_path / "o.json"
     args = ["simulate", "--problem", "quadratic", "--algorithm", name, "--participation",
             "uniform", "--clients-per-round", "4", "--rounds", "5", "--local-steps", "2",
-            "--lr", "0.01", "--global-lr", "0.05", "--beta1", "0.9", "--beta2", "0.99",
-            "--eps", "1e-8", "--topology", "ring", "--clusters", "4", "--seeds", "2",
-            "--json", str(out)]  # fmt: skip
+            "--lr", "0.01", "--seeds", "2", "--json", str(out)]  # fmt: skip
+    flags = {"global_lr": ["--global-lr", "0.05"], "beta1": ["--beta1", "0.9"],
+             "beta2": ["--beta2", "0.99"], "eps": ["--eps", "1e-8"],
+             "topology": ["--topology", "ring"], "clusters": ["--clusters", "4"]}  # fmt: skip
+    for setting in info(name).settings:  # the flags this algorithm reads
+        args += flags.get(setting, [])
     assert main(args) == 0, capsys.readouterr().err
     data = json.loads(out.read_text())
     assert data["algorithm"] == name

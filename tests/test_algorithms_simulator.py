@@ -15,6 +15,7 @@ from fedtheory.algorithms import (
     RoundDraw,
     available,
     gossip,
+    info,
     local_steps,
     make_algorithm,
     server_optimizer,
@@ -202,7 +203,9 @@ def test_focus_exact_linear_convergence_random_participation(prob, part):
 def test_batched_run_equals_single_seed_runs(name):
     p = random_least_squares(6, 8, 3, noise=0.3, batch_size=2, seed=5)
     model = make_participation("uniform", 6, 2)
-    kw = dict(rounds=15, seed=42, lr=0.02, local_steps=2, prox_mu=0.1)
+    kw = dict(rounds=15, seed=42, lr=0.02, local_steps=2)
+    if "prox_mu" in info(name).settings:
+        kw["prox_mu"] = 0.1
     batched = simulate(p, name, model, seeds=3, **kw)
     for s in range(3):
         single = simulate(p, name, model, seeds=1, seed_ids=[s], **kw)
@@ -240,10 +243,12 @@ def test_local_steps_mask_prox_correction_and_gossip(prob):
     # gossip with a doubly stochastic W keeps the clients' average; per-step masks are used
     W = np.full((N, N), 1.0 / N)
     steps = np.zeros((2, 3, N), dtype=bool)
-    out = local_steps(prob, X, 3, 0.1, compute=steps, mix=W)
+    out = local_steps(prob, X, 3, 0.1, compute=steps, mix=gossip(W))
     assert np.allclose(out, X.mean(axis=1, keepdims=True))
     out2 = local_steps(prob, X, 3, 0.1, compute=lambda t: steps[:, t], mix=gossip(W))
     assert np.array_equal(out, out2)
+    with pytest.raises(AssumptionError, match="mix must be a callable"):
+        local_steps(prob, X, 1, 0.1, mix=W)
     with pytest.raises(AssumptionError, match="anchor"):
         local_steps(prob, X, 1, 0.1, prox_mu=1.0)
     with pytest.raises(AssumptionError, match="K"):

@@ -6,15 +6,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedtheory.algorithms.local_steps import gossip
-from fedtheory.algorithms.mixing import (
+from fedtheory.algorithms import gossip_rho
+from fedtheory.algorithms.gossip import (
     block_gossip,
     cluster_mixing,
-    cluster_rho_max,
-    mixing_matrix,
+    gossip,
+    gossip_matrix,
     selected_ring,
-    spectral_gap,
 )
+from fedtheory.graphs import rho
 
 
 def _birkhoff(n: int, k: int, seed: int) -> np.ndarray:
@@ -73,7 +73,7 @@ def test_selected_ring_is_doubly_stochastic_and_keeps_offline_clients(S, n, seed
         M = sel.size
         if M >= 1:
             block = W[s][np.ix_(sel, sel)]
-            expect = mixing_matrix(kind, M) if M >= 2 else np.eye(1)
+            expect = gossip_matrix(kind, M) if M >= 2 else np.eye(1)
             if kind == "ring" and M == 2:
                 expect = np.full((2, 2), 0.5)
             np.testing.assert_allclose(block, expect, atol=1e-15)
@@ -82,9 +82,21 @@ def test_selected_ring_is_doubly_stochastic_and_keeps_offline_clients(S, n, seed
 def test_paper_spectral_gaps_of_the_gossip_matrices():
     """000 Sec. 6.2 / 004 Sec. 6: rings of 50, 10 and 8 with weights 1/3 have rho 0.995, 0.873,
     0.805; the balanced complete graph has rho 0; rho_max of 5 ring clusters of 10 is 0.873."""
-    assert round(spectral_gap(mixing_matrix("ring", 50)), 3) == 0.995
-    assert round(spectral_gap(mixing_matrix("ring", 10)), 3) == 0.873
-    assert round(spectral_gap(mixing_matrix("ring", 8)), 3) == 0.805
-    assert spectral_gap(mixing_matrix("complete", 50)) < 1e-12
-    assert round(cluster_rho_max(cluster_mixing("ring", 5, 10)), 3) == 0.873
-    np.testing.assert_allclose(mixing_matrix("ring", 5)[0], [1 / 3, 1 / 3, 0, 0, 1 / 3])
+    assert round(rho(gossip_matrix("ring", 50)), 3) == 0.995
+    assert round(rho(gossip_matrix("ring", 10)), 3) == 0.873
+    assert round(rho(gossip_matrix("ring", 8)), 3) == 0.805
+    assert rho(gossip_matrix("complete", 50)) < 1e-12
+    assert cluster_mixing("ring", 5, 10).shape == (5, 10, 10)
+    np.testing.assert_allclose(gossip_matrix("ring", 5)[0], [1 / 3, 1 / 3, 0, 0, 1 / 3])
+
+
+def test_the_registry_knows_the_gap_each_algorithm_gossips_with():
+    """rho of the N-client graph (AFGA, DSGD), rho_max over clusters (CAFGA, HA-Fed: 000 Thm
+    D.3, 004 Cor. 5.11), the ring on the M clients of S_r (000 fn. 4), None without gossip."""
+    assert round(gossip_rho("afga", 50, 5, topology="ring"), 3) == 0.995
+    assert round(gossip_rho("DSGD", 10, topology="ring"), 3) == 0.873
+    assert round(gossip_rho("cafga", 50, 5, topology="ring", clusters=5), 3) == 0.873
+    assert round(gossip_rho("HA-Fed", 32, 8, topology="ring", clusters=4), 3) == 0.805
+    assert round(gossip_rho("afga-adapted", 50, 10, topology="ring"), 3) == 0.873
+    assert gossip_rho("afga-adapted", 50, 2) == 0.0
+    assert gossip_rho("fedavg", 50, 5) is None

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from fedtheory.algorithms.base import SeedRng
+from fedtheory.algorithms.gossip import gossip
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.nn.conv import Conv1DNet
 from fedtheory.nn.data import federated_synthetic
@@ -98,12 +99,12 @@ def _block_mix(n, clusters):
 
 def _configs(rng):
     fedavg = {"compute": _uniform_masks((S, N), rng)}
-    afga = {"compute": _uniform_masks((S, K, N), rng), "mix": _ring(N)}
+    afga = {"compute": _uniform_masks((S, K, N), rng), "mix": gossip(_ring(N))}
     # CAFGA: one computing client per cluster (2 clusters of 5), re-sampled every step.
     pick = rng.integers(0, N // 2, size=(S, K, 2)) + np.array([0, N // 2])
     cafga_mask = np.zeros((S, K, N), dtype=bool)
     np.put_along_axis(cafga_mask, pick, True, axis=2)
-    cafga = {"compute": cafga_mask, "mix": _block_mix(N, 2)}
+    cafga = {"compute": cafga_mask, "mix": gossip(_block_mix(N, 2))}
     weighted = {"compute": _uniform_masks((S, N), rng) * rng.uniform(0.5, 2.0, (S, N))}
     return {"fedavg": fedavg, "afga": afga, "cafga": cafga, "weighted": weighted}
 

@@ -6,15 +6,13 @@ import json
 import numpy as np
 import pytest
 
-from fedtheory.errors import AssumptionError
+from fedtheory.algorithms.registry import display_name
+from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1
 from fedtheory.nn.data import federated_synthetic
 from fedtheory.nn.problem import MLPProblem
-
-pytest.importorskip("fedtheory.simulation.runner")
-pytest.importorskip("mnist1d")
-
-from fedtheory.nn.experiment import N1_ALGORITHMS, run_n1, train  # noqa: E402
-from fedtheory.simulation.runner import simulate  # noqa: E402
+from fedtheory.nn.training import train
+from fedtheory.simulation import simulate
 
 SMALL = dict(n_clients=10, participation=0.5, num_samples=400, rounds=3, local_steps=2, batch_size=8, hidden=(8,),
              seeds=2, eval_every=2)  # fmt: skip
@@ -46,20 +44,14 @@ def test_train_refuses_config_with_a_built_algorithm(prob):
         train(prob, algo, "full", rounds=1, lr=0.2)
 
 
-def test_run_n1_small_is_deterministic_and_reports_missing():
+def test_run_n1_small_is_deterministic_and_runs_every_algorithm():
     a = run_n1(**SMALL)
     b = run_n1(**SMALL)
-    from fedtheory.algorithms.registry import available
-
-    reg = available()
     for name, res in a.results.items():
         np.testing.assert_array_equal(res.accuracy, b.results[name].accuracy)
         assert res.accuracy.shape == (2, 3)
         assert np.all((res.accuracy >= 0) & (res.accuracy <= 1))
-    assert "FedAvg" in a.results and "FedAMSGrad" in a.results
-    for name in a.missing:
-        assert not any(alias in reg for alias in N1_ALGORITHMS[name])
-    assert set(a.results) | set(a.missing) == set(N1_ALGORITHMS)
+    assert set(a.results) == {display_name(n) for n in N1_ALGORITHMS}
     s = a.summary()
     assert set(s) == set(a.results) and all(v["seeds"] == 2 for v in s.values())
     assert a.ordering()[0] in a.results
@@ -70,8 +62,10 @@ def test_run_n1_small_is_deterministic_and_reports_missing():
 
 
 def test_run_n1_refusals():
-    with pytest.raises(AssumptionError, match="unknown N1 algorithm"):
+    with pytest.raises(FedTheoryError, match="unknown algorithm 'FedSGD'"):
         run_n1(["FedSGD"], **SMALL)
+    with pytest.raises(AssumptionError, match="unknown N1 algorithm"):
+        run_n1(["fedprox"], **SMALL)
     with pytest.raises(AssumptionError, match="gives 0 clients per round"):
         run_n1(["FedAvg"], **{**SMALL, "participation": 0.01})
     with pytest.raises(

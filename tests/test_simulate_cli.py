@@ -36,7 +36,7 @@ def test_contract_json(npz, tmp_path, capsys, part):
     p = tmp_path / "p.npy"
     np.save(p, np.full(6, 1 / 6))
     out = tmp_path / "o.json"
-    extra = ["--clients-per-round", "2"]
+    extra = [] if part == "full" else ["--clients-per-round", "2"]
     if part in ("weighted",):
         extra += ["--probabilities", str(p)]
     code, _, err = _run(
@@ -112,6 +112,18 @@ def test_divergence_is_reported_not_a_crash(npz, tmp_path, capsys):
     assert code == 0, err
     d = json.loads(out.read_text())
     assert d["diverged"] == [True] and d["error"][0][-1] is None
+
+
+def test_full_participation_refuses_clients_per_round(npz, capsys):
+    """All clients take part: a client count would be recorded but not used (one line)."""
+    f, _, _ = npz
+    code, _, err = _run(
+        ["--problem-file", str(f), "--algorithm", "focus", "--participation", "full",
+         "--clients-per-round", "3", *BASE],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and err.count("\n") == 1
+    assert "full participation does not use clients per round M" in err
 
 
 def test_cluster_participation_samples_m_per_cluster(npz, tmp_path, capsys):

@@ -27,7 +27,7 @@ from fedtheory.analysis.study import (
     study_problem,
 )
 from fedtheory.cli import main
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, FedTheoryError
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_comm_time_per_round():
     assert m.round_time("afga-adapted", 24) == pytest.approx(36.0 + 24 * 1.8)
     assert m.round_time("dsgd", 24) == pytest.approx(24 * 1.8)
     assert CommTimeModel(down=0).round_time("fedamsgrad", 5) == pytest.approx(18.0)
-    with pytest.raises(AssumptionError, match="no communication-time model"):
+    with pytest.raises(FedTheoryError, match="unknown algorithm 'nope'"):
         m.round_time("nope", 1)
 
 

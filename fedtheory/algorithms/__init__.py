@@ -25,14 +25,20 @@ Shared pieces
 - :func:`fedtheory.algorithms.server_opt.server_optimizer`: ``sgd`` (FedAvg server step),
   ``adam``, ``yogi``, ``adagrad``, ``amsgrad`` with eps ``inside`` / ``outside`` the square
   root; ``init(x) -> state``, ``update(delta, state) -> (step, state)``, ``x <- x + step``.
-- :mod:`fedtheory.algorithms.registry`: ``register(name, description)`` decorates a builder
-  ``builder(config: AlgorithmConfig) -> Algorithm``; ``make_algorithm(name, config,
-  problem=..., **overrides)`` builds one; ``available()`` lists them. New algorithm modules go
-  into ``registry.ALGORITHM_MODULES``.
+- :mod:`fedtheory.algorithms.gossip`: the gossip step ``X <- W X``, per-cluster gossip, the
+  ring on S_r, and the adaptive-gossip round AFGA, CAFGA and HA-Fed share.
+- :mod:`fedtheory.algorithms.registry`: ``register(name, description, display=..., uses=...,
+  options=..., adaptive=..., gossip_rho=..., affine=...)`` decorates a builder
+  ``builder(config: AlgorithmConfig) -> Algorithm`` and declares what it reads and what it is;
+  ``make_algorithm(name, config, problem=..., **settings)`` builds one (an unknown setting is
+  an error listing the valid ones); ``info(name)``, ``names(gossip=True)``,
+  ``display_name(name)`` and ``available()`` answer questions about them. New algorithm
+  modules go into ``registry.ALGORITHM_MODULES``.
 
-Algorithms here: ``fedavg``, ``fedprox``, ``scaffold``, ``fedau``, ``mifa``, ``scaffnew``,
-``focus``, ``sg-focus`` (each file cites its paper). Runs go through
-:func:`fedtheory.simulation.simulate`.
+Algorithms here (each file cites its paper): ``fedavg``, ``fedprox``, ``scaffold``, ``fedau``,
+``mifa``, ``scaffnew``, ``focus``, ``sg-focus``, ``feddyn``, ``fedamsgrad``, ``fedadam``,
+``fedyogi``, ``fedadagrad``, ``afga``, ``afga-adapted``, ``cafga``, ``hafed``, ``dsgd``. Runs go
+through :func:`fedtheory.simulation.simulate`.
 """
 
 from fedtheory.algorithms.base import (
@@ -45,12 +51,29 @@ from fedtheory.algorithms.base import (
     pull,
     seed_sequences,
 )
-from fedtheory.algorithms.local_steps import gossip, local_steps
-from fedtheory.algorithms.registry import available, make_algorithm, register
+from fedtheory.algorithms.gossip import gossip
+from fedtheory.algorithms.local_steps import local_steps
+from fedtheory.algorithms.registry import (
+    AlgorithmInfo,
+    Option,
+    available,
+    display_name,
+    gossip_rho,
+    info,
+    make_algorithm,
+    names,
+    register,
+)
 from fedtheory.algorithms.server_opt import ServerOptimizer, ServerOptState, server_optimizer
 
 __all__ = [
     "Algorithm",
+    "AlgorithmInfo",
+    "Option",
+    "display_name",
+    "gossip_rho",
+    "info",
+    "names",
     "AlgorithmConfig",
     "RoundDraw",
     "SeedRng",

@@ -16,34 +16,48 @@ from __future__ import annotations
 
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
 from fedtheory.algorithms.fedavg import build_fedavg
-from fedtheory.algorithms.registry import register
-
-#: registry name -> server optimizer of :mod:`fedtheory.algorithms.server_opt`.
-ADAPTIVE = {
-    "fedamsgrad": "amsgrad",
-    "fedadam": "adam",
-    "fedyogi": "yogi",
-    "fedadagrad": "adagrad",
-}
+from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
 
 
 @register(
-    "fedamsgrad", "FedAMSGrad: local SGD + AMSGrad server step (Wang et al. 2022b; 000 eq. 2)"
+    "fedamsgrad",
+    "FedAMSGrad: local SGD + AMSGrad server step (Wang et al. 2022b; 000 eq. 2)",
+    display="FedAMSGrad",
+    uses=ADAPTIVE_SETTINGS,
+    adaptive=True,
 )
 def build_fedamsgrad(config: AlgorithmConfig) -> Algorithm:
     return build_fedavg(config, server="amsgrad", name="fedamsgrad")
 
 
-@register("fedadam", "FedAdam: local SGD + Adam server step (Reddi et al. 2021, Alg. 2)")
+@register(
+    "fedadam",
+    "FedAdam: local SGD + Adam server step (Reddi et al. 2021, Alg. 2)",
+    display="FedAdam",
+    uses=ADAPTIVE_SETTINGS,
+    adaptive=True,
+)
 def build_fedadam(config: AlgorithmConfig) -> Algorithm:
     return build_fedavg(config, server="adam", name="fedadam")
 
 
-@register("fedyogi", "FedYogi: local SGD + Yogi server step (Reddi et al. 2021, Alg. 2)")
+@register(
+    "fedyogi",
+    "FedYogi: local SGD + Yogi server step (Reddi et al. 2021, Alg. 2)",
+    display="FedYogi",
+    uses=ADAPTIVE_SETTINGS,
+    adaptive=True,
+)
 def build_fedyogi(config: AlgorithmConfig) -> Algorithm:
     return build_fedavg(config, server="yogi", name="fedyogi")
 
 
-@register("fedadagrad", "FedAdagrad: local SGD + Adagrad server step (Reddi et al. 2021, Alg. 2)")
+@register(
+    "fedadagrad",
+    "FedAdagrad: local SGD + Adagrad server step (Reddi et al. 2021, Alg. 2)",
+    display="FedAdagrad",
+    uses=ADAPTIVE_SETTINGS,
+    adaptive=True,
+)
 def build_fedadagrad(config: AlgorithmConfig) -> Algorithm:
     return build_fedavg(config, server="adagrad", name="fedadagrad")

@@ -98,13 +98,15 @@ class AlgorithmConfig:
     prox_mu : float
         FedProx proximal weight mu.
     topology : str or None
-        Gossip graph name for the gossip algorithms (issue 5).
+        Gossip graph name for the gossip algorithms.
     clusters : int or None
-        Number of clusters C for the clustered algorithms (issue 5).
+        Number of clusters C for the clustered algorithms.
     n_clients : int or None
         N, filled in by :func:`fedtheory.algorithms.registry.make_algorithm` from the problem.
     options : dict
-        Algorithm-specific extras (e.g. ``{"cutoff": 10}`` for FedAU).
+        The algorithm's own settings, declared with their types and defaults where it is
+        registered (e.g. ``{"cutoff": 10}`` for FedAU; :class:`~fedtheory.algorithms.registry.
+        Option`).
     """
 
     lr: float = 1e-3
@@ -130,8 +132,15 @@ class AlgorithmConfig:
                 f"eps_placement must be 'inside' or 'outside', got {self.eps_placement!r}"
             )
 
-    def option(self, name: str, default: Any = None) -> Any:
-        return self.options.get(name, default)
+    def option(self, name: str) -> Any:
+        """The value of the algorithm's declared option ``name`` (filled with its default by
+        :func:`~fedtheory.algorithms.registry.make_algorithm`)."""
+        if name not in self.options:
+            raise KeyError(
+                f"option {name!r} is not set: build the algorithm with make_algorithm(), which "
+                "fills every declared option with its default"
+            )
+        return self.options[name]
 
     def as_dict(self) -> dict[str, Any]:
         """The hyper-parameters as a flat dict (options inlined; ``n_clients`` left out)."""

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from fedtheory.algorithms.afga import global_mixing
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, broadcast_clients, client_metrics
-from fedtheory.algorithms.local_steps import gossip, local_steps
+from fedtheory.algorithms.gossip import GRAPH_SEED, MIXING, global_mixing, global_rho, gossip
+from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import register
 
 Array = Any
@@ -33,7 +33,16 @@ class DSGDState(NamedTuple):
     X: Array  # (S, N, d) client models
 
 
-@register("dsgd", "DSGD: X <- W (X - eta_l G(X)), no server; x = clients' average (Lian et al.)")
+@register(
+    "dsgd",
+    "DSGD: X <- W (X - eta_l G(X)), no server; x = clients' average (Lian et al.)",
+    display="DSGD",
+    uses=("topology",),
+    options=(MIXING, GRAPH_SEED),
+    gossip_rho=global_rho,
+    affine=True,
+    server_vectors=0,
+)
 def build_dsgd(config: AlgorithmConfig) -> Algorithm:
     K, lr = config.local_steps, config.lr
     cache: dict[int, Any] = {}

@@ -30,10 +30,8 @@ from fedtheory.algorithms.base import (
     pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
-from fedtheory.algorithms.registry import register
+from fedtheory.algorithms.registry import Option, register
 from fedtheory.backend import get_namespace
-from fedtheory.errors import AssumptionError
-from fedtheory.validation import check_int
 
 Array = Any
 
@@ -48,13 +46,25 @@ class FedAUState(NamedTuple):
     interval: Array  # (S, N) R_i: rounds since the last observed interval ended
 
 
-@register("fedau", "FedAU, weights from online participation-interval estimates (Wang & Ji 2023)")
+@register(
+    "fedau",
+    "FedAU, weights from online participation-interval estimates (Wang & Ji 2023)",
+    display="FedAU",
+    uses=("global_lr",),
+    options=(
+        Option("cutoff", 10, int, "interval cutoff (rounds)", minimum=1),
+        Option(
+            "normalize",
+            "clients",
+            str,
+            "divide by N (Alg. 1) or by the sum of weights",
+            choices=("clients", "weights"),
+        ),
+    ),
+)
 def build_fedau(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr
-    cutoff = check_int("the FedAU interval cutoff", config.option("cutoff", 10), minimum=1)
-    normalize = config.option("normalize", "clients")
-    if normalize not in ("clients", "weights"):
-        raise AssumptionError(f"FedAU normalize must be 'clients' or 'weights', got {normalize!r}")
+    cutoff, normalize = config.option("cutoff"), config.option("normalize")
 
     def init(problem: Any, x0: Array) -> FedAUState:
         xp = get_namespace(x0)

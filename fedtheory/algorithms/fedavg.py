@@ -29,7 +29,7 @@ from fedtheory.algorithms.base import (
     pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
-from fedtheory.algorithms.registry import register
+from fedtheory.algorithms.registry import Option, register
 from fedtheory.algorithms.server_opt import ServerOptState, server_optimizer
 
 Array = Any
@@ -44,15 +44,20 @@ class FedAvgState(NamedTuple):
 
 
 def build_fedavg(
-    config: AlgorithmConfig, server: str = "sgd", name: str = "fedavg", prox_mu: float = 0.0
+    config: AlgorithmConfig,
+    server: str = "sgd",
+    name: str = "fedavg",
+    prox_mu: float = 0.0,
+    momentum: float = 0.0,
 ) -> Algorithm:
     """FedAvg with server optimizer ``server`` (``sgd``, ``adam``, ``yogi``, ``adagrad``,
-    ``amsgrad``; see :mod:`fedtheory.algorithms.server_opt`) and an optional proximal term
-    ``prox_mu / 2 ||x_i - x||^2`` in the local objective (FedProx)."""
+    ``amsgrad``; see :mod:`fedtheory.algorithms.server_opt`), an optional proximal term
+    ``prox_mu / 2 ||x_i - x||^2`` in the local objective (FedProx) and, for ``sgd``, server
+    momentum ``momentum`` (FedAvgM); the adaptive servers take beta1 from ``config``."""
     opt = server_optimizer(
         server,
         config.global_lr,
-        beta1=config.option("server_momentum", 0.0) if server == "sgd" else config.beta1,
+        beta1=momentum if server == "sgd" else config.beta1,
         beta2=config.beta2,
         eps=config.eps,
         eps_placement=config.eps_placement,
@@ -82,6 +87,17 @@ def build_fedavg(
     )
 
 
-@register("fedavg", "FedAvg / local SGD, x <- x + eta * aggregate(x_i - x) (McMahan et al. 2017)")
+@register(
+    "fedavg",
+    "FedAvg / local SGD, x <- x + eta * aggregate(x_i - x) (McMahan et al. 2017)",
+    display="FedAvg",
+    uses=("global_lr",),
+    options=(
+        Option(
+            "server_momentum", 0.0, float, "server momentum beta (FedAvgM; 0: none)", minimum=0.0
+        ),
+    ),
+    affine=True,
+)
 def _fedavg(config: AlgorithmConfig) -> Algorithm:
-    return build_fedavg(config)
+    return build_fedavg(config, momentum=config.option("server_momentum"))

@@ -28,7 +28,7 @@ from fedtheory.algorithms.base import (
     client_metrics,
 )
 from fedtheory.algorithms.local_steps import local_steps
-from fedtheory.algorithms.registry import register
+from fedtheory.algorithms.registry import Option, register
 from fedtheory.backend import get_namespace
 from fedtheory.validation import check_positive
 
@@ -44,7 +44,23 @@ class FedDynState(NamedTuple):
     h: Array  # (S, d) server state h
 
 
-@register("feddyn", "FedDyn, dynamic regularization, K-step inexact local solve (Acar et al. 2021)")
+@register(
+    "feddyn",
+    "FedDyn, dynamic regularization, K-step inexact local solve (Acar et al. 2021)",
+    display="FedDyn",
+    uses=("prox_mu",),
+    options=(
+        Option(
+            "alpha",
+            None,
+            float,
+            "regularization alpha (None: prox_mu if > 0, else 0.01)",
+            nullable=True,
+            minimum=0.0,
+        ),
+    ),
+    affine=True,
+)
 def build_feddyn(config: AlgorithmConfig) -> Algorithm:
     alpha = config.option("alpha")
     if alpha is None:

@@ -16,7 +16,13 @@ from fedtheory.algorithms.registry import register
 REFERENCE = "Li et al. 2020, Federated Optimization in Heterogeneous Networks, Algorithm 2"
 
 
-@register("fedprox", "FedProx, local steps on f_i + mu/2 ||x_i - x||^2 (Li et al. 2020)")
+@register(
+    "fedprox",
+    "FedProx, local steps on f_i + mu/2 ||x_i - x||^2 (Li et al. 2020)",
+    display="FedProx",
+    uses=("global_lr", "prox_mu"),
+    affine=True,
+)
 def build_fedprox(config: AlgorithmConfig) -> Algorithm:
     alg = build_fedavg(config, name="fedprox", prox_mu=config.prox_mu)
     return Algorithm(

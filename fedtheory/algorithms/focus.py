@@ -103,11 +103,21 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
     )
 
 
-@register("focus", "FOCUS, push-pull with exact gradients (003 Algorithm 1)")
+@register(
+    "focus",
+    "FOCUS, push-pull with exact gradients (003 Algorithm 1)",
+    display="FOCUS",
+    affine=True,
+)
 def _focus(config: AlgorithmConfig) -> Algorithm:
     return build_focus(config, stochastic=False)
 
 
-@register("sg-focus", "SG-FOCUS, FOCUS with the problem's stochastic gradients (003 Sec. 5)")
+@register(
+    "sg-focus",
+    "SG-FOCUS, FOCUS with the problem's stochastic gradients (003 Sec. 5)",
+    display="SG-FOCUS",
+    affine=True,
+)
 def _sg_focus(config: AlgorithmConfig) -> Algorithm:
     return build_focus(config, stochastic=True)

@@ -21,24 +21,37 @@ model after the last gossip step, so partial participation gives full participat
 
 from __future__ import annotations
 
-from typing import Any
-
-from fedtheory.algorithms.afga import build_gossip_adaptive
-from fedtheory.algorithms.base import AlgorithmConfig
-from fedtheory.algorithms.cafga import _cluster_mix, _weights
-from fedtheory.algorithms.registry import register
+from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
+from fedtheory.algorithms.gossip import (
+    GRAPH_SEED,
+    SERVER,
+    build_gossip_adaptive,
+    cluster_average,
+    cluster_gossip,
+    cluster_rho,
+)
+from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
 
 REFERENCE = "004 Algorithm 1 (HA-Fed, full) and Section 4 / Theorem 5.8 (partial participation)"
 
 
-@register("hafed", "HA-Fed: all clients train + gossip W_k per cluster, FedAMSGrad (004 Alg. 1)")
-def build_hafed(config: AlgorithmConfig) -> Any:
+@register(
+    "hafed",
+    "HA-Fed: all clients train + gossip W_k per cluster, FedAMSGrad (004 Alg. 1)",
+    display="HA-Fed",
+    uses=(*ADAPTIVE_SETTINGS, "topology", "clusters"),
+    options=(GRAPH_SEED, SERVER),
+    adaptive=True,
+    gossip_rho=cluster_rho,
+    broadcast=True,
+)
+def build_hafed(config: AlgorithmConfig) -> Algorithm:
     """HA-Fed (004 Algorithm 1; partial participation when the round's mask is not full)."""
     return build_gossip_adaptive(
         "hafed",
         config,
-        mixing=_cluster_mix(config),
+        mixing=cluster_gossip(config),
         compute="all",
-        weights=_weights(config),
+        weights=cluster_average(config),
         reference=REFERENCE,
     )

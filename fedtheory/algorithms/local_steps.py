@@ -8,7 +8,8 @@ Every algorithm that runs local (stochastic) gradient steps is a configuration o
   ``prox_mu=mu, anchor=x``;
 - SCAFFOLD (Karimireddy et al. 2020, Algorithm 1 line 10): ``correction = c - c_i``;
 - Scaffnew / ProxSkip (Mishchenko et al. 2022, Algorithm 2): ``correction = -h_i``;
-- AFGA (000 Algorithm 1 lines 7-13): ``compute`` = re-sampled masks per step, ``mix`` = W;
+- AFGA (000 Algorithm 1 lines 7-13): ``compute`` = re-sampled masks per step, ``mix`` = the
+  gossip step X <- W X (:mod:`fedtheory.algorithms.gossip`);
 - HA-Fed (004 Algorithm 1), DSGD (``X <- W (X - eta G)``): ``mix`` = W or a per-cluster W_k.
 
 One step t (t = 0..K-1), for every seed s and client i::
@@ -40,20 +41,6 @@ from fedtheory.errors import AssumptionError
 from fedtheory.validation import check_int, check_positive
 
 Array = Any
-
-
-def gossip(W: Array) -> Callable[[Array, int], Array]:
-    """The mixing step ``X <- W X`` over the client axis of ``X`` of shape ``(S, N, d)``.
-
-    ``W`` is ``(N, N)`` (one graph for every seed) or ``(S, N, N)`` (one per seed, e.g. a
-    time-varying graph drawn per seed).
-    """
-
-    def mix(X: Array, t: int) -> Array:
-        xp = get_namespace(X)
-        return xp.matmul(xp.asarray(W, dtype=X.dtype), X)
-
-    return mix
 
 
 def _mask_at(compute: Any, t: int, shape: tuple[int, int], xp: Any) -> Array | None:
@@ -116,7 +103,7 @@ def local_steps(
     prox_mu: float = 0.0,
     anchor: Array | None = None,
     correction: Array | None = None,
-    mix: Callable[[Array, int], Array] | Array | None = None,
+    mix: Callable[[Array, int], Array] | None = None,
     overwrite: bool = False,
 ) -> Array:
     """Run K local gradient steps on the stacked client models ``X`` of shape ``(S, N, d)``.
@@ -142,8 +129,8 @@ def local_steps(
         Proximal centre (the round's server model); required when ``prox_mu > 0``.
     correction : array (S, N, d) or (S, 1, d), optional
         A constant added to every local gradient (SCAFFOLD's ``c - c_i``, Scaffnew's ``-h_i``).
-    mix : None, array (N, N) / (S, N, N), or callable ``(X, t) -> X``
-        Applied after every step (gossip ``X <- W X``).
+    mix : None or callable ``(X, t) -> X``
+        Applied after every step (gossip ``X <- W X``: :func:`fedtheory.algorithms.gossip.gossip`).
     overwrite : bool
         The caller owns ``X`` (e.g. a fresh :func:`~fedtheory.algorithms.base.pull`): update it in
         place instead of copying it first.
@@ -167,7 +154,9 @@ def local_steps(
             raise AssumptionError("a proximal term (prox_mu > 0) needs an anchor model")
         anchor = anchor[:, None, :] if anchor.ndim == 2 else anchor
     if mix is not None and not callable(mix):
-        mix = gossip(mix)
+        raise AssumptionError(
+            "mix must be a callable (X, t) -> X, e.g. fedtheory.algorithms.gossip.gossip(W)"
+        )
     shape = (X.shape[0], X.shape[1])
     d = X.shape[2]
     if prox_mu > 0 and anchor.shape[1] == 1:

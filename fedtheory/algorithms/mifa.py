@@ -25,9 +25,8 @@ from fedtheory.algorithms.base import (
     pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
-from fedtheory.algorithms.registry import register
+from fedtheory.algorithms.registry import Option, register
 from fedtheory.backend import get_namespace
-from fedtheory.errors import AssumptionError
 
 Array = Any
 
@@ -40,12 +39,25 @@ class MifaState(NamedTuple):
     U: Array  # (S, N, d) stored updates
 
 
-@register("mifa", "MIFA, server averages every client's latest stored update (Gu et al. 2021)")
+@register(
+    "mifa",
+    "MIFA, server averages every client's latest stored update (Gu et al. 2021)",
+    display="MIFA",
+    uses=("global_lr",),
+    options=(
+        Option(
+            "variant",
+            "gu2021",
+            str,
+            "stored update: x_i - x (Gu et al.) or the notebook's",
+            choices=("gu2021", "focus-notebook"),
+        ),
+    ),
+    affine=True,
+)
 def build_mifa(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr
-    variant = config.option("variant", "gu2021")
-    if variant not in ("gu2021", "focus-notebook"):
-        raise AssumptionError(f"MIFA variant must be 'gu2021' or 'focus-notebook', got {variant!r}")
+    variant = config.option("variant")
 
     def init(problem: Any, x0: Array) -> MifaState:
         xp = get_namespace(x0)

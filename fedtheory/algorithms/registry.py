@@ -1,29 +1,39 @@
-"""The algorithm registry: command-line names -> builders.
+"""The algorithm registry: names -> builders, with each algorithm's settings and facts.
 
 A builder takes an :class:`~fedtheory.algorithms.base.AlgorithmConfig` and returns an
-:class:`~fedtheory.algorithms.base.Algorithm`. A module adds its algorithms with::
+:class:`~fedtheory.algorithms.base.Algorithm`. A module registers its algorithms with what they
+read and what they are::
 
-    from fedtheory.algorithms.registry import register
+    @register(
+        "fedau",
+        "FedAU, weights from online participation-interval estimates (Wang & Ji 2023)",
+        display="FedAU",
+        uses=("global_lr",),
+        options=(Option("cutoff", 10, int, "interval cutoff", minimum=1), ...),
+    )
+    def build_fedau(config): ...
 
-    @register("afga", "AFGA: gossip + re-sampling local steps, FedAMSGrad server (000 Alg. 1)")
-    def build_afga(config): ...
-
-and lists its module in :data:`ALGORITHM_MODULES` (imported lazily by :func:`available`), so
-``fedtheory simulate --algorithm afga`` works without touching the command line.
+and lists its module in :data:`ALGORITHM_MODULES`. Callers ask the registry (:func:`info`,
+:func:`names`) whether an algorithm gossips, is clustered or adaptive, and how to display it;
+nobody keeps tables of algorithm names. :func:`make_algorithm` refuses a keyword that the
+algorithm does not read, listing the ones it does (as scipy's ``_check_unknown_options``), so a
+typo never runs a different experiment.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
+import numpy as np
+
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
-from fedtheory.errors import FedTheoryError
+from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
 
 #: Modules of fedtheory.algorithms whose import registers algorithms.
-ALGORITHM_MODULES: list[str] = [
+ALGORITHM_MODULES: tuple[str, ...] = (
     "fedtheory.algorithms.fedavg",
     "fedtheory.algorithms.fedprox",
     "fedtheory.algorithms.scaffold",
@@ -31,32 +41,211 @@ ALGORITHM_MODULES: list[str] = [
     "fedtheory.algorithms.mifa",
     "fedtheory.algorithms.scaffnew",
     "fedtheory.algorithms.focus",
-    # issue 5 (adaptive / gossip algorithms): imported when present.
     "fedtheory.algorithms.adaptive",
     "fedtheory.algorithms.afga",
     "fedtheory.algorithms.cafga",
     "fedtheory.algorithms.hafed",
     "fedtheory.algorithms.dsgd",
     "fedtheory.algorithms.feddyn",
-]
+)
+
+#: Settings every algorithm reads.
+BASE_SETTINGS = ("lr", "local_steps")
+#: The shared settings an algorithm may read (fields of AlgorithmConfig besides the bookkeeping).
+SHARED_SETTINGS = tuple(
+    f.name for f in fields(AlgorithmConfig) if f.name not in ("options", "n_clients")
+)
+#: The settings of the adaptive server optimizer (000 Algorithm 1 lines 19-22).
+ADAPTIVE_SETTINGS = ("global_lr", "beta1", "beta2", "eps", "eps_placement")
 
 
 @dataclass(frozen=True)
-class Entry:
+class Option:
+    """An algorithm-specific setting, declared where the algorithm is registered.
+
+    Attributes
+    ----------
+    name : str
+    default : Any
+        Used when the caller does not set it.
+    kind : type or tuple of types
+        Accepted types (``float`` also accepts ints; ``int`` refuses bools); ``np.ndarray``
+        accepts array-likes.
+    doc : str
+        One line for ``--list`` and error messages.
+    choices : tuple, optional
+        The allowed values.
+    minimum : float, optional
+        A lower bound for numbers.
+    nullable : bool
+        None is allowed (e.g. "use the default matrix").
+    """
+
+    name: str
+    default: Any
+    kind: type | tuple[type, ...]
+    doc: str
+    choices: tuple | None = None
+    minimum: float | None = None
+    nullable: bool = False
+
+    def check(self, algorithm: str, value: Any) -> Any:
+        """``value`` checked against the declaration (the message names the algorithm)."""
+        if value is None:
+            if self.nullable:
+                return None
+            raise AssumptionError(f"{algorithm} option {self.name!r} must not be None")
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        if np.ndarray in kinds and not isinstance(value, str | bool):
+            return np.asarray(value)
+        ok = any(_is(value, k) for k in kinds)
+        if not ok:
+            names = " or ".join(k.__name__ for k in kinds)
+            raise AssumptionError(
+                f"{algorithm} option {self.name!r} must be {names}, got {value!r} "
+                f"({type(value).__name__})"
+            )
+        if float in kinds and not isinstance(value, bool) and isinstance(value, int | np.integer):
+            value = float(value)
+        if isinstance(value, np.generic):
+            value = value.item()
+        if self.choices is not None and value not in self.choices:
+            raise AssumptionError(
+                f"{algorithm} option {self.name!r} must be one of {list(self.choices)}, "
+                f"got {value!r}"
+            )
+        if self.minimum is not None and not (value >= self.minimum and np.isfinite(value)):
+            raise AssumptionError(
+                f"{algorithm} option {self.name!r} must be finite and >= {self.minimum}, "
+                f"got {value!r}"
+            )
+        return value
+
+
+def _is(value: Any, kind: type) -> bool:
+    if kind is bool:
+        return isinstance(value, bool | np.bool_)
+    if kind is int:
+        return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+    if kind is float:
+        return isinstance(value, float | int | np.floating | np.integer) and not isinstance(
+            value, bool | np.bool_
+        )
+    return isinstance(value, kind)
+
+
+@dataclass(frozen=True)
+class AlgorithmInfo:
+    """What the registry knows about an algorithm.
+
+    Attributes
+    ----------
+    name : str
+        The registry name (lower case).
+    builder : callable ``AlgorithmConfig -> Algorithm``
+    description : str
+        One line for ``fedtheory simulate --list``.
+    display : str
+        How figures, tables and reports name it ("FedAMSGrad", "HA-Fed").
+    settings : tuple of str
+        The shared :class:`AlgorithmConfig` fields it reads (always ``lr``, ``local_steps``).
+    options : tuple of Option
+        Its own settings (``AlgorithmConfig.options``).
+    aliases : tuple of str
+        Other accepted spellings (matched case-insensitively like the name).
+    adaptive : bool
+        Its server step is an adaptive optimizer (000 eq. (2)).
+    gossip_rho : callable or None
+        ``gossip_rho(config, n_clients, clients_per_round) -> rho`` for algorithms whose clients
+        gossip: the spectral gap they run with (rho_max over clusters for clustered ones);
+        None for algorithms without gossip.
+    affine : bool
+        On a quadratic problem its round is an affine map of its state given the participation
+        draw (the exact oracles of :mod:`fedtheory.analysis` apply).
+    server_vectors : int
+        Model-sized vectors a participating client exchanges with the server per direction and
+        round (1; SCAFFOLD 2: model and control variate; DSGD 0: no server). For the
+        communication-time model of 000 Table 7.
+    broadcast : bool
+        The round's model x_r reaches every client by local communication from S_r
+        (000 Algorithm 1 line 4: AFGA, CAFGA, HA-Fed).
+    """
+
     name: str
     builder: Callable[[AlgorithmConfig], Algorithm]
     description: str
+    display: str
+    settings: tuple[str, ...]
+    options: tuple[Option, ...] = ()
+    aliases: tuple[str, ...] = ()
+    adaptive: bool = False
+    gossip_rho: Callable[[AlgorithmConfig, int, int | None], float] | None = None
+    affine: bool = False
+    server_vectors: int = 1
+    broadcast: bool = False
+
+    @property
+    def gossip(self) -> bool:
+        """Its clients gossip with a mixing matrix W (000 Alg. 1-2, 004 Alg. 1, DSGD)."""
+        return self.gossip_rho is not None
+
+    @property
+    def clustered(self) -> bool:
+        """Its clients are split into clusters (``--clusters C``: CAFGA, HA-Fed)."""
+        return "clusters" in self.settings
+
+    def accepted(self) -> list[str]:
+        """Every keyword :func:`make_algorithm` accepts for it."""
+        return [*self.settings, *(o.name for o in self.options)]
 
 
-_REGISTRY: dict[str, Entry] = {}
+_REGISTRY: dict[str, AlgorithmInfo] = {}
+_ALIASES: dict[str, str] = {}
 _loaded = False
 
 
-def register(name: str, description: str = "") -> Callable:
-    """Decorator: register ``builder(config) -> Algorithm`` under ``name``."""
+def register(
+    name: str,
+    description: str,
+    *,
+    display: str,
+    uses: tuple[str, ...] = (),
+    options: tuple[Option, ...] = (),
+    aliases: tuple[str, ...] = (),
+    adaptive: bool = False,
+    gossip_rho: Callable[[AlgorithmConfig, int, int | None], float] | None = None,
+    affine: bool = False,
+    server_vectors: int = 1,
+    broadcast: bool = False,
+) -> Callable:
+    """Decorator: register ``builder(config) -> Algorithm`` under ``name`` with its settings
+    (``uses``: shared fields read besides ``lr`` and ``local_steps``), options and facts (see
+    :class:`AlgorithmInfo`)."""
+    unknown = [u for u in uses if u not in SHARED_SETTINGS]
+    if unknown:
+        raise ValueError(f"{name}: {unknown} are not AlgorithmConfig fields ({SHARED_SETTINGS})")
+    settings = tuple(dict.fromkeys((*BASE_SETTINGS, *uses)))
 
     def deco(builder: Callable[[AlgorithmConfig], Algorithm]) -> Callable:
-        _REGISTRY[name] = Entry(name=name, builder=builder, description=description)
+        key = name.lower()
+        if key in _REGISTRY:
+            raise ValueError(f"algorithm {key!r} is registered twice")
+        _REGISTRY[key] = AlgorithmInfo(
+            name=key,
+            builder=builder,
+            description=description,
+            display=display,
+            settings=settings,
+            options=tuple(options),
+            aliases=tuple(a.lower() for a in aliases),
+            adaptive=adaptive,
+            gossip_rho=gossip_rho,
+            affine=affine,
+            server_vectors=server_vectors,
+            broadcast=broadcast,
+        )
+        for spelling in (display.lower(), *aliases):
+            _ALIASES.setdefault(spelling.lower(), key)
         return builder
 
     return deco
@@ -64,15 +253,10 @@ def register(name: str, description: str = "") -> Callable:
 
 def _load() -> None:
     global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for mod in ALGORITHM_MODULES:
-        try:
+    if not _loaded:
+        _loaded = True
+        for mod in ALGORITHM_MODULES:
             importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:  # a real import error inside an existing module
-                raise
 
 
 def available() -> dict[str, str]:
@@ -81,31 +265,128 @@ def available() -> dict[str, str]:
     return {k: _REGISTRY[k].description for k in sorted(_REGISTRY)}
 
 
-def make_algorithm(
-    name: str, config: AlgorithmConfig | None = None, *, problem: Any = None, **overrides: Any
-) -> Algorithm:
-    """Build algorithm ``name`` from ``config`` (and keyword overrides of its fields).
-
-    ``problem`` fills ``config.n_clients``. Unknown keyword names go to ``config.options``.
+def info(name: str) -> AlgorithmInfo:
+    """The :class:`AlgorithmInfo` of ``name`` (case-insensitive; display names and aliases too).
 
     Raises
     ------
     FedTheoryError
-        For an unknown algorithm name (the message lists the known ones).
+        For an unknown name (the message lists the known ones).
     """
     _load()
-    if name not in _REGISTRY:
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in _REGISTRY:
         raise FedTheoryError(
             f"unknown algorithm {name!r}: choose one of {', '.join(sorted(_REGISTRY))}"
         )
+    return _REGISTRY[key]
+
+
+def names(
+    *, gossip: bool | None = None, clustered: bool | None = None, adaptive: bool | None = None,
+    affine: bool | None = None,
+) -> list[str]:  # fmt: skip
+    """Registered names, optionally only those with the given facts (e.g. ``gossip=True``)."""
+    _load()
+    want = {"gossip": gossip, "clustered": clustered, "adaptive": adaptive, "affine": affine}
+    return [
+        k
+        for k, a in sorted(_REGISTRY.items())
+        if all(v is None or getattr(a, f) == v for f, v in want.items())
+    ]
+
+
+def display_name(name: str) -> str:
+    """How reports and figures name algorithm ``name`` ("fedamsgrad" -> "FedAMSGrad")."""
+    return info(name).display
+
+
+def make_algorithm(
+    name: str, config: AlgorithmConfig | None = None, *, problem: Any = None, **overrides: Any
+) -> Algorithm:
+    """Build algorithm ``name`` from ``config`` and keyword settings.
+
+    Parameters
+    ----------
+    name : str
+        A registry name, display name or alias, in any case.
+    config : AlgorithmConfig, optional
+        The shared settings (default: :class:`AlgorithmConfig`'s defaults).
+    problem : Problem, optional
+        Fills ``config.n_clients``.
+    **overrides
+        Shared settings (``lr``, ``local_steps``, ``global_lr``, ...) and the algorithm's own
+        options (e.g. ``cutoff`` for FedAU), checked against their declarations.
+
+    Raises
+    ------
+    FedTheoryError
+        An unknown algorithm name.
+    UnknownOptionError
+        (a ``TypeError`` too) a keyword the algorithm does not read, or a shared setting it
+        ignores given a value other than its default; the message lists the ones it reads.
+    AssumptionError
+        An option of the wrong type or outside its allowed values.
+    """
+    entry, config = configure(name, config, problem=problem, **overrides)
+    return entry.builder(config)
+
+
+def configure(
+    name: str, config: AlgorithmConfig | None = None, *, problem: Any = None, **overrides: Any
+) -> tuple[AlgorithmInfo, AlgorithmConfig]:
+    """The :class:`AlgorithmInfo` of ``name`` and its checked configuration, every declared
+    option filled with its default (what :func:`make_algorithm` builds from; same arguments
+    and errors)."""
+    entry = info(name)
     config = config or AlgorithmConfig()
-    fields = set(AlgorithmConfig.__dataclass_fields__)
-    known = {k: v for k, v in overrides.items() if k in fields}
-    extra = {k: v for k, v in overrides.items() if k not in fields}
-    if extra:
-        known["options"] = {**config.options, **extra}
-    if problem is not None:
-        known.setdefault("n_clients", int(problem.n_clients))
-    if known:
-        config = replace(config, **known)
-    return _REGISTRY[name].builder(config)
+    shared = {k: v for k, v in overrides.items() if k in SHARED_SETTINGS}
+    own = {k: v for k, v in overrides.items() if k not in SHARED_SETTINGS}
+    declared = {o.name: o for o in entry.options}
+    unknown = sorted(k for k in own if k not in declared)
+    if unknown:
+        raise UnknownOptionError(
+            f"{entry.name} has no setting {', '.join(map(repr, unknown))}: it accepts "
+            f"{', '.join(entry.accepted())}"
+        )
+    config = replace(config, **shared) if shared else config
+    defaults = AlgorithmConfig()
+    ignored = [
+        k
+        for k in SHARED_SETTINGS
+        if k not in entry.settings and not _same(getattr(config, k), getattr(defaults, k))
+    ]
+    if ignored:
+        raise UnknownOptionError(
+            f"{entry.name} does not use {', '.join(ignored)} (set to "
+            f"{', '.join(repr(getattr(config, k)) for k in ignored)}): it accepts "
+            f"{', '.join(entry.accepted())}"
+        )
+    given = {**config.options, **own}
+    stray = sorted(k for k in given if k not in declared)
+    if stray:
+        raise UnknownOptionError(
+            f"{entry.name} has no option {', '.join(map(repr, stray))}: it accepts "
+            f"{', '.join(entry.accepted())}"
+        )
+    options = {k: o.check(entry.name, given.get(k, o.default)) for k, o in declared.items()}
+    n_clients = config.n_clients if problem is None else int(problem.n_clients)
+    return entry, replace(config, options=options, n_clients=n_clients)
+
+
+def gossip_rho(
+    name: str, n_clients: int, clients_per_round: int | None = None, **settings: Any
+) -> float | None:
+    """The spectral gap algorithm ``name`` gossips with on ``n_clients`` clients under
+    ``settings`` (``topology``, ``clusters``, ``graph_seed``, ...): rho = ||W - 11^T/n||_2, or
+    rho_max over its clusters; None for an algorithm without gossip."""
+    entry, config = configure(name, **settings)
+    if entry.gossip_rho is None:
+        return None
+    return entry.gossip_rho(config, int(n_clients), clients_per_round)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal settings (None counts as unset)."""
+    return a is None or bool(np.all(a == b))

@@ -41,7 +41,13 @@ class ScaffnewState(NamedTuple):
     h: Array  # (S, N, d) control variates
 
 
-@register("scaffnew", "Scaffnew/ProxSkip, communication every K steps (Mishchenko et al. 2022)")
+@register(
+    "scaffnew",
+    "Scaffnew/ProxSkip, communication every K steps (Mishchenko et al. 2022)",
+    display="Scaffnew",
+    uses=("global_lr",),
+    affine=True,
+)
 def build_scaffnew(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr
 

@@ -40,7 +40,14 @@ class ScaffoldState(NamedTuple):
     c_i: Array  # (S, N, d) client control variates
 
 
-@register("scaffold", "SCAFFOLD, option II control variates (Karimireddy et al. 2020)")
+@register(
+    "scaffold",
+    "SCAFFOLD, option II control variates (Karimireddy et al. 2020)",
+    display="SCAFFOLD",
+    uses=("global_lr",),
+    server_vectors=2,
+    affine=True,
+)
 def build_scaffold(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from fedtheory.algorithms.registry import info
 from fedtheory.errors import AssumptionError
 from fedtheory.validation import check_int, check_positive
 
@@ -48,10 +49,6 @@ TABLE7_HOURS = {
 }
 #: 000 Table 5: global rounds to 78% accuracy (Setting 1 for AFGA; CAFGA only in Settings 3-4).
 TABLE5_ROUNDS_TO_78 = {"afga": 302, "afga-adapted": 419}
-
-_SERVER = ("fedavg", "fedamsgrad", "fedadam", "fedyogi", "fedadagrad", "fedprox", "feddyn",
-           "fedau", "mifa", "focus", "sg-focus", "scaffnew")  # fmt: skip
-_GOSSIP_BROADCAST = ("afga", "cafga", "hafed")
 
 
 @dataclass(frozen=True)
@@ -90,24 +87,16 @@ class CommTimeModel:
 
         Raises
         ------
-        AssumptionError
-            For an algorithm the model does not cover (the message lists the covered ones).
+        FedTheoryError
+            For an unknown algorithm (the message lists the registered ones).
         """
         K = check_int("the number of local steps K", local_steps, minimum=1)
-        server = self.down * self.t_cs + self.t_cs
-        gossip = K * (self.t_cc + self.t_step)
-        if algorithm in _SERVER:
+        alg = info(algorithm)  # what it exchanges: the registry's communication facts
+        server = alg.server_vectors * (self.down * self.t_cs + self.t_cs)
+        if not alg.gossip:
             return server + K * self.t_step
-        if algorithm == "scaffold":
-            return 2.0 * server + K * self.t_step
-        if algorithm in _GOSSIP_BROADCAST:
-            return server + self.broadcast_hops * self.t_cc + gossip
-        if algorithm == "afga-adapted":
-            return server + gossip
-        if algorithm == "dsgd":
-            return gossip
-        covered = ", ".join([*_SERVER, "scaffold", *_GOSSIP_BROADCAST, "afga-adapted", "dsgd"])
-        raise AssumptionError(f"no communication-time model for {algorithm!r}: covered: {covered}")
+        hops = self.broadcast_hops * self.t_cc if alg.broadcast else 0.0
+        return server + hops + K * (self.t_cc + self.t_step)
 
 
 def rounds_to_target(curves: Any, target: float, *, higher_is_better: bool = False) -> np.ndarray:
@@ -230,7 +219,6 @@ def run_time_to_target(
     into hours. Returns ``{"targets": {target: [TimeToTarget, ...] fastest first}, ...}``.
     """
     from fedtheory.analysis.study import (  # noqa: PLC0415
-        CLUSTERED,
         _participation,
         step_sizes,
         study_problem,
@@ -252,7 +240,7 @@ def run_time_to_target(
         results[a] = simulate(
             prob, a, _participation(a, n_clients, clients_per_round, clusters), rounds=rounds,
             seeds=seeds, seed=seed, lr=eta_l, local_steps=local_steps, global_lr=eta,
-            topology=topology, clusters=clusters if a in CLUSTERED else None,
+            topology=topology, clusters=clusters if info(a).clustered else None,
         )  # fmt: skip
     return {
         "model": model or CommTimeModel(),

@@ -52,14 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from fedtheory.algorithms.registry import gossip_rho, info
 from fedtheory.errors import AssumptionError
 from fedtheory.validation import check_int, check_positive
-
-#: Algorithms whose server step is adaptive and whose schedule is FedAMSGrad's.
-FEDAMS_FAMILY = ("fedamsgrad", "fedadam", "fedyogi", "fedadagrad")
-#: Algorithms that gossip over a graph given by a topology (on all N clients or per cluster).
-GOSSIP = ("afga", "afga-adapted", "cafga", "hafed", "dsgd")
-CLUSTERED = ("cafga", "hafed")
 
 SCHEDULE_SOURCE = {
     "fedamsgrad": "Wang et al. 2022b (as restated in 004 Sec. 5.1): eta = c sqrt(K M), "
@@ -89,14 +84,15 @@ def step_sizes(
     """
     check_positive("the server-step constant c", c)
     check_positive("the local-step constant c_l", c_l)
-    if algorithm in FEDAMS_FAMILY:
+    alg = info(algorithm)
+    if alg.adaptive and not alg.gossip:  # FedAMSGrad's schedule (Wang et al. 2022b)
         return c * math.sqrt(K * M), c_l / math.sqrt(R * K * K)
-    if algorithm in ("afga", "afga-adapted"):
+    if alg.name in ("afga", "afga-adapted"):
         return c * N * math.sqrt(K) / M, c_l / math.sqrt(R * K * K)
-    if algorithm == "cafga":
+    if alg.name == "cafga":
         n, m = N // clusters, max(M // clusters, 1)
         return c * n * math.sqrt(K / m), c_l / math.sqrt(R * K * K)
-    if algorithm == "hafed":
+    if alg.name == "hafed":
         return c * math.sqrt(K * M), c_l / math.sqrt(R * K)
     return c, c_l / math.sqrt(R * K)
 
@@ -367,11 +363,13 @@ class LocalStepsStudy:
 
 # ----------------------------------------------------------------------------------------------
 def _rho(algorithm: str, topology: str | None, N: int, M: int, C: int, graph_seed: int) -> Any:
-    from fedtheory.algorithms.mixing import gossip_rho  # noqa: PLC0415
-
-    return gossip_rho(
-        algorithm, topology, N, clients_per_round=M, clusters=C, seed=graph_seed
-    )  # fmt: skip
+    alg = info(algorithm)
+    if not alg.gossip:
+        return None
+    settings = {"topology": topology, "clusters": C if alg.clustered else None}
+    if any(o.name == "graph_seed" for o in alg.options):
+        settings["graph_seed"] = graph_seed
+    return gossip_rho(alg.name, N, M, **settings)
 
 
 def _participation(algorithm: str, N: int, M: int, C: int) -> Any:
@@ -379,7 +377,7 @@ def _participation(algorithm: str, N: int, M: int, C: int) -> Any:
 
     if M == N:
         return Full(N)
-    if algorithm in CLUSTERED:
+    if info(algorithm).clustered:
         if M % C:
             raise AssumptionError(
                 f"{algorithm} samples m = M / C per cluster: M = {M} is not a multiple of C = {C}"
@@ -482,7 +480,7 @@ def run_local_steps_study(
     for a in algorithms:
         if a not in known:
             raise AssumptionError(f"unknown algorithm {a!r}: choose one of {', '.join(known)}")
-    if any(a in CLUSTERED for a in algorithms) and N % C:
+    if any(info(a).clustered for a in algorithms) and N % C:
         raise AssumptionError(f"N = {N} clients do not split into C = {C} equal clusters")
     topologies = list(dict.fromkeys(topologies)) or ["ring"]
     prob = study_problem(
@@ -492,7 +490,7 @@ def run_local_steps_study(
 
     jobs = []
     for a in algorithms:
-        topos = topologies if a in GOSSIP else [None]
+        topos = topologies if info(a).gossip else [None]
         if a == "afga-adapted":  # a ring (or complete graph) formed on S_r (000 fn. 4)
             topos = [t for t in topologies if t in ("ring", "complete")] or ["ring"]
         for topo in topos:
@@ -509,12 +507,14 @@ def run_local_steps_study(
         rho = rho_cache[rk]
         model = _participation(a, N, M, C)
         t1 = time.perf_counter()
-        res = simulate(
-            prob, a, model, rounds=R, seeds=S, seed=seed, backend=backend,
+        settings = dict(
             lr=eta_l, local_steps=K, global_lr=eta, beta1=beta1, beta2=beta2, eps=eps,
-            eps_placement=eps_placement, topology=topo, clusters=C if a in CLUSTERED else None,
-            graph_seed=graph_seed,
+            eps_placement=eps_placement, topology=topo, clusters=C, graph_seed=graph_seed,
         )  # fmt: skip
+        # The study's constants apply to every algorithm of the grid that reads them.
+        accepted = info(a).accepted()
+        settings = {k: v for k, v in settings.items() if k in accepted}
+        res = simulate(prob, a, model, rounds=R, seeds=S, seed=seed, backend=backend, **settings)
         g = res.grad_norm2[:, :R]  # x_1 .. x_R of the theorems (x_1 = the initial model)
         with np.errstate(all="ignore"):
             avg = np.where(res.diverged, np.nan, g.mean(axis=1))
@@ -522,10 +522,10 @@ def run_local_steps_study(
         runs.append(
             StudyRun(
                 algorithm=a, topology=topo, rho=rho, R=R, K=K, M=M, N=N,
-                clusters=C if a in CLUSTERED else 1, eta=eta, eta_l=eta_l, avg=avg, min=mn,
+                clusters=C if info(a).clustered else 1, eta=eta, eta_l=eta_l, avg=avg, min=mn,
                 diverged=int(res.diverged.sum()),
                 outside=assumption_violations(
-                    a, R=R, K=K, M=M, N=N, rho=rho, clusters=C if a in CLUSTERED else 1
+                    a, R=R, K=K, M=M, N=N, rho=rho, clusters=C if info(a).clustered else 1
                 ),
                 wall_time=time.perf_counter() - t1,
             )
@@ -539,7 +539,7 @@ def run_local_steps_study(
         "beta2": beta2, "eps": eps, "eps_placement": eps_placement, "seeds": S, "seed": seed,
         "graph_seed": graph_seed, "problem_seed": problem_seed, "confidence": confidence,
         "schedules": {a: SCHEDULE_SOURCE.get(
-            a if a not in FEDAMS_FAMILY else "fedamsgrad",
+            "fedamsgrad" if info(a).adaptive and not info(a).gossip else a,
             SCHEDULE_SOURCE["afga"] if a == "afga-adapted" else SCHEDULE_SOURCE["other"],
         ) for a in algorithms},
     }  # fmt: skip

@@ -343,7 +343,7 @@ def nn_n1_figure(cfg: dict):
     """The NN engineer's ``run_n1`` (50 clients, 5 per round, Dirichlet(0.6), K = 10; its other
     defaults) drawn by their ``plot_n1`` (mean +- std over seeds per round). Slow: about ten
     minutes on two cores."""
-    run_n1 = need("fedtheory.nn.experiment", "run_n1")
+    run_n1 = need("fedtheory.experiments.n1", "run_n1")
     plot_n1 = need("fedtheory.nn.plot", "plot_n1")
     res = run_n1(rounds=cfg["rounds"], seeds=cfg["seeds"], seed=cfg["seed"])
     data = res.as_dict()

@@ -67,6 +67,13 @@ FAMILIES: dict[str, Family] = {
             "Erdos-Renyi G(n, p) (param p, default 2 log(n)/n)",
         ),
         Family(
+            "identity",
+            T.empty,
+            "uniform",
+            False,
+            "no edges: W = I, no gossip (disconnected: outside Assumption 4.5 for n > 1)",
+        ),
+        Family(
             "random-geometric",
             T.random_geometric,
             "metropolis",
@@ -76,6 +83,9 @@ FAMILIES: dict[str, Family] = {
     )
 }
 ALIASES = {
+    "random": "erdos-renyi",  # the "random" graph of 000 Sec. 6.2 (the paper does not name it)
+    "balanced": "complete",  # "balanced fully connected", 000 Sec. 6.2
+    "none": "identity",
     "er": "erdos-renyi",
     "erdos_renyi": "erdos-renyi",
     "rgg": "random-geometric",
@@ -93,7 +103,7 @@ TIME_VARYING = ("one-peer-exponential",)
 
 def family(name: str) -> Family:
     """The :class:`Family` called ``name`` (aliases such as ``er`` and ``rgg`` accepted)."""
-    key = name.strip().lower()
+    key = str(name).strip().lower().replace("_", "-")
     key = ALIASES.get(key, key)
     if key not in FAMILIES:
         choices = ", ".join([*FAMILIES, *TIME_VARYING])

@@ -53,6 +53,12 @@ def adjacency_from_edges(i: Any, j: Any, n: int) -> sp.csr_array:
     return A
 
 
+def empty(n: int) -> sp.csr_array:
+    """The graph with no edges: its uniform-degree matrix is W = I (no gossip)."""
+    n = _check_n(n)
+    return sp.csr_array((n, n), dtype=np.float64)
+
+
 def ring(n: int) -> sp.csr_array:
     """Cycle C_n: node k talks to k - 1 and k + 1 (mod n). For n = 2 it is a single edge."""
     n = _check_n(n)

@@ -7,7 +7,7 @@
 - :mod:`fedtheory.nn.data`: MNIST-1D and LEAF Synthetic generated locally, Dirichlet/i.i.d.
   partitions, validated loading, stacked :class:`FederatedData`.
 - :mod:`fedtheory.nn.problem`: :class:`MLPProblem`, the model as a federated Problem.
-- :mod:`fedtheory.nn.experiment`: the N1 comparison (claims.md) on MNIST-1D.
+- :mod:`fedtheory.nn.training`: federated training of a network problem through the simulator.
 """
 
 from fedtheory.nn.conv import Conv1DNet

@@ -13,7 +13,7 @@ __all__ = ["plot_n1", "save_n1_figure"]
 
 
 def plot_n1(result: Any, ax: Any = None):
-    """Plot every algorithm's test-accuracy curve of an :class:`~fedtheory.nn.experiment.N1Result`.
+    """Plot every algorithm's test-accuracy curve of an :class:`~fedtheory.experiments.n1.N1Result`.
 
     Returns
     -------

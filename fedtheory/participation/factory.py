@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, UnknownOptionError
 from fedtheory.participation.base import ParticipationModel
 from fedtheory.participation.markov import Markov, default_markov_rates
 from fedtheory.participation.models import (
@@ -21,7 +21,19 @@ from fedtheory.participation.models import (
 )
 from fedtheory.validation import check_finite, check_int
 
-NAMES = ("full", "uniform", "weighted", "bernoulli", "markov", "cyclic", "cluster", "trace")
+#: Each model name and what it reads besides N: ``m`` (clients per round), ``p``
+#: (probabilities) and its own keywords. Anything else given is an error naming it.
+ACCEPTS: dict[str, tuple[str, ...]] = {
+    "full": (),
+    "uniform": ("m",),
+    "weighted": ("m", "p", "replace"),
+    "bernoulli": ("m", "p", "empty"),
+    "markov": ("m", "a", "b", "start"),
+    "cyclic": ("m", "pattern", "phase"),
+    "cluster": ("m", "clusters", "n_clusters"),
+    "trace": ("mask", "path", "cycle"),
+}
+NAMES = tuple(ACCEPTS)
 
 
 def load_vector(path: str | Path, name: str = "probabilities") -> np.ndarray:
@@ -67,8 +79,24 @@ def make_participation(
     ------
     AssumptionError
         Unknown name, missing or inconsistent numbers, invalid probabilities.
+    UnknownOptionError
+        (a ``TypeError`` too) an argument the model does not read, e.g. clients per round for
+        full participation or a misspelled keyword; the message lists what it reads.
     """
-    name = str(name).lower()
+    name = str(name).strip().lower()
+    if name not in ACCEPTS:
+        raise AssumptionError(
+            f"unknown participation model {name!r}: choose one of {', '.join(NAMES)}"
+        )
+    given = {"m": m, "p": p, **kw}
+    stray = [k for k, v in given.items() if v is not None and k not in ACCEPTS[name]]
+    if stray:
+        reads = ", ".join(ACCEPTS[name]) or "only the number of clients N"
+        what = {"m": "clients per round M", "p": "probabilities p"}
+        raise UnknownOptionError(
+            f"{name} participation does not use {', '.join(what.get(k, repr(k)) for k in stray)}"
+            f" (it reads {reads})"
+        )
     if isinstance(p, str | Path):
         p = load_vector(p)
     if p is not None:
@@ -89,7 +117,7 @@ def make_participation(
         return check_int("clients per round M", m)
 
     if name == "full":
-        return Full(need_n() if p is None else p.size)
+        return Full(need_n())
     if name == "uniform":
         return Uniform(need_n(), need_m())
     if name == "weighted":
@@ -132,4 +160,4 @@ def make_participation(
         if kw.get("path") is not None:
             return Trace.from_file(kw["path"], cycle=bool(kw.get("cycle", False)))
         raise AssumptionError("trace participation needs a mask or a path to an R x N file")
-    raise AssumptionError(f"unknown participation model {name!r}: choose one of {', '.join(NAMES)}")
+    raise AssertionError(f"{name} is in ACCEPTS but has no constructor")  # unreachable

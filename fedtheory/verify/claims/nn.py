@@ -24,11 +24,9 @@ def n1(ctx: Context):
     3 seeds (run_n1's defaults). Criterion: the order of the mean final test
     accuracies equals the stated order (the spread over seeds is reported next to it).
     """
-    run_n1 = requires("fedtheory.nn.experiment", "run_n1")
+    run_n1 = requires("fedtheory.experiments.n1", "run_n1")
     rounds, seeds = 100, ctx.pick(2, 3)
     res = run_n1(rounds=rounds, seeds=seeds, seed=ctx.seed)
-    if res.missing:
-        requires("fedtheory.algorithms", *[m.lower() for m in res.missing])
     summary = res.summary()
     order = tuple(res.ordering())
     measured = " > ".join(f"{a} {summary[a]['mean']:.3f}+-{summary[a]['std']:.3f}" for a in order)

