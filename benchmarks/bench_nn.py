@@ -69,7 +69,7 @@ def bench(seeds: int, repeat: int, prob: MLPProblem, prob_gpu=None) -> dict:
     row["numpy_loop_ms"] = 1e3 * _time(loop, max(3, repeat // 4))
     row["loop_over_batched"] = row["numpy_loop_ms"] / row["numpy_batched_ms"]
     if prob_gpu is not None:
-        import cupy as cp
+        import cupy as cp  # noqa: PLC0415  (optional extra fedtheory[gpu])
 
         Xg, Hg, yg = cp.asarray(X), cp.asarray(H), cp.asarray(y)
 
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
         prob = MLPProblem(data, hidden=hidden, batch_size=BATCH)
         prob_gpu = None
         if gpu:
-            import cupy as cp
+            import cupy as cp  # noqa: PLC0415  (optional extra fedtheory[gpu])
 
             prob_gpu = MLPProblem(data, hidden=hidden, batch_size=BATCH, xp=cp)
         for s in args.seeds:

@@ -28,6 +28,12 @@ import subprocess
 import sys
 import time
 
+import networkx as nx
+import scipy.sparse as sp
+
+from fedtheory.graphs import mixing_matrix, spectral_gap
+from fedtheory.graphs.closedforms import ring_gap
+
 FAMILIES = ("ring", "random-geometric")
 
 
@@ -36,8 +42,6 @@ def _peak_mb() -> float:
 
 
 def worker_fedtheory(family: str, n: int, seed: int) -> dict:
-    from fedtheory.graphs import mixing_matrix, spectral_gap
-    from fedtheory.graphs.closedforms import ring_gap
 
     t0 = time.perf_counter()
     W = mixing_matrix(family, n, seed=seed)
@@ -64,10 +68,6 @@ def worker_fedtheory(family: str, n: int, seed: int) -> dict:
 
 
 def worker_networkx(family: str, n: int, seed: int) -> dict:
-    import networkx as nx
-    import scipy.sparse as sp
-
-    from fedtheory.graphs import mixing_matrix
 
     W = sp.csr_array(mixing_matrix(family, n, seed=seed, format="sparse"))
     off = sp.triu(W, k=1, format="coo")

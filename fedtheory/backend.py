@@ -26,7 +26,7 @@ ENV_VAR = "FEDTHEORY_BACKEND"
 
 def _cupy_or_none() -> ModuleType | None:
     try:
-        import cupy  # noqa: PLC0415
+        import cupy  # noqa: PLC0415  (optional extra fedtheory[gpu])
     except Exception:
         return None
     return cupy
@@ -78,7 +78,7 @@ def get_namespace(*arrays: Any) -> ModuleType:
     for a in arrays:
         mod = type(a).__module__
         if mod.startswith("cupy"):
-            import cupy  # noqa: PLC0415
+            import cupy  # noqa: PLC0415  (optional extra fedtheory[gpu])
 
             return cupy
     return np

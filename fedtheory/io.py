@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 
 def jsonable(obj: Any) -> Any:
@@ -70,10 +72,21 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
     return path
 
 
+def pyplot() -> Any:
+    """``matplotlib.pyplot``, imported on first use.
+
+    matplotlib is a core dependency, but importing pyplot costs about half a second, which every
+    command would pay at start-up; so plotting code asks for it here. No backend is forced: a
+    notebook keeps its inline backend, and a machine without a display gets matplotlib's
+    non-interactive fallback (Agg).
+    """
+    import matplotlib.pyplot as plt  # noqa: PLC0415  (lazy: half a second at start-up)
+
+    return plt
+
+
 def figure_bytes(fig: Any, fmt: str = "png", **kw: Any) -> bytes:
     """``fig`` rendered as ``fmt`` (png, pdf, svg) without timestamps: same figure, same bytes."""
-    import io  # noqa: PLC0415
-
     buf = io.BytesIO()
     meta = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
     fig.savefig(buf, format=fmt, metadata=meta, **kw)
@@ -100,7 +113,6 @@ def emit_json(obj: Any, target: str | os.PathLike | None) -> None:
 
 def progress(iterable=None, *, total=None, desc=None, disable=False, **kw):
     """A tqdm progress bar on stderr, silent when ``disable`` or stderr is not a terminal."""
-    from tqdm.auto import tqdm  # noqa: PLC0415
 
     quiet = disable or not sys.stderr.isatty() or os.environ.get("FEDTHEORY_NO_PROGRESS")
     return tqdm(iterable, total=total, desc=desc, disable=bool(quiet), file=sys.stderr, **kw)

@@ -243,7 +243,7 @@ the study tool, each algorithm on the step-size schedule its theorem prescribes.
     """
 %matplotlib inline
 from IPython.display import Image, display
-from fedtheory.analysis.study import (plot_local_steps, run_local_steps_study, run_rho_ablation,
+from fedtheory.experiments.local_steps import (plot_local_steps, run_local_steps_study, run_rho_ablation,
                                       stated_exponents, step_sizes)
 
 for alg in ("fedamsgrad", "afga"):
@@ -294,6 +294,8 @@ def build(names: list[str] | None = None) -> list[Path]:
         if names and name not in names:
             continue
         nb = new_notebook(cells=nb_cells)
+        for i, cell in enumerate(nb.cells):  # stable ids: a rebuild changes only what changed
+            cell["id"] = f"{name.split('_')[0]}-{i:03d}"
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nb.metadata["language_info"] = {"name": "python"}
         path = HERE / name

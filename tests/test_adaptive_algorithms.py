@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from fedtheory.algorithms import AlgorithmConfig, info, make_algorithm
+from fedtheory.algorithms.base import RoundDraw
 from fedtheory.algorithms.gossip import cluster_weights
 from fedtheory.algorithms.gossip import gossip_matrix as mixing_matrix
 from fedtheory.cli import main
@@ -108,7 +109,6 @@ def test_afga_recomputes_only_resampled_clients(exact):
     the rows of the re-sampled set (the runner's step masks), not those of S_r."""
     algo = make_algorithm("afga", AlgorithmConfig(lr=0.1, local_steps=1, global_lr=0.1),
                           problem=exact, topology="identity")  # fmt: skip
-    from fedtheory.algorithms.base import RoundDraw
 
     x0 = np.zeros((1, D))
     state = algo.init(exact, x0)
@@ -207,7 +207,6 @@ def test_cafga_round_computes_on_resampled_sets_and_averages_per_cluster(exact):
     """000 Alg. 2: only S_{r,t}^k computes (W_k = I here, so nothing mixes), and Delta is
     (1/C) sum_k (1/|S_r^k|) sum_{S_r^k} (x_i - x_r), read off the server's first moment
     m = (1 - beta1) Delta."""
-    from fedtheory.algorithms.base import RoundDraw
 
     C, lr = 3, 0.1
     algo = make_algorithm("cafga", AlgorithmConfig(lr=lr, local_steps=1, global_lr=0.1),
@@ -239,7 +238,6 @@ def test_afga_adapted_full_participation_equals_afga_on_ring(exact):
 def test_afga_adapted_offline_clients_do_not_move(exact):
     algo = make_algorithm("afga-adapted", AlgorithmConfig(lr=0.1, local_steps=3, global_lr=0.1),
                           problem=exact)  # fmt: skip
-    from fedtheory.algorithms.base import RoundDraw
 
     state = algo.init(exact, np.ones((2, D)))
     mask = np.zeros((2, N), dtype=bool)

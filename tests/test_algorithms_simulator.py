@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from fedtheory.algorithms import (
+    Algorithm,
     AlgorithmConfig,
     RoundDraw,
     available,
@@ -18,11 +19,15 @@ from fedtheory.algorithms import (
     info,
     local_steps,
     make_algorithm,
+    pull,
     server_optimizer,
 )
+from fedtheory.algorithms.base import aggregate
+from fedtheory.algorithms.fedavg import FedAvgState
+from fedtheory.analysis import fit_linear_rate
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.participation import make_participation
-from fedtheory.problems import random_least_squares, random_quadratic
+from fedtheory.problems import PLProblem, random_least_squares, random_logistic, random_quadratic
 from fedtheory.simulation import simulate
 
 N, D, K, R = 5, 4, 3, 12
@@ -309,9 +314,6 @@ def test_registry_and_config_validation(prob):
 def test_step_masks_reach_algorithms_that_ask_for_them(prob):
     """Per-step re-sampling (AFGA's S_{r,t}): the runner draws (S, K, N) masks per round from the
     participation model, reproducibly per seed."""
-    from fedtheory.algorithms import Algorithm, pull  # noqa: PLC0415
-    from fedtheory.algorithms.base import aggregate  # noqa: PLC0415
-    from fedtheory.algorithms.fedavg import FedAvgState  # noqa: PLC0415
 
     seen = []
     cfg = AlgorithmConfig(lr=LR, local_steps=K)
@@ -350,8 +352,6 @@ def test_sg_focus_floor_grows_with_noise_and_step_size():
 def test_focus_on_pl_and_nonconvex_problems():
     """C4: linear rate on the PL problem under partial participation; ||grad f||^2 -> 0 on a
     smooth non-convex problem."""
-    from fedtheory.analysis import fit_linear_rate  # noqa: PLC0415
-    from fedtheory.problems import PLProblem, random_logistic  # noqa: PLC0415
 
     pl = PLProblem(6, 4, heterogeneity=1.0, seed=0)
     model = make_participation("uniform", 6, 3)

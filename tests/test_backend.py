@@ -1,11 +1,13 @@
 import json
+import os
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 from fedtheory import BackendUnavailableError, get_backend, get_namespace, to_numpy
 from fedtheory.backend import gpu_available, resolve_dtype
-from fedtheory.io import dumps, write_atomic
+from fedtheory.io import dumps, save_figure, write_atomic
 
 
 def test_numpy_is_default(monkeypatch):
@@ -54,7 +56,6 @@ def test_write_atomic_leaves_nothing_on_failure(tmp_path):
 
 
 def test_written_files_get_the_mode_open_would_give(tmp_path):
-    import os
 
     umask = os.umask(0o022)
     try:
@@ -66,12 +67,6 @@ def test_written_files_get_the_mode_open_would_give(tmp_path):
 
 @pytest.mark.parametrize("suffix", ["png", "pdf"])
 def test_same_figure_same_bytes(tmp_path, suffix):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from fedtheory.io import save_figure
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])

@@ -11,6 +11,7 @@ import pytest
 
 from fedtheory.cli import main
 from fedtheory.graphs import closedforms as CF
+from fedtheory.graphs.plot import plot_rho_versus_n, rho_versus_n
 
 CONTRACT_KEYS = {"rho_norm", "rho_lambda2", "one_minus_rho", "doubly_stochastic", "connected", "n"}
 
@@ -129,7 +130,6 @@ def test_report_table_json_and_text(capsys):
 def test_plots(capsys, tmp_path):
     rc, out, _ = run(capsys, "ring", "--n", "8", "--plot", str(tmp_path / "g.png"), "--json")
     assert rc == 0 and (tmp_path / "g.png").stat().st_size > 1000
-    from fedtheory.graphs.plot import plot_rho_versus_n, rho_versus_n
 
     data = rho_versus_n(("ring", "hypercube", "erdos-renyi"), (4, 8, 12), draws=2)
     assert data["hypercube"]["n"] == [4, 8]

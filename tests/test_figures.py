@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pytest
 
 from fedtheory.cli import main
 from fedtheory.figures import FIGURES, generate_one
+from fedtheory.io import jsonable
 
 COMMITTED = Path(__file__).resolve().parents[1] / "figures"
 
@@ -29,9 +33,6 @@ def test_participation_figure_matches_its_committed_sidecar(tmp_path):
 
 
 def test_same_seed_same_data_other_seed_other_data():
-    import matplotlib.pyplot as plt
-
-    from fedtheory.io import jsonable
 
     spec = FIGURES["participation"]
     runs = []
@@ -59,8 +60,6 @@ def test_cli_lists_and_refuses_unknown_names(capsys):
 
 
 def test_python_m_fedtheory_figures_lists_the_figures():
-    import subprocess
-    import sys
 
     out = subprocess.run(
         [sys.executable, "-m", "fedtheory.figures", "--list"],

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+import requests
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,7 +29,6 @@ def test_mnist1d_is_generated_locally_without_network(monkeypatch, tmp_path):
     """No download and no file: requests.get would raise, the working directory stays empty,
     and the caller's global random state is left as it was."""
     pytest.importorskip("mnist1d")
-    import requests
 
     def no_network(*a, **k):
         raise AssertionError("mnist1d tried to download")

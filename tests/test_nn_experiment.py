@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from fedtheory.algorithms.registry import display_name
+from fedtheory.algorithms.registry import display_name, make_algorithm
+from fedtheory.cli import main
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1
 from fedtheory.nn.data import federated_synthetic
@@ -37,7 +38,6 @@ def test_train_reproduces_the_runner_bit_for_bit(prob):
 
 
 def test_train_refuses_config_with_a_built_algorithm(prob):
-    from fedtheory.algorithms.registry import make_algorithm
 
     algo = make_algorithm("fedavg", problem=prob, lr=0.1)
     with pytest.raises(AssumptionError, match="need an algorithm name"):
@@ -75,7 +75,6 @@ def test_run_n1_refusals():
 
 
 def test_cli_nn_writes_json_and_figure(tmp_path, capsys):
-    from fedtheory.cli import main
 
     out = tmp_path / "n1.json"
     rc = main(["nn", "--algorithms", "FedAvg", "--clients", "10", "--samples", "400", "--rounds",
@@ -91,7 +90,6 @@ def test_cli_nn_writes_json_and_figure(tmp_path, capsys):
 
 
 def test_cli_nn_bad_override_is_one_line_error(capsys):
-    from fedtheory.cli import main
 
     assert main(["nn", "--lr", "FedAvg=fast", "--rounds", "1"]) == 2
     assert "is not a number" in capsys.readouterr().err
@@ -111,7 +109,6 @@ def test_run_n1_on_a_user_file_and_refusal(tmp_path, capsys):
     assert res.setting["data"] == str(path) and res.results["FedAvg"].accuracy.shape == (2, 3)
     bad = tmp_path / "bad.npz"
     np.savez(bad, x=rng.standard_normal((120, 6)), y=np.full(120, -1))
-    from fedtheory.cli import main
 
     assert main(["nn", "--data", str(bad), "--rounds", "1", "--clients", "10"]) == 2
     assert "y[0] = -1 is outside" in capsys.readouterr().err

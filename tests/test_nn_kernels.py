@@ -2,8 +2,11 @@
 differences, the simulator's server optimizer bit for bit, the CUDA sources through nvcc, and the
 CuPy path against the NumPy path (GPU only)."""
 
+import ctypes
 import shutil
 import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -205,7 +208,7 @@ def test_cuda_source_refuses_unknown_name():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_cupy_kernels_agree_with_numpy(dtype):
-    import cupy as cp
+    import cupy as cp  # noqa: PLC0415  (optional extra fedtheory[gpu])
 
     rng = np.random.default_rng(3)
     tol = 1e-12 if dtype == np.float64 else 1e-5
@@ -241,8 +244,6 @@ def test_cupy_plumbing_with_a_stand_in_module(monkeypatch):
     """Without a GPU: the CuPy branch's builders (cupy.fuse over the same bodies, kernel names,
     argument order, dtype-typed scalars, tuple outputs) run against a stand-in ``cupy`` module
     whose ``fuse`` is the identity, and give the NumPy results."""
-    import sys
-    import types
 
     fake = types.ModuleType("cupy")
     for name in ("maximum", "tanh", "sqrt", "sign"):
@@ -305,7 +306,6 @@ def test_softmax_raw_kernel_logic_on_the_host(dtype, tmp_path):
     """The .cu kernel body compiled as C++ for the CPU (CUDA's thread indices emulated by a loop
     over the grid), called through ctypes, against the NumPy reference: checks the kernel's
     arithmetic and indexing without a GPU."""
-    import ctypes
 
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:

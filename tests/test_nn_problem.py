@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from fedtheory.algorithms.base import SeedRng, seed_sequences
 from fedtheory.errors import AssumptionError
 from fedtheory.nn.data import FederatedData, federated_synthetic
 from fedtheory.nn.problem import MLPProblem
@@ -79,7 +80,6 @@ def test_minibatch_gradient_is_unbiased(prob):
 
 def test_seed_rng_gives_each_seed_its_own_bits(prob):
     """With the simulator's SeedRng, seed s of a batched call equals a single-seed call."""
-    from fedtheory.algorithms.base import SeedRng, seed_sequences
 
     seqs = seed_sequences(0, 3)
     X = prob.init(np.random.default_rng(6), (3, 3))
@@ -131,7 +131,7 @@ def test_fedavg_runs_unchanged_and_lowers_the_loss():
 
 @pytest.mark.gpu
 def test_cupy_problem_agrees_with_numpy(data):
-    import cupy as cp
+    import cupy as cp  # noqa: PLC0415  (optional extra fedtheory[gpu])
 
     pn = MLPProblem(data, hidden=(6,), batch_size=3, xp=np)
     pc = MLPProblem(data, hidden=(6,), batch_size=3, xp=cp)

@@ -1,7 +1,12 @@
 """Participation models: draw format, reproducibility, aggregation weights, validation."""
 
+import warnings
+from itertools import permutations
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fedtheory.errors import AssumptionError
 from fedtheory.participation import (
@@ -9,11 +14,19 @@ from fedtheory.participation import (
     Cyclic,
     Full,
     Markov,
+    MemorylessChainWarning,
     PerCluster,
     Trace,
     Uniform,
     Weighted,
     make_participation,
+)
+from fedtheory.participation.exact import (
+    bernoulli_law,
+    leave_one_out_pmf,
+    multinomial_law,
+    poisson_binomial_pmf,
+    weighted_without_replacement_law,
 )
 
 P16 = np.random.default_rng(7).random(16) + 0.01
@@ -117,19 +130,6 @@ def test_validation_errors(build, message):
 
 # --------------------------------------------------------------------------------------------
 # exact laws against brute force
-from itertools import permutations  # noqa: E402
-
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from fedtheory.participation import MemorylessChainWarning  # noqa: E402
-from fedtheory.participation.exact import (  # noqa: E402
-    bernoulli_law,
-    leave_one_out_pmf,
-    multinomial_law,
-    poisson_binomial_pmf,
-    weighted_without_replacement_law,
-)
 
 
 def prob_vectors(min_n=1, max_n=6, low=0.02):
@@ -288,7 +288,6 @@ def test_markov_stationary_mixing_and_memoryless_warning():
         Markov([0.3, 0.6], [0.7, 0.4])
     with pytest.warns(MemorylessChainWarning, match=r"1 of 2 clients \(1\)"):
         Markov([0.3, 0.6], [0.5, 0.4])
-    import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

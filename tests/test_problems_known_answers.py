@@ -70,13 +70,13 @@ def test_additive_noise_and_minibatches_are_unbiased():
 
 def test_figure4_problem_is_the_authors_data():
     A, b, x_o, p = figure4_data()
-    rs = np.random.RandomState(1234)  # noqa: NPY002
+    rs = np.random.RandomState(1234)
     u, G, xo, ns = rs.rand(8000), rs.randn(8000, 50), rs.randn(50, 1), 0.1 * rs.randn(8000, 1)
     AA = np.diag((u + 1) / 2) @ G
     bb = AA @ xo + ns
     assert A.shape == (16, 500, 50) and b.shape == (16, 500)
     assert np.array_equal(A[7], AA[7::16]) and np.array_equal(b[15], bb[15::16, 0])
-    pp = np.random.RandomState(5).rand(16) + 0.01  # noqa: NPY002
+    pp = np.random.RandomState(5).rand(16) + 0.01
     assert np.allclose(p, pp / pp.sum())
     P = figure4_problem()
     x_ls = np.linalg.lstsq(AA, bb[:, 0], rcond=None)[0]

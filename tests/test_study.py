@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 
@@ -16,7 +17,9 @@ from fedtheory.analysis.comm_time import (
     rounds_to_target,
     time_to_target,
 )
-from fedtheory.analysis.study import (
+from fedtheory.cli import main
+from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.experiments.local_steps import (
     assumption_violations,
     fit_exponents,
     plot_local_steps,
@@ -26,8 +29,7 @@ from fedtheory.analysis.study import (
     step_sizes,
     study_problem,
 )
-from fedtheory.cli import main
-from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.io import dumps
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,6 @@ def test_tiny_study_fits_and_flags(tiny):
     assert next(r for r in runs if r.algorithm == "afga" and r.topology == "ring").rho > 0.5
     hafed = next(r for r in runs if r.algorithm == "hafed" and r.topology == "complete")
     assert hafed.rho == pytest.approx(0.0, abs=1e-12) and hafed.clusters == 2
-    from fedtheory.io import dumps
 
     d = json.loads(dumps(tiny.to_dict()))
     assert {"runs", "fits", "config", "rho_trends"} <= set(d)
@@ -100,7 +101,6 @@ def test_tiny_study_fits_and_flags(tiny):
 
 def test_fit_recovers_a_planted_exponent(tiny):
     """fit_exponents on runs whose metric is exactly 3 K^-0.5 (times a seed factor)."""
-    import copy
 
     runs = []
     for r in tiny.runs:

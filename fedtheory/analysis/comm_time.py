@@ -1,4 +1,7 @@
-"""Communication-time model of 000 Table 7 and time to a target (claim A6).
+"""Communication-time model of 000 Table 7 and the time to a target (claim A6).
+
+The simulated counterpart of Table 7 is :func:`fedtheory.experiments.time_to_target.
+run_time_to_target`.
 
 000 Appendix B.1.1 ("Communication run-time simulations", Table 7, after Guo et al. 2021):
 client-to-client transfers take t_cc = 1.8 s and client-to-server transfers t_cs = 18 s on
@@ -191,59 +194,3 @@ def implied_round_time(hours: float, rounds: int) -> float:
     check_positive("hours", hours)
     check_int("rounds", rounds, minimum=1)
     return hours * 3600.0 / rounds
-
-
-def run_time_to_target(
-    algorithms: tuple = ("fedamsgrad", "afga", "cafga"),
-    targets: tuple = (1.0, 0.1),
-    *,
-    rounds: int = 300,
-    local_steps: int = 24,
-    n_clients: int = 100,
-    clients_per_round: int = 5,
-    clusters: int = 5,
-    topology: str = "ring",
-    model: CommTimeModel | None = None,
-    metric: str = "grad_norm2",
-    seeds: int = 5,
-    seed: int = 0,
-    **study_kw: Any,
-) -> dict:
-    """Simulated counterpart of 000 Table 7 (claim A6): time to each target per algorithm.
-
-    Every algorithm runs on the study problem (:func:`fedtheory.analysis.study.study_problem`)
-    with its theorem step-size schedule (:func:`fedtheory.analysis.study.step_sizes`; keywords
-    ``c_global``, ``c_local``, ``dim``, ``problem``, ``sigma``, ``sigma_g`` as in
-    :func:`~fedtheory.analysis.study.run_local_steps_study`) in 000's Setting 1 by default
-    (N = 100, M = 5, C = 5 clusters, K = 24), and the per-round times of ``model`` turn rounds
-    into hours. Returns ``{"targets": {target: [TimeToTarget, ...] fastest first}, ...}``.
-    """
-    from fedtheory.analysis.study import (  # noqa: PLC0415
-        _participation,
-        step_sizes,
-        study_problem,
-    )
-    from fedtheory.simulation import simulate  # noqa: PLC0415
-
-    kw = dict(study_kw)
-    c, c_l = kw.pop("c_global", 0.05), kw.pop("c_local", 0.5)
-    prob = study_problem(
-        kw.pop("problem", "pl"), n_clients, kw.pop("dim", 10),
-        sigma=kw.pop("sigma", 1.0), sigma_g=kw.pop("sigma_g", 1.0),
-    )  # fmt: skip
-    if kw:
-        raise AssumptionError(f"unknown keywords {sorted(kw)}")
-    results = {}
-    for a in algorithms:
-        eta, eta_l = step_sizes(a, R=rounds, K=local_steps, M=clients_per_round, N=n_clients,
-                                clusters=clusters, c=c, c_l=c_l)  # fmt: skip
-        results[a] = simulate(
-            prob, a, _participation(a, n_clients, clients_per_round, clusters), rounds=rounds,
-            seeds=seeds, seed=seed, lr=eta_l, local_steps=local_steps, global_lr=eta,
-            topology=topology, clusters=clusters if info(a).clustered else None,
-        )  # fmt: skip
-    return {
-        "model": model or CommTimeModel(),
-        "results": results,
-        "targets": {t: rank_by_time(results, t, model=model, metric=metric) for t in targets},
-    }

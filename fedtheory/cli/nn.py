@@ -14,9 +14,8 @@ import numpy as np
 
 from fedtheory.algorithms.registry import info
 from fedtheory.errors import AssumptionError, FedTheoryError
-from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1
+from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1, save_n1_figure
 from fedtheory.io import emit_json
-from fedtheory.nn.plot import save_n1_figure
 
 
 def _n1_name(text: str) -> str:

@@ -13,6 +13,11 @@ import sys
 
 import numpy as np
 
+from fedtheory.errors import AssumptionError
+from fedtheory.io import emit_json, save_figure
+from fedtheory.participation import RULES, load_vector, make_participation
+from fedtheory.participation.plot import plot_participation
+
 MODELS = ("full", "uniform", "weighted", "bernoulli", "markov", "cyclic", "cluster", "trace")
 
 
@@ -71,7 +76,6 @@ def register(subparsers) -> None:
 def _rate(value: str | None, name: str):
     if value is None:
         return None
-    from fedtheory.participation import load_vector  # noqa: PLC0415
 
     try:
         return float(value)
@@ -80,7 +84,6 @@ def _rate(value: str | None, name: str):
 
 
 def build_model(args):
-    from fedtheory.participation import make_participation  # noqa: PLC0415
 
     kw = {}
     name = args.model
@@ -94,8 +97,6 @@ def build_model(args):
         if a is not None or b is not None:
             size = next((np.size(v) for v in (a, b) if np.ndim(v) == 1), n)
             if size is None:
-                from fedtheory.errors import AssumptionError  # noqa: PLC0415
-
                 raise AssumptionError("markov with scalar --a/--b needs --clients N")
             kw["a"] = np.broadcast_to(a, (size,)) if a is not None else None
             kw["b"] = np.broadcast_to(b, (size,)) if b is not None else None
@@ -104,8 +105,6 @@ def build_model(args):
         kw["n_clusters"] = args.clusters or 1
     elif name == "trace":
         if args.trace is None:
-            from fedtheory.errors import AssumptionError  # noqa: PLC0415
-
             raise AssumptionError("trace participation needs --trace FILE (an R x N mask)")
         kw["path"] = args.trace
     return make_participation(name, n, args.clients_per_round, p=args.probabilities, **kw)
@@ -113,7 +112,6 @@ def build_model(args):
 
 def report(model) -> dict:
     """The JSON report of a model: pi, q per rule, methods and standard errors."""
-    from fedtheory.participation import RULES  # noqa: PLC0415
 
     pi = model.inclusion_probabilities()
     out = {
@@ -157,13 +155,10 @@ def _table(rep: dict) -> str:
 
 
 def main(args) -> int:
-    from fedtheory.io import emit_json, save_figure  # noqa: PLC0415
 
     model = build_model(args)
     rep = report(model)
     if args.plot:
-        from fedtheory.participation.plot import plot_participation  # noqa: PLC0415
-
         fig, _ = plot_participation(model, rounds=args.rounds, seed=args.seed)
         path = save_figure(fig, args.plot, dpi=120)
         rep["plot"] = str(path)

@@ -19,8 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from fedtheory.algorithms import available
 from fedtheory.errors import FedTheoryError
+from fedtheory.io import emit_json
+from fedtheory.participation import load_vector, make_participation
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
+from fedtheory.simulation import simulate
 
 PARTICIPATION_CHOICES = ("full", "uniform", "weighted", "bernoulli", "markov", "cluster")
 
@@ -69,7 +73,6 @@ def register(subparsers: Any) -> None:
 
 
 def _listing() -> str:
-    from fedtheory.algorithms import available  # noqa: PLC0415
 
     lines = ["algorithms:"]
     lines += [f"  {k:14s} {v}" for k, v in available().items()]
@@ -94,7 +97,6 @@ def _problem(args: argparse.Namespace) -> Any:
 
 
 def _participation(args: argparse.Namespace, n: int) -> Any:
-    from fedtheory.participation import load_vector, make_participation  # noqa: PLC0415
 
     p = load_vector(args.probabilities) if args.probabilities else None
     if args.m is not None and args.m > n:
@@ -128,8 +130,6 @@ def _participation(args: argparse.Namespace, n: int) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fedtheory.io import emit_json  # noqa: PLC0415
-    from fedtheory.simulation import simulate  # noqa: PLC0415
 
     if args.list:
         print(_listing())

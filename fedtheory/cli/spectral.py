@@ -23,7 +23,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedtheory.errors import FedTheoryError
+from fedtheory.graphs import closedforms as CF
+from fedtheory.graphs import conditions as Cn
+from fedtheory.graphs import families as F
+from fedtheory.graphs import topologies as T
+from fedtheory.graphs.conditions import afga_bound, cafga_bound, hafed_bound
+from fedtheory.graphs.families import FAMILIES, TIME_VARYING
+from fedtheory.graphs.neighbors import effective_number_of_neighbors
+from fedtheory.graphs.plot import draw_mixing_graph, plot_rho_versus_n
+from fedtheory.graphs.spectral import cluster_gaps, sequence_gap, spectral_gap
 from fedtheory.io import emit_json
+from fedtheory.validation import check_int
 
 DESCRIPTION = (
     "Spectral gap rho = ||W - 11^T/n||_2 and |lambda_2(W)| of a topology, a matrix file or an "
@@ -35,7 +45,6 @@ DESCRIPTION = (
 
 
 def register(subparsers: Any) -> None:
-    from fedtheory.graphs.families import FAMILIES, TIME_VARYING  # noqa: PLC0415
 
     p = subparsers.add_parser(
         "spectral",
@@ -164,9 +173,6 @@ def _family_params(args: argparse.Namespace, name: str) -> dict[str, Any]:
 
 def _build(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
     """(W or list of W, description, cluster labels)."""
-    from fedtheory.graphs import families as F  # noqa: PLC0415
-    from fedtheory.graphs import topologies as T  # noqa: PLC0415
-    from fedtheory.validation import check_int  # noqa: PLC0415
 
     given = [x for x in (args.topology, args.matrix, args.edges) if x]
     if len(given) > 1:
@@ -240,7 +246,6 @@ def _rho_cell(med: float | None, lo: float | None, hi: float | None, draws: int)
 
 
 def _settings_text(settings: list[Any], rows_by_setting: list[list[Any]], draws: int) -> str:
-    from fedtheory.graphs.conditions import afga_bound, cafga_bound, hafed_bound  # noqa: PLC0415
 
     out = []
     for S, rows in zip(settings, rows_by_setting, strict=True):
@@ -303,7 +308,6 @@ def _paper_text(values: list[Any]) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from fedtheory.graphs import conditions as Cn  # noqa: PLC0415
 
     settings = [Cn.parse_setting(s) for s in args.setting]
     if args.report or not settings:
@@ -313,7 +317,6 @@ def _report(args: argparse.Namespace) -> int:
         if args.topologies
         else Cn.DEFAULT_TOPOLOGIES
     )
-    from fedtheory.validation import check_int  # noqa: PLC0415
 
     draws = check_int("--draws", args.draws, minimum=1)
     rows = [Cn.evaluate_setting(S, topos, draws=draws, seed=args.seed) for S in settings]
@@ -343,7 +346,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _plot_families(args: argparse.Namespace) -> None:
-    from fedtheory.graphs.plot import plot_rho_versus_n  # noqa: PLC0415
 
     path = plot_rho_versus_n(args.plot_families, seed=args.seed)
     print(f"fedtheory: wrote {path}", file=sys.stderr)
@@ -361,10 +363,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _single(args: argparse.Namespace) -> int:
-    from fedtheory.graphs import closedforms as CF  # noqa: PLC0415
-    from fedtheory.graphs import conditions as Cn  # noqa: PLC0415
-    from fedtheory.graphs.neighbors import effective_number_of_neighbors  # noqa: PLC0415
-    from fedtheory.graphs.spectral import cluster_gaps, sequence_gap, spectral_gap  # noqa: PLC0415
 
     W, desc, labels = _build(args)
     opts = dict(method=args.method, solver=args.solver, atol=args.atol)
@@ -443,8 +441,6 @@ def _single(args: argparse.Namespace) -> int:
     for w in result["warnings"]:
         print(f"fedtheory: warning: {w}", file=sys.stderr)
     if args.plot:
-        from fedtheory.graphs.plot import draw_mixing_graph  # noqa: PLC0415
-
         title = desc.get("topology") or Path(desc.get("path", "W")).name
         path = draw_mixing_graph(Wmain, args.plot, title=title)
         result["plot"] = str(path)

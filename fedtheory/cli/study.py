@@ -10,7 +10,7 @@
 
 prints the fitted exponents of K (R, M where the grid has several values) with confidence
 intervals next to the stated ones, flags grid points outside a theorem's assumptions, and with
-``--json`` writes every run and fit (:mod:`fedtheory.analysis.study`).
+``--json`` writes every run and fit (:mod:`fedtheory.experiments.local_steps`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,13 @@ import argparse
 from typing import Any
 
 from fedtheory.errors import FedTheoryError
+from fedtheory.experiments.local_steps import (
+    plot_local_steps,
+    plot_rho_ablation,
+    run_local_steps_study,
+    run_rho_ablation,
+)
+from fedtheory.io import emit_json
 
 
 def _int_list(text: str) -> list[int]:
@@ -161,7 +168,6 @@ def _kwargs(args: argparse.Namespace) -> dict:
 
 
 def _emit(result: Any, args: argparse.Namespace, plot: Any) -> int:
-    from fedtheory.io import emit_json  # noqa: PLC0415
 
     if args.plot:
         plot(result, args.plot)
@@ -182,8 +188,6 @@ def _emit(result: Any, args: argparse.Namespace, plot: Any) -> int:
 
 
 def run_local_steps(args: argparse.Namespace) -> int:
-    from fedtheory.analysis.study import plot_local_steps, run_local_steps_study  # noqa: PLC0415
-
     res = run_local_steps_study(
         args.algorithms, Ks=args.Ks, Rs=args.Rs, Ms=args.Ms, topologies=args.topologies,
         **_kwargs(args),
@@ -192,7 +196,6 @@ def run_local_steps(args: argparse.Namespace) -> int:
 
 
 def run_rho(args: argparse.Namespace) -> int:
-    from fedtheory.analysis.study import plot_rho_ablation, run_rho_ablation  # noqa: PLC0415
 
     res = run_rho_ablation(
         args.algorithms, topologies=args.topologies, K=args.K, R=args.R, M=args.M, **_kwargs(args)

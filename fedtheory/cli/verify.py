@@ -11,6 +11,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from fedtheory.io import emit_json, write_atomic
+from fedtheory.verify import FULL, QUICK, Context, select
+from fedtheory.verify.report import format_table, summary, to_html, to_json
+from fedtheory.verify.runner import keep_requested, run_claims
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -39,10 +44,6 @@ def register(subparsers) -> None:
 
 
 def main(args) -> int:
-    from fedtheory.io import emit_json, write_atomic  # noqa: PLC0415
-    from fedtheory.verify import FULL, QUICK, Context, select  # noqa: PLC0415
-    from fedtheory.verify.report import format_table, summary, to_html, to_json  # noqa: PLC0415
-    from fedtheory.verify.runner import keep_requested, run_claims  # noqa: PLC0415
 
     claims = select(args.only)
     if args.list:

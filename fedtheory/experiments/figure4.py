@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, fedavg_stationary_mean
-from fedtheory.io import jsonable, save_figure
+from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_problem
 from fedtheory.simulation import simulate
@@ -201,12 +201,7 @@ def plot_figure4(data: dict[str, Any], path: Any = None) -> Any:
 
     Returns the matplotlib Figure; saves it to ``path`` when given.
     """
-    import matplotlib  # noqa: PLC0415
-
-    if path is not None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
+    plt = pyplot()
     regimes = list(data["regimes"])
     titles = {
         "full": "full participation",

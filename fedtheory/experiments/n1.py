@@ -10,6 +10,7 @@ standard deviation over seeds) per evaluated round and at the end.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,12 +19,21 @@ from fedtheory.algorithms.base import seed_sequences
 from fedtheory.algorithms.registry import display_name, info
 from fedtheory.backend import get_backend, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
+from fedtheory.io import pyplot, save_figure
 from fedtheory.nn.conv import Conv1DNet
 from fedtheory.nn.data import federated_from_arrays, federated_mnist1d, load_dataset
 from fedtheory.nn.problem import MLPProblem
 from fedtheory.nn.training import TrainResult, train
 
-__all__ = ["N1_ALGORITHMS", "N1_DEFAULTS", "N1Result", "n1_participation", "run_n1"]
+__all__ = [
+    "N1_ALGORITHMS",
+    "N1_DEFAULTS",
+    "N1Result",
+    "n1_participation",
+    "plot_n1",
+    "run_n1",
+    "save_n1_figure",
+]
 
 #: The N1 algorithms, by registry name (reports use their display names).
 N1_ALGORITHMS: tuple[str, ...] = ("fedavg", "fedamsgrad", "afga", "cafga")
@@ -248,3 +258,48 @@ def run_n1(
         "label_histogram_min_classes": int((data.label_histogram() > 0).sum(axis=1).min()),
     }
     return N1Result(results=results, setting=setting)
+
+
+def plot_n1(result: Any, ax: Any = None):
+    """Plot every algorithm's test-accuracy curve of an :class:`~fedtheory.experiments.n1.N1Result`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    plt = pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.0, 4.0), constrained_layout=True)
+    else:
+        fig = ax.figure
+    for name, res in result.results.items():
+        mean = res.accuracy.mean(axis=0)
+        std = res.accuracy.std(axis=0, ddof=1) if res.accuracy.shape[0] > 1 else np.zeros_like(mean)
+        (line,) = ax.plot(res.rounds, 100 * mean, label=name)
+        ax.fill_between(
+            res.rounds, 100 * (mean - std), 100 * (mean + std), color=line.get_color(), alpha=0.2
+        )
+    s = result.setting
+    ax.set_xlabel("round")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(
+        f"N1: {s['model']} on {s['data'].split(' (')[0]}, {s['n_clients']} clients, {s['clients_per_round']}/round, "
+        f"{s['partition']}, {s['seeds']} seeds",
+        fontsize=8,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def save_n1_figure(result: Any, out: str | Path = "figures", name: str = "nn_n1") -> list[Path]:
+    """Write ``out/name.png`` and ``out/name.pdf``; returns the paths."""
+    plt = pyplot()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fig = plot_n1(result)
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    for p in paths:
+        save_figure(fig, p, dpi=150)
+    plt.close(fig)
+    return paths

@@ -11,12 +11,11 @@ Run ``fedtheory figures [NAME ...]`` or ``python -m fedtheory.figures [NAME ...]
 
 from __future__ import annotations
 
-from fedtheory.figures import catalog  # noqa: E402,F401  (registers the figures)
+from fedtheory.figures import catalog  # noqa: F401  (registers the figures)
 from fedtheory.figures.registry import (
     FIGURES,
     FigureResult,
     FigureSpec,
-    FigureUnavailable,
     figure,
     generate,
     generate_one,
@@ -26,7 +25,6 @@ __all__ = [
     "FIGURES",
     "FigureResult",
     "FigureSpec",
-    "FigureUnavailable",
     "figure",
     "generate",
     "generate_one",

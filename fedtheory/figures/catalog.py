@@ -8,20 +8,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedtheory.figures.registry import figure, need
-
-
-def _plt():
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    return plt
+from fedtheory.analysis.closed_forms import fedavg_stationary_mean, weighted_optimum
+from fedtheory.analysis.rates import error_floor
+from fedtheory.experiments.figure4 import plot_figure4, run_figure4
+from fedtheory.experiments.local_steps import (
+    plot_local_steps,
+    plot_rho_ablation,
+    run_local_steps_study,
+    run_rho_ablation,
+)
+from fedtheory.experiments.n1 import plot_n1, run_n1
+from fedtheory.figures.registry import figure
+from fedtheory.graphs.conditions import PAPER_SETTINGS, afga_bound, cafga_bound, hafed_bound
+from fedtheory.graphs.plot import rho_versus_n
+from fedtheory.io import pyplot
+from fedtheory.participation import default_markov_rates, make_participation
+from fedtheory.participation.plot import plot_participation
+from fedtheory.problems.quadratic import random_quadratic
+from fedtheory.simulation import simulate
+from fedtheory.verify.claims._common import figure4_probabilities
 
 
 def _figure4_p(n: int) -> np.ndarray:
-    from fedtheory.verify.claims._common import figure4_probabilities  # noqa: PLC0415
 
     return figure4_probabilities(n)
 
@@ -36,20 +44,16 @@ def participation_figure(cfg: dict):
     weights, Bernoulli with p_i = min(M p_i, 1), Markov with stationary M/N), each drawn by the
     participation module's ``plot_participation``: the raster of one run and the effective
     weights q_i of plain-mean FedAvg (exact where the model has an exact method)."""
-    make, markov_rates = need(
-        "fedtheory.participation", "make_participation", "default_markov_rates"
-    )
-    plot_participation = need("fedtheory.participation.plot", "plot_participation")
     n, m, rounds, seed = cfg["clients"], cfg["per_round"], cfg["rounds"], cfg["seed"]
     p = _figure4_p(n)
-    a, b = markov_rates(n, m)
+    a, b = default_markov_rates(n, m)
     models = {
-        "uniform": make("uniform", n, m),
-        "weighted": make("weighted", n, m, p=p),
-        "bernoulli": make("bernoulli", n, m, p=np.minimum(m * p, 1.0)),
-        "markov": make("markov", n, m, a=a, b=b),
+        "uniform": make_participation("uniform", n, m),
+        "weighted": make_participation("weighted", n, m, p=p),
+        "bernoulli": make_participation("bernoulli", n, m, p=np.minimum(m * p, 1.0)),
+        "markov": make_participation("markov", n, m, a=a, b=b),
     }
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, len(models), figsize=(13, 5.4), height_ratios=[2, 1])
     data = {"p_weighted": p, "models": {}}
     for j, (name, model) in enumerate(models.items()):
@@ -86,18 +90,14 @@ def spectral_gap_figure(cfg: dict):
     conditions of AFGA (rho <= M/(M+N)), CAFGA (rho_max <= m/(m+n)) and HA-Fed
     (rho_max <= 1/(2 sqrt(n-m))) for the papers' settings, and the papers' stated ring gaps.
     ``plot_rho_versus_n`` draws no thresholds, hence the drawing here."""
-    rho_versus_n = need("fedtheory.graphs.plot", "rho_versus_n")
-    PAPER_SETTINGS, afga, cafga, hafed = need(
-        "fedtheory.graphs.conditions", "PAPER_SETTINGS", "afga_bound", "cafga_bound", "hafed_bound"
-    )
     data = rho_versus_n(cfg["families"], cfg["sizes"], draws=cfg["draws"], seed=cfg["seed"])
     thresholds = {}
     for s in PAPER_SETTINGS:
         if s.name.startswith("004"):
-            thresholds[f"HA-Fed {s.name} (n={s.n}, m={s.m})"] = hafed(s.n, s.m)
+            thresholds[f"HA-Fed {s.name} (n={s.n}, m={s.m})"] = hafed_bound(s.n, s.m)
         else:
-            thresholds[f"AFGA {s.name} (N={s.N}, M={s.M})"] = afga(s.N, s.M)
-            thresholds[f"CAFGA {s.name} (n={s.n}, m={s.m})"] = cafga(s.n, s.m)
+            thresholds[f"AFGA {s.name} (N={s.N}, M={s.M})"] = afga_bound(s.N, s.M)
+            thresholds[f"CAFGA {s.name} (n={s.n}, m={s.m})"] = cafga_bound(s.n, s.m)
     # Equal bounds (e.g. 5/55 = 1/11) are drawn once with all their labels.
     merged: dict[float, list[str]] = {}
     for label, b in thresholds.items():
@@ -107,7 +107,7 @@ def spectral_gap_figure(cfg: dict):
         "000 ring n=10": (10, 0.873),
         "004 ring n=8": (8, 0.805),
     }
-    plt = _plt()
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
     for name, d in data.items():
         if d["n"]:
@@ -156,20 +156,16 @@ def fedavg_floor_figure(cfg: dict):
     floor (median of the last half of each run, mean +- standard error over seeds). Drawn
     closed forms: the distance of FedAvg's stationary mean (I - E[M_S])^{-1} E[c_S] to x* for
     each eta, and its eta -> 0 limit ||x_q* - x*|| (0 for uniform participation)."""
-    simulate = need("fedtheory.simulation", "simulate")
-    random_quadratic = need("fedtheory.problems.quadratic", "random_quadratic")
-    make = need("fedtheory.participation", "make_participation")
-    error_floor = need("fedtheory.analysis.rates", "error_floor")
-    weighted_optimum, stationary_mean = need(
-        "fedtheory.analysis.closed_forms", "weighted_optimum", "fedavg_stationary_mean"
-    )
     n, m, k = cfg["clients"], cfg["per_round"], cfg["local_steps"]
     prob = random_quadratic(n, cfg["dim"], condition=10, heterogeneity=1.0, seed=cfg["seed"])
     xs = prob.x_star
     norm = float(np.linalg.norm(xs))
-    models = {"uniform": make("uniform", n, m), "weighted": make("weighted", n, m, p=_figure4_p(n))}
+    models = {
+        "uniform": make_participation("uniform", n, m),
+        "weighted": make_participation("weighted", n, m, p=_figure4_p(n)),
+    }
     data: dict = {"x_star_norm": norm, "regimes": {}}
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     for (name, model), color in zip(models.items(), ("C0", "C3"), strict=True):
         q = model.effective_weights("mean").value
@@ -191,7 +187,7 @@ def fedavg_floor_figure(cfg: dict):
             per = np.array([error_floor(e[np.isfinite(e)], tail=0.5) for e in res.rel_error])
             floors.append(float(per.mean()))
             ses.append(float(per.std(ddof=1) / np.sqrt(per.size)))
-            sm = stationary_mean(prob, eta, k, model)
+            sm = fedavg_stationary_mean(prob, eta, k, model)
             closed.append(float(np.linalg.norm(sm.x - xs) / norm))
             rounds.append(r)
         etas = cfg["etas"]
@@ -246,7 +242,6 @@ def fedavg_floor_figure(cfg: dict):
 def figure4_figure(cfg: dict):
     """The simulator engineer's ``run_figure4`` drawn by their ``plot_figure4`` (three panels:
     full, uniform 4/16, arbitrary weighted 4/16; the paper's step sizes)."""
-    run_figure4, plot_figure4 = need("fedtheory.experiments.figure4", "run_figure4", "plot_figure4")
     data = run_figure4(
         rounds=cfg["rounds"],
         seeds=cfg["seeds"],
@@ -288,8 +283,7 @@ def local_steps_figure(cfg: dict):
     """Issue 5's ``run_local_steps_study`` in 000's Setting 2 (N = 50, M = 5) drawn by its
     ``plot_local_steps`` (metric against K per algorithm and topology, fitted and stated slopes;
     metric against rho at the largest K)."""
-    run, plot = need("fedtheory.analysis.study", "run_local_steps_study", "plot_local_steps")
-    res = run(
+    res = run_local_steps_study(
         tuple(cfg["algorithms"]),
         Ks=tuple(cfg["Ks"]),
         Rs=(cfg["R"],),
@@ -300,7 +294,7 @@ def local_steps_figure(cfg: dict):
         progress=False,
     )
     data = _study_data(res)
-    return (lambda path: plot(res, path)), data
+    return (lambda path: plot_local_steps(res, path)), data
 
 
 @figure(
@@ -319,8 +313,7 @@ def local_steps_figure(cfg: dict):
 def rho_ablation_figure(cfg: dict):
     """Issue 5's ``run_rho_ablation`` drawn by its ``plot_rho_ablation`` (000 Fig. 1,
     004 Fig. 2b)."""
-    run, plot = need("fedtheory.analysis.study", "run_rho_ablation", "plot_rho_ablation")
-    res = run(
+    res = run_rho_ablation(
         tuple(cfg["algorithms"]),
         topologies=tuple(cfg["topologies"]),
         K=cfg["K"],
@@ -331,7 +324,7 @@ def rho_ablation_figure(cfg: dict):
         progress=False,
     )
     data = _study_data(res)
-    return (lambda path: plot(res, path)), data
+    return (lambda path: plot_rho_ablation(res, path)), data
 
 
 @figure(
@@ -343,8 +336,6 @@ def nn_n1_figure(cfg: dict):
     """The NN engineer's ``run_n1`` (50 clients, 5 per round, Dirichlet(0.6), K = 10; its other
     defaults) drawn by their ``plot_n1`` (mean +- std over seeds per round). Slow: about ten
     minutes on two cores."""
-    run_n1 = need("fedtheory.experiments.n1", "run_n1")
-    plot_n1 = need("fedtheory.nn.plot", "plot_n1")
     res = run_n1(rounds=cfg["rounds"], seeds=cfg["seeds"], seed=cfg["seed"])
     data = res.as_dict()
     for curve in data.get("curves", {}).values():

@@ -10,11 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from fedtheory._version import __version__
-from fedtheory.io import figure_bytes, jsonable, write_atomic
-
-
-class FigureUnavailable(Exception):
-    """The module a figure draws from has not landed (or lacks the API it needs)."""
+from fedtheory.errors import FedTheoryError
+from fedtheory.io import figure_bytes, jsonable, progress, pyplot, write_atomic
 
 
 @dataclass(frozen=True)
@@ -33,7 +30,6 @@ class FigureResult:
     name: str
     paths: list[Path]
     seconds: float
-    skipped: str | None = None
 
 
 FIGURES: dict[str, FigureSpec] = {}
@@ -47,21 +43,6 @@ def figure(name: str, *, title: str, config: dict) -> Callable:
         return build
 
     return deco
-
-
-def need(module: str, *names: str) -> Any:
-    """Import ``module`` and return attributes ``names``; :class:`FigureUnavailable` if absent."""
-    import importlib  # noqa: PLC0415
-
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        raise FigureUnavailable(f"needs {module}, which does not import ({exc})") from exc
-    missing = [n for n in names if not hasattr(mod, n)]
-    if missing:
-        raise FigureUnavailable(f"needs {module}.{', '.join(missing)}, which is not there")
-    got = tuple(getattr(mod, n) for n in names)
-    return got[0] if len(got) == 1 else got
 
 
 def _savefig(fig, fmt: str) -> bytes:
@@ -85,11 +66,7 @@ def sidecar(spec: FigureSpec, config: dict, data: dict) -> dict:
 def generate_one(name: str, out_dir: str | Path = "figures", **overrides: Any) -> FigureResult:
     """Build figure ``name`` (config: its defaults updated with ``overrides``) and write
     ``NAME.png``, ``NAME.pdf`` and ``NAME.json`` into ``out_dir``."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
+    plt = pyplot()
     spec = FIGURES[name]
     config = {**spec.config, **overrides}
     t0 = time.perf_counter()
@@ -133,10 +110,7 @@ def generate_one(name: str, out_dir: str | Path = "figures", **overrides: Any) -
 def generate(
     names: list[str] | None = None, out_dir: str | Path = "figures", *, quiet: bool = False
 ) -> list[FigureResult]:
-    """Regenerate ``names`` (all registered figures when None). A figure whose machinery has not
-    landed is skipped with the reason; any other error propagates."""
-    from fedtheory.errors import FedTheoryError  # noqa: PLC0415
-    from fedtheory.io import progress  # noqa: PLC0415
+    """Regenerate ``names`` (all registered figures when None); an error propagates."""
 
     names = list(names or FIGURES)
     unknown = [n for n in names if n not in FIGURES]
@@ -146,8 +120,5 @@ def generate(
         )
     results = []
     for name in progress(names, desc="figures", unit="fig", disable=quiet):
-        try:
-            results.append(generate_one(name, out_dir))
-        except FigureUnavailable as exc:
-            results.append(FigureResult(name, [], 0.0, skipped=str(exc)))
+        results.append(generate_one(name, out_dir))
     return results

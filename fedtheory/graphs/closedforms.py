@@ -24,6 +24,7 @@ import numpy as np
 import sympy as sy
 
 from fedtheory.errors import AssumptionError
+from fedtheory.graphs.topologies import torus_shape
 from fedtheory.validation import check_int
 
 
@@ -178,8 +179,6 @@ def closed_form(topology: str, n: int, **params: Any) -> tuple[float, float] | N
     if t == "exponential" and n >= 2 and (n & (n - 1)) == 0:
         return exponential_gap(n)
     if t == "torus":
-        from fedtheory.graphs.topologies import torus_shape  # noqa: PLC0415
-
         r, c = torus_shape(n, params.get("rows"), params.get("cols"))
         if min(r, c) >= 3:
             return torus_gap(r, c)

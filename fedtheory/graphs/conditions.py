@@ -22,6 +22,7 @@ import numpy as np
 from fedtheory.errors import AssumptionError
 from fedtheory.graphs.families import family, mixing_matrix
 from fedtheory.graphs.spectral import spectral_gap
+from fedtheory.graphs.topologies import torus_shape
 from fedtheory.validation import check_int
 
 
@@ -185,8 +186,6 @@ def _applies(topology: str, n: int) -> str:
     if name == "hypercube" and n & (n - 1):
         return f"hypercube needs a power of 2 (n = {n})"
     if name == "torus":
-        from fedtheory.graphs.topologies import torus_shape  # noqa: PLC0415
-
         r, c = torus_shape(n)
         if min(r, c) < 3:
             return f"no r x c torus with r, c >= 3 on n = {n} nodes"

@@ -141,7 +141,7 @@ def mixing_matrix(
     lazy_weights: bool = False,
     seed: Any = None,
     alpha: float | None = None,
-    format: str = "auto",  # noqa: A002
+    format: str = "auto",
     **params: Any,
 ) -> Any:
     """The mixing matrix W of a named topology on n nodes.

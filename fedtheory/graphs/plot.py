@@ -6,27 +6,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from fedtheory.errors import AssumptionError
 from fedtheory.graphs.families import family, mixing_matrix
 from fedtheory.graphs.spectral import spectral_gap
+from fedtheory.graphs.topologies import torus_shape
 from fedtheory.graphs.validate import check_mixing_matrix
-from fedtheory.io import save_figure
+from fedtheory.io import pyplot, save_figure
 
 LABEL_MAX_NODES = 40
 """Edge weights are written on the edges up to this many nodes."""
 
 DRAW_MAX_NODES = 2000
-
-
-def _pyplot() -> Any:
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    return plt
 
 
 def draw_mixing_graph(
@@ -38,13 +32,10 @@ def draw_mixing_graph(
     the circle for up to 64 nodes. Self-weights ``w_ii`` label the nodes, ``w_ij`` the edges (up
     to :data:`LABEL_MAX_NODES` nodes).
     """
-    import networkx as nx  # noqa: PLC0415
 
     W = check_mixing_matrix(W)
     n = W.shape[0]
     if n > DRAW_MAX_NODES:
-        from fedtheory.errors import AssumptionError  # noqa: PLC0415
-
         raise AssumptionError(f"drawing is limited to {DRAW_MAX_NODES} nodes, got n = {n}")
     g = spectral_gap(W)
     Wc = sp.csr_array(W)
@@ -55,7 +46,7 @@ def draw_mixing_graph(
     if layout == "auto":
         layout = "circular" if n <= 64 else "spring"
     pos = nx.circular_layout(G) if layout == "circular" else nx.spring_layout(G, seed=seed)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 7))
     widths = 0.5 + 4.0 * S.data / max(S.data.max(), 1e-300) if S.nnz else 1.0
     nx.draw_networkx_edges(G, pos, ax=ax, width=widths, edge_color="0.45")
@@ -129,8 +120,6 @@ def rho_versus_n(
             if fam.name == "hypercube" and n & (n - 1):
                 continue
             if fam.name == "torus":
-                from fedtheory.graphs.topologies import torus_shape  # noqa: PLC0415
-
                 if min(torus_shape(n)) < 3:
                     continue
             k = draws if fam.random else 1
@@ -151,7 +140,7 @@ def plot_rho_versus_n(
 ) -> Path:
     """Plot rho (left) and 1 - rho (right, log-log) against n for the topology families."""
     data = rho_versus_n(**kw) if data is None else data
-    plt = _pyplot()
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.8))
     styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("x", "--")]
     for k, (name, d) in enumerate(data.items()):

@@ -35,8 +35,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import pyamg
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
+from scipy.sparse.csgraph import reverse_cuthill_mckee, shortest_path
 
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.graphs.validate import DEFAULT_ATOL, check_mixing_matrix, components, is_symmetric
@@ -60,7 +62,6 @@ PERIODIC = (
 def period(W: Any) -> int:
     """Period of the strongly connected graph of W: the gcd of ``d(i) + 1 - d(j)`` over its edges
     ``i -> j``, with ``d`` the BFS distance from node 0 (1 means aperiodic, i.e. primitive W)."""
-    from scipy.sparse.csgraph import shortest_path  # noqa: PLC0415
 
     C = sp.csr_array(W).tocoo()
     keep = C.data > 0
@@ -192,7 +193,6 @@ def _dense(
 def _grounded_pinv(L: sp.csr_array) -> tuple[sla.LinearOperator, str]:
     """``L^+`` of a connected graph Laplacian as an operator, via an exact sparse LU of L with
     node 0 grounded (row and column removed), in reverse Cuthill-McKee order."""
-    from scipy.sparse.csgraph import reverse_cuthill_mckee  # noqa: PLC0415
 
     n = L.shape[0]
     Lr = sp.csr_array(L[1:, 1:])
@@ -213,7 +213,6 @@ def _grounded_pinv(L: sp.csr_array) -> tuple[sla.LinearOperator, str]:
 
 
 def _rcm_bandwidth(L: sp.csr_array) -> int:
-    from scipy.sparse.csgraph import reverse_cuthill_mckee  # noqa: PLC0415
 
     perm = reverse_cuthill_mckee(sp.csr_array(L), symmetric_mode=True)
     inv = np.empty_like(perm)
@@ -231,7 +230,6 @@ def _fiedler_lu(L: sp.csr_array, tol: float, seed: int) -> np.ndarray:
 
 
 def _fiedler_amg(L: sp.csr_array, tol: float, seed: int) -> np.ndarray:
-    import pyamg  # noqa: PLC0415
 
     n = L.shape[0]
     ml = pyamg.smoothed_aggregation_solver(
@@ -247,14 +245,6 @@ def _fiedler_amg(L: sp.csr_array, tol: float, seed: int) -> np.ndarray:
     return _deflate(vecs[:, int(np.argmin(vals))])
 
 
-def _have_pyamg() -> bool:
-    try:
-        import pyamg  # noqa: F401, PLC0415
-    except ImportError:
-        return False
-    return True
-
-
 def _sparse_symmetric(
     S: sp.csr_array, tol: float, seed: int, solver: str, psd: bool = False
 ) -> tuple[float, float | None, float, str]:
@@ -264,7 +254,7 @@ def _sparse_symmetric(
     L = (sp.eye_array(n, format="csr") - S).tocsr()
     if solver == "auto":
         bw = _rcm_bandwidth(L)
-        solver = "lu" if (bw * n <= 4e7 or not _have_pyamg()) else "amg"
+        solver = "lu" if bw * n <= 4e7 else "amg"
     if solver == "lu":
         v = _fiedler_lu(L, tol, seed)
         how = "Lanczos on L^+ (grounded sparse LU, RCM order)"

@@ -24,8 +24,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
+from scipy.spatial import cKDTree
 
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.validation import check_int, check_positive
@@ -254,7 +256,6 @@ def random_geometric(
     Pairs are found with a k-d tree (``scipy.spatial.cKDTree.query_pairs``), so 10^6 nodes take
     seconds. Default radius: :func:`default_radius`.
     """
-    from scipy.spatial import cKDTree  # noqa: PLC0415
 
     n = _check_n(n)
     dim = check_int("dim", dim, minimum=1)
@@ -269,7 +270,6 @@ def from_networkx(G: Any) -> sp.csr_array:
 
     Directed graphs are symmetrized: gossip needs the undirected support.
     """
-    import networkx as nx  # noqa: PLC0415
 
     n = G.number_of_nodes()
     _check_n(n)

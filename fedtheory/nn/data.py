@@ -154,7 +154,7 @@ def load_dataset(
 
 @functools.lru_cache(maxsize=4)
 def _mnist1d_cached(num_samples: int, seed: int, train_split: float) -> tuple[np.ndarray, ...]:
-    from mnist1d.data import get_dataset_args, make_dataset  # noqa: PLC0415
+    from mnist1d.data import get_dataset_args, make_dataset  # noqa: PLC0415  (extra [nn])
 
     args = get_dataset_args()
     args.num_samples = num_samples

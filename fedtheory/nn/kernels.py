@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.backend import get_namespace
+from fedtheory.backend import get_namespace, to_numpy
 from fedtheory.errors import AssumptionError
 
 __all__ = [
@@ -164,7 +164,7 @@ def _server_body(xp: ModuleType, rule: str, eps_inside_sqrt: bool):
 
 @functools.cache
 def _fused(kind: str, *config: Any):
-    import cupy  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional extra fedtheory[gpu])
 
     makers = {"bias_act": _bias_act_body, "act_backward": _act_backward_body}
     maker = makers.get(kind, _server_body)
@@ -182,7 +182,7 @@ def cuda_source(name: str) -> str:
 
 @functools.cache
 def _raw_kernel(name: str):
-    import cupy  # noqa: PLC0415
+    import cupy  # noqa: PLC0415  (optional extra fedtheory[gpu])
 
     return cupy.RawKernel(cuda_source("softmax_xent.cu"), name)
 
@@ -382,6 +382,5 @@ def server_update(
 
 def server_update_reference(x, m, v, v_hat, delta, **kw) -> tuple[np.ndarray, ...]:
     """The NumPy reference of :func:`server_update` (host copies in, host arrays out)."""
-    from fedtheory.backend import to_numpy  # noqa: PLC0415
 
     return server_update(*(to_numpy(a) for a in (x, m, v, v_hat, delta)), **kw)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from fedtheory.io import pyplot
 from fedtheory.participation.base import ParticipationModel, check_rule
 from fedtheory.validation import check_int
 
@@ -42,12 +43,7 @@ def plot_participation(
     check_rule(rule)
     rounds = check_int("rounds", rounds, minimum=1)
     if axes is None:
-        import matplotlib  # noqa: PLC0415
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
-
-        fig, axes = plt.subplots(2, 1, figsize=(7.5, 6), height_ratios=[2, 1])
+        fig, axes = pyplot().subplots(2, 1, figsize=(7.5, 6), height_ratios=[2, 1])
     ax_r, ax_q = axes
     fig = ax_r.figure
     draw = np.asarray(model.sample(rounds, seeds=1, seed=seed))[0]

@@ -19,9 +19,11 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+from scipy.optimize import minimize
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError
+from fedtheory.nn.data import leaf_synthetic
 from fedtheory.problems.quadratic import _DeviceCache
 from fedtheory.validation import check_finite, check_int, check_positive
 
@@ -262,7 +264,6 @@ class SoftmaxRegressionProblem:
     def x_star(self) -> np.ndarray | None:
         if self.lam <= 0:
             return None
-        from scipy.optimize import minimize  # noqa: PLC0415
 
         def fg(x: np.ndarray) -> tuple[float, np.ndarray]:
             return float(self.loss(x)), np.asarray(self.full_grad(x), dtype=np.float64)
@@ -297,7 +298,6 @@ def leaf_synthetic_problem(
     The same number of samples per device (``samples``) keeps the data stacked; LEAF's power-law
     device sizes are available from :func:`fedtheory.nn.data.leaf_synthetic` directly.
     """
-    from fedtheory.nn.data import leaf_synthetic  # noqa: PLC0415
 
     rng = np.random.default_rng(seed)
     s = check_int("samples per device", samples, minimum=1)

@@ -323,14 +323,14 @@ def figure4_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         ``rand(16) + 0.01``, normalized.
     """
     # RandomState(seed) is the legacy global generator's stream, without touching global state.
-    rs = np.random.RandomState(1234)  # noqa: NPY002
+    rs = np.random.RandomState(1234)
     u = rs.rand(8000)
     G = rs.randn(8000, 50)
     x_o = rs.randn(50, 1)
     ns = 0.1 * rs.randn(8000, 1)
     A = ((u + 1) / 2)[:, None] * G
     b = A @ x_o + ns
-    p = np.random.RandomState(5).rand(16) + 0.01  # noqa: NPY002
+    p = np.random.RandomState(5).rand(16) + 0.01
     p = p / p.sum()
     A_c = np.stack([A[i::16] for i in range(16)])
     b_c = np.stack([b[i::16, 0] for i in range(16)])

@@ -1,9 +1,9 @@
 """Verification of the papers' claims (``spec/claims.md``): one registered check per claim.
 
 Each check runs a small experiment with the toolkit's own machinery and returns what was stated,
-what was measured and a verdict computed from the measurement: ``holds``, ``fails``,
-``outside assumptions`` or ``not yet checkable`` (the machinery it needs is not there). A check
-that crashes is recorded as such and makes ``fedtheory verify`` exit non-zero.
+what was measured and a verdict computed from the measurement: ``holds``, ``fails`` or
+``outside assumptions``. A check that crashes (a module that does not import included) has no
+verdict: it is recorded as not run and makes ``fedtheory verify`` exit non-zero.
 
 Examples
 --------
@@ -18,15 +18,13 @@ from fedtheory.verify.registry import FULL, QUICK, REGISTRY, Claim, Context, all
 from fedtheory.verify.result import (
     FAILS,
     HOLDS,
-    NOT_YET,
+    NOT_RUN,
     OUTSIDE,
     VERDICTS,
     ClaimResult,
-    NotYetCheckable,
     Outcome,
     judge,
     outside,
-    requires,
 )
 from fedtheory.verify.runner import run_claim, run_claims, select
 
@@ -40,7 +38,7 @@ __all__ = [
     "FAILS",
     "FULL",
     "HOLDS",
-    "NOT_YET",
+    "NOT_RUN",
     "OUTSIDE",
     "QUICK",
     "REGISTRY",
@@ -48,13 +46,11 @@ __all__ = [
     "Claim",
     "ClaimResult",
     "Context",
-    "NotYetCheckable",
     "Outcome",
     "all_claims",
     "claim",
     "judge",
     "outside",
-    "requires",
     "run",
     "run_claim",
     "run_claims",

@@ -77,6 +77,5 @@ def _key(cid: str) -> tuple:
 
 def all_claims() -> list[Claim]:
     """Every registered claim, in the catalog's order (G, P, F, C, A, N)."""
-    from fedtheory.verify import claims  # noqa: F401, PLC0415  (registers the catalog)
 
     return [REGISTRY[k] for k in sorted(REGISTRY, key=_key)]

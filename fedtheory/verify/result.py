@@ -1,14 +1,13 @@
 """What a claim check returns: stated, measured, verdict and evidence.
 
 A verdict is computed from a measurement, never written in. The helpers below turn a measured
-condition into a verdict (:func:`judge`), mark a setting that violates the theorem's hypotheses
-(:func:`outside`), and say that the toolkit cannot check a claim yet (:class:`NotYetCheckable`,
-raised by :func:`requires` when the module or function a claim needs is missing).
+condition into a verdict (:func:`judge`) and mark a setting that violates the theorem's
+hypotheses (:func:`outside`). A check that cannot run (a crash, a module that does not import)
+has no verdict: it is recorded as not run and makes ``fedtheory verify`` exit non-zero.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,31 +16,8 @@ from fedtheory.io import jsonable
 HOLDS = "holds"
 FAILS = "fails"
 OUTSIDE = "outside assumptions"
-NOT_YET = "not yet checkable"
-VERDICTS = (HOLDS, FAILS, OUTSIDE, NOT_YET)
-
-
-class NotYetCheckable(Exception):
-    """The machinery a claim needs has not landed (or lacks the API the claim calls)."""
-
-
-def requires(module: str, *names: str) -> Any:
-    """Import ``module`` and return its attributes ``names`` (or the module when none are named).
-
-    Raises :class:`NotYetCheckable` naming what is missing: a claim whose machinery is absent is
-    reported as ``not yet checkable``, never as passing.
-    """
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        raise NotYetCheckable(f"needs {module}, which does not import ({exc})") from exc
-    if not names:
-        return mod
-    missing = [n for n in names if not hasattr(mod, n)]
-    if missing:
-        raise NotYetCheckable(f"needs {module}.{', '.join(missing)}, which is not there")
-    got = tuple(getattr(mod, n) for n in names)
-    return got[0] if len(got) == 1 else got
+NOT_RUN = "not run"  # the check crashed: no verdict (fedtheory verify exits 1)
+VERDICTS = (HOLDS, FAILS, OUTSIDE)
 
 
 @dataclass
@@ -98,7 +74,7 @@ class ClaimResult:
     tier: str = "quick"
     seconds: float = 0.0
     ran: bool = True
-    reason: str | None = None  # why not yet checkable / which assumption is violated
+    reason: str | None = None  # which assumption is violated, or why the check did not run
     error: str | None = None  # the crash, when the check could not run
 
     def to_dict(self) -> dict:

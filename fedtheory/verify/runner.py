@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import progress
 from fedtheory.verify.registry import Claim, Context, all_claims
-from fedtheory.verify.result import NOT_YET, ClaimResult, NotYetCheckable, Outcome
+from fedtheory.verify.result import NOT_RUN, ClaimResult, Outcome
 
 
 def select(only: str | Iterable[str] | None = None) -> list[Claim]:
@@ -33,7 +33,7 @@ def keep_requested(
     results: list[ClaimResult], only: str | Iterable[str] | None
 ) -> list[ClaimResult]:
     """Drop the regimes not asked for: ``--only C2/uniform`` runs C2 and keeps C2/uniform (a
-    crashed or not-yet-checkable claim, which has no regimes, is always kept)."""
+    crashed claim, which has no regimes, is always kept)."""
     if not only:
         return results
     names = only.split(",") if isinstance(only, str) else list(only)
@@ -57,25 +57,13 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
         bad = [type(o).__name__ for o in outcomes if not isinstance(o, Outcome)]
         if bad or not outcomes:
             raise TypeError(f"claim {claim.id} returned {bad or 'nothing'}, not Outcome objects")
-    except (NotYetCheckable, ImportError) as exc:
-        return [
-            ClaimResult(
-                id=claim.id,
-                stated=claim.stated,
-                measured=f"not measured: {exc}",
-                verdict=NOT_YET,
-                reason=str(exc),
-                seconds=time.perf_counter() - t0,
-                **base,
-            )
-        ]
-    except Exception as exc:  # a crash is not a verdict
+    except Exception as exc:  # a crash (a failed import included) is not a verdict
         return [
             ClaimResult(
                 id=claim.id,
                 stated=claim.stated,
                 measured="-",
-                verdict=NOT_YET,
+                verdict=NOT_RUN,
                 ran=False,
                 reason="the check crashed",
                 error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}",

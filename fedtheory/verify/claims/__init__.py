@@ -2,10 +2,12 @@
 
 Adding a claim::
 
+    from fedtheory.simulation import simulate  # at the top of the module: a broken import
+                                               # is a crash, never a verdict
+
     @claim("C7", source="003 Sec. 6", stated="what the paper says, in one line")
     def c7(ctx: Context):
         # docstring: the experiment, and "Criterion:" with the threshold fixed beforehand
-        simulate = requires("fedtheory.simulation", "simulate")  # missing -> not yet checkable
         ...
         return judge(measured_value < 1e-10, f"measured {measured_value:.2e}",
                      criterion="relative error < 1e-10")

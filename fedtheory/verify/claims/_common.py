@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedtheory.io import save_figure
+from fedtheory.io import pyplot, save_figure
 
 
 def figure4_probabilities(n: int = 16) -> np.ndarray:
@@ -29,16 +29,6 @@ def mean_se(values) -> tuple[float, float]:
     if v.size < 2:
         return float(v.mean()), float("nan")
     return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
-
-
-def pyplot():
-    """matplotlib.pyplot on the Agg backend (claims draw only when a figure folder is given)."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    return plt
 
 
 def save(fig, path) -> str:

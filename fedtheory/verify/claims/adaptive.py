@@ -1,6 +1,6 @@
 """Claims A1-A6: adaptive federated optimization with gossip (000, 004).
 
-A2-A4 run the local-steps study of issue 5 (``fedtheory.analysis.study``) in 000's Setting 2
+A2-A4 run the local-steps study of issue 5 (``fedtheory.experiments.local_steps``) in 000's Setting 2
 (N = 50 clients, M = 5 per round, C = 5 clusters of 10) on its stochastic PL problem
 (gradient noise sigma = 1, heterogeneity sigma_g = 1), with the step-size schedules the theorems
 prescribe and the study's default constants (c = 0.01, c_l = 0.5), seeds batched. A fitted
@@ -15,11 +15,22 @@ from functools import lru_cache
 
 import numpy as np
 
+from fedtheory.experiments.local_steps import (
+    plot_local_steps,
+    plot_rho_ablation,
+    run_local_steps_study,
+    run_rho_ablation,
+    step_sizes,
+    study_problem,
+)
+from fedtheory.experiments.time_to_target import run_time_to_target
+from fedtheory.participation import make_participation
+from fedtheory.problems.quadratic import random_quadratic
+from fedtheory.simulation import simulate
 from fedtheory.verify.claims._common import fmt, mean_se
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import judge, outside, requires
+from fedtheory.verify.result import judge, outside
 
-STUDY = "fedtheory.analysis.study"
 # 000 Table 7: hours to reach a test accuracy (CIFAR-10, Setting 1, 1.8 s / 18 s transfers).
 TABLE7_HOURS = {
     "FedAMSGrad": {70: 76.0, 75: 128.0, 78: 194.0, 80: 281.0},
@@ -34,9 +45,8 @@ LABEL = {"fedamsgrad": "FedAMSGrad", "afga": "AFGA", "cafga": "CAFGA", "hafed": 
 def _k_study(tier: str, seed: int):
     """FedAMSGrad, AFGA and HA-Fed over K (R = 200, M = 5) on the complete graph and the ring
     (cached: A2 and A3 share it)."""
-    run = requires(STUDY, "run_local_steps_study")
     full = tier == "full"
-    return run(
+    return run_local_steps_study(
         ("fedamsgrad", "afga", "hafed"),
         Ks=(1, 2, 4, 8, 16) if full else (1, 2, 4, 8),
         Rs=(200,),
@@ -54,9 +64,7 @@ def _study_figure(ctx: Context, claim_id: str, study, rho: bool = False) -> str 
     path = ctx.figure_path(claim_id)
     if path is None:
         return None
-    name = "plot_rho_ablation" if rho else "plot_local_steps"
-    plot = requires(STUDY, name)
-    plot(study, path)
+    (plot_rho_ablation if rho else plot_local_steps)(study, path)
     return str(path)
 
 
@@ -75,12 +83,9 @@ def a1(ctx: Context):
 
     Criterion: the iterates are bit-identical for every seed (max |difference| == 0).
     """
-    simulate = requires("fedtheory.simulation", "simulate")
-    random_quadratic = requires("fedtheory.problems.quadratic", "random_quadratic")
-    make = requires("fedtheory.participation", "make_participation")
     n = 12
     prob = random_quadratic(n, 4, heterogeneity=2.0, noise=0.5, seed=ctx.seed)
-    part = make("uniform", n, 4)
+    part = make_participation("uniform", n, 4)
     kw = dict(
         rounds=ctx.pick(30, 200),
         seeds=ctx.pick(5, 20),
@@ -147,8 +152,7 @@ def a3(ctx: Context):
     R in {100, 200, 400}) is reported next to it for AFGA on the complete graph; the M exponent
     in the thorough tier."""
     study = _k_study(ctx.tier, ctx.seed)
-    run = requires(STUDY, "run_local_steps_study")
-    r_study = run(
+    r_study = run_local_steps_study(
         ("afga",),
         Ks=(4,),
         Rs=(100, 200, 400),
@@ -160,7 +164,7 @@ def a3(ctx: Context):
     )
     extra = {"R": r_study.fit("afga", "R")}
     if ctx.full:
-        m_study = run(
+        m_study = run_local_steps_study(
             ("afga",),
             Ks=(4,),
             Rs=(200,),
@@ -234,7 +238,6 @@ def a4(ctx: Context):
     Criterion: Spearman rank correlation between rho and the seed-mean metric >= 0.8, and the
     metric at the smallest rho below the one at the largest rho by more than 2 standard errors.
     """
-    run_rho_ablation = requires(STUDY, "run_rho_ablation")
     res = run_rho_ablation(
         ("afga",),
         topologies=("complete", "complete-random", "random", "torus", "ring"),
@@ -281,9 +284,6 @@ def a5(ctx: Context):
     gossip-only (AFGA without re-sampling) worse than FedAMSGrad; AFGA better than FedAMSGrad;
     CAFGA better than AFGA; communication-adapted AFGA within 10% of AFGA.
     """
-    simulate = requires("fedtheory.simulation", "simulate")
-    study_problem, step_sizes = requires(STUDY, "study_problem", "step_sizes")
-    make = requires("fedtheory.participation", "make_participation")
     N, M, C, K, R = 50, 5, 5, 8, 200
     prob = study_problem("pl", N, 10, sigma=1.0, sigma_g=1.0, seed=ctx.seed)
     eta, eta_l = step_sizes("afga", R=R, K=K, M=M, N=N, c=0.01, c_l=0.5)
@@ -297,7 +297,11 @@ def a5(ctx: Context):
     }
     metric = {}
     for name, (alg, kw) in variants.items():
-        part = make("cluster", N, 1, n_clusters=C) if alg == "cafga" else make("uniform", N, M)
+        part = (
+            make_participation("cluster", N, 1, n_clusters=C)
+            if alg == "cafga"
+            else make_participation("uniform", N, M)
+        )
         res = simulate(
             prob,
             alg,
@@ -384,7 +388,6 @@ def a6(ctx: Context):
     ||grad f||^2 standing for 70% and 80%); criterion: at each target reached by all three, the
     order of the median times equals the stated one (a target nobody reaches is reported)."""
     table = table7_outcome()
-    run_time_to_target = requires("fedtheory.analysis.comm_time", "run_time_to_target")
     res = run_time_to_target(rounds=300, seeds=ctx.pick(2, 5), seed=ctx.seed)
     parts, verdicts, ev = [], [], {}
     for (target, lst), acc in zip(res["targets"].items(), (70, 80), strict=True):

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedtheory.verify.claims._common import figure4_probabilities, fmt, pyplot, save
+from fedtheory.analysis.closed_forms import fedavg_fixed_point, weighted_optimum
+from fedtheory.analysis.rates import error_floor, fit_power_law
+from fedtheory.io import pyplot
+from fedtheory.participation import make_participation
+from fedtheory.problems.quadratic import random_quadratic
+from fedtheory.simulation import simulate
+from fedtheory.verify.claims._common import figure4_probabilities, fmt, save
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import judge, requires
+from fedtheory.verify.result import judge
 
 N, D = 10, 5
 
 
 def _problem(identical: bool = False):
-    random_quadratic = requires("fedtheory.problems.quadratic", "random_quadratic")
     return random_quadratic(N, D, condition=10, heterogeneity=1.0, identical=identical, seed=0)
 
 
@@ -28,8 +33,6 @@ def _rel(x, ref) -> float:
 
 def _floors(prob, model, etas, local_steps: int, seeds: int, seed: int):
     """Mean and standard error over seeds of the error floor (median of the last half)."""
-    simulate = requires("fedtheory.simulation", "simulate")
-    error_floor = requires("fedtheory.analysis.rates", "error_floor")
     rows = []
     for eta in etas:
         rounds = int(np.ceil(40 / (eta * prob.mu * local_steps)))
@@ -60,15 +63,13 @@ def f1(ctx: Context):
     Criterion: ||x_R - x_bar|| / ||x_bar|| < 1e-10 (x_bar: Li et al. 2019a's fixed point from
     ``fedavg_fixed_point``) while ||x_bar - x*|| / ||x*|| > 1e-6 (the fixed point is not x*).
     """
-    simulate = requires("fedtheory.simulation", "simulate")
-    fixed_point = requires("fedtheory.analysis.closed_forms", "fedavg_fixed_point")
     prob = _problem()
     eta, k = 0.1, 5
     rounds = int(np.ceil(40 / (eta * prob.mu * k)))
     res = simulate(
         prob, "fedavg", None, rounds=rounds, seeds=1, seed=ctx.seed, lr=eta, local_steps=k
     )
-    xb = fixed_point(prob, eta, k)
+    xb = fedavg_fixed_point(prob, eta, k)
     gap, bias = _rel(res.x_final[0], xb), _rel(xb, prob.x_star)
     return judge(
         gap < 1e-10 and bias > 1e-6,
@@ -99,10 +100,8 @@ def f2(ctx: Context):
     Criterion: ||x_q* - x*|| / ||x*|| > 1e-3 (the limit is not zero), and at the smallest eta the
     measured floor is within 10% of it.
     """
-    make = requires("fedtheory.participation", "make_participation")
-    weighted_optimum = requires("fedtheory.analysis.closed_forms", "weighted_optimum")
     prob = _problem()
-    model = make("weighted", N, 3, p=figure4_probabilities(N))
+    model = make_participation("weighted", N, 3, p=figure4_probabilities(N))
     q = model.effective_weights("mean")
     target = _rel(weighted_optimum(prob, q.value), prob.x_star)
     etas = ctx.pick((0.3, 0.1, 0.03, 0.01), (0.3, 0.1, 0.03, 0.01, 0.003))
@@ -156,12 +155,9 @@ def f3(ctx: Context):
     Identical f_i (``identical=True``), weighted 3 of 10 (non-uniform), K = 3, eta = 0.1:
     criterion, every seed's final ||x - x*|| / ||x*|| < 1e-10.
     """
-    make = requires("fedtheory.participation", "make_participation")
-    simulate = requires("fedtheory.simulation", "simulate")
-    fit_power_law = requires("fedtheory.analysis.rates", "fit_power_law")
     prob = _problem()
     etas = ctx.pick((0.3, 0.1, 0.03), (0.3, 0.1, 0.03, 0.01))
-    rows = _floors(prob, make("uniform", N, 3), etas, 1, ctx.pick(8, 20), ctx.seed)
+    rows = _floors(prob, make_participation("uniform", N, 3), etas, 1, ctx.pick(8, 20), ctx.seed)
     floors = np.stack([f for _, _, f in rows], axis=1)  # (seeds, etas)
     pw = fit_power_law(np.array(etas), floors)
     uni = judge(
@@ -180,7 +176,7 @@ def f3(ctx: Context):
         },
     )
     same = _problem(identical=True)
-    model = make("weighted", N, 3, p=figure4_probabilities(N))
+    model = make_participation("weighted", N, 3, p=figure4_probabilities(N))
     eta, k = 0.1, 3
     rounds = int(np.ceil(40 / (eta * same.mu * k)))
     res = simulate(

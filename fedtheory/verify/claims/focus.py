@@ -13,9 +13,17 @@ from functools import lru_cache
 
 import numpy as np
 
-from fedtheory.verify.claims._common import fmt, mean_se, pyplot, save
+from fedtheory.analysis.rates import error_floor, fit_linear_rate, fit_power_law
+from fedtheory.experiments.figure4 import plot_figure4, run_figure4
+from fedtheory.io import pyplot
+from fedtheory.participation import default_markov_rates, make_participation
+from fedtheory.problems.logistic import random_logistic
+from fedtheory.problems.nonconvex import PLProblem
+from fedtheory.problems.quadratic import figure4_problem, random_quadratic
+from fedtheory.simulation import simulate
+from fedtheory.verify.claims._common import fmt, mean_se, save
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import judge, requires
+from fedtheory.verify.result import judge
 
 EXACT = 1e-10
 K = 3
@@ -24,25 +32,22 @@ REGIMES_C1 = ("full", "uniform", "weighted", "bernoulli", "markov")
 
 
 def _model(regime: str, n: int, p: np.ndarray):
-    make, rates = requires("fedtheory.participation", "make_participation", "default_markov_rates")
     if regime == "full":
-        return make("full", n)
+        return make_participation("full", n)
     if regime == "weighted":
-        return make("weighted", n, 4, p=p)
+        return make_participation("weighted", n, 4, p=p)
     if regime == "markov":
-        a, b = rates(n, 4)
-        return make("markov", n, 4, a=a, b=b)
+        a, b = default_markov_rates(n, 4)
+        return make_participation("markov", n, 4, a=a, b=b)
     if regime == "markov-sticky":
         # Slow chain: stationary 1/4 as the others, but a client stays off ~50 rounds on average.
-        return make("markov", n, a=np.full(n, 0.02), b=np.full(n, 0.06))
-    return make(regime, n, 4)
+        return make_participation("markov", n, a=np.full(n, 0.02), b=np.full(n, 0.06))
+    return make_participation(regime, n, 4)
 
 
 @lru_cache(maxsize=16)
 def _focus_run(regime: str, rounds: int, seeds: int, seed: int):
     """FOCUS on the Figure 4 problem under ``regime`` (cached: C1, C3 and C6 share runs)."""
-    simulate = requires("fedtheory.simulation", "simulate")
-    figure4_problem = requires("fedtheory.problems.quadratic", "figure4_problem")
     prob = figure4_problem()
     model = _model(regime, prob.n_clients, prob.participation_p)
     n_seeds = 1 if regime == "full" else seeds
@@ -68,7 +73,6 @@ def c1(ctx: Context):
     Criterion: every seed's final relative error below 1e-10, and a geometric fit of the median
     error curve (before its floor) with contraction rho < 1 and r^2 >= 0.9.
     """
-    fit_linear_rate = requires("fedtheory.analysis.rates", "fit_linear_rate")
     rounds, seeds = _c1_sizes(ctx)
     fig_path = ctx.figure_path("C1")
     ax = pyplot().subplots(figsize=(6, 4))[1] if fig_path else None
@@ -128,15 +132,10 @@ def c2(ctx: Context):
     does. (Final errors at machine precision, ~1e-16, carry no ranking.) Draws the three panels
     with ``plot_figure4`` when a figure folder is given.
     """
-    run_figure4, plot_figure4 = requires(
-        "fedtheory.experiments.figure4", "run_figure4", "plot_figure4"
-    )
     data = run_figure4(rounds=500, seeds=ctx.pick(3, 20), seed=ctx.seed)
     fig_path = ctx.figure_path("C2")
     if fig_path is not None:
-        import matplotlib.pyplot as plt  # noqa: PLC0415
-
-        plt.close(plot_figure4(data, fig_path))
+        pyplot().close(plot_figure4(data, fig_path))
     out = []
     for regime, reg in data["regimes"].items():
         final = reg["final"]
@@ -212,12 +211,6 @@ def c4(ctx: Context):
     power-law exponent of min_{r<=R} ||grad f(x_r)||^2 in R (fitted over R where it is above
     1e-20, i.e. above round-off) has its 95% upper confidence bound <= -0.9 (at least 1/R).
     """
-    simulate = requires("fedtheory.simulation", "simulate")
-    PLProblem = requires("fedtheory.problems.nonconvex", "PLProblem")
-    random_logistic = requires("fedtheory.problems.logistic", "random_logistic")
-    fit_linear_rate, fit_power_law = requires(
-        "fedtheory.analysis.rates", "fit_linear_rate", "fit_power_law"
-    )
     n, seeds = 10, ctx.pick(3, 10)
     pl = PLProblem(n, 5, heterogeneity=1.0, seed=ctx.seed)
     eta = 1 / (2 * K * n * pl.L)
@@ -294,11 +287,6 @@ def c5(ctx: Context):
     sigma = 0.1, and along sigma in {0.03, 0.1, 0.3} at eta = 0.01, each increase larger than
     twice its standard error; and the noise-free start decays geometrically (r^2 >= 0.9).
     """
-    simulate = requires("fedtheory.simulation", "simulate")
-    random_quadratic = requires("fedtheory.problems.quadratic", "random_quadratic")
-    error_floor, fit_linear_rate = requires(
-        "fedtheory.analysis.rates", "error_floor", "fit_linear_rate"
-    )
     seeds, rounds = ctx.pick(8, 30), ctx.pick(800, 1500)
 
     def floors(eta: float, sigma: float):

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedtheory.graphs.conditions import PAPER_SETTINGS, evaluate_setting
+from fedtheory.graphs.families import mixing_matrix
+from fedtheory.graphs.spectral import spectral_gap
+from fedtheory.graphs.validate import components
 from fedtheory.verify.claims._common import fmt
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import judge, outside, requires
-
-GRAPHS = "fedtheory.graphs"
-
-
-def _spectral():
-    return requires(f"{GRAPHS}.spectral", "spectral_gap")
+from fedtheory.verify.result import judge, outside
 
 
 def _birkhoff(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
@@ -37,8 +35,6 @@ def g1(ctx: Context):
     Criterion: each ring's rho rounds to the stated three decimals (|rho - stated| <= 5e-4),
     and the complete graph's rho is below 1e-12.
     """
-    spectral_gap = _spectral()
-    mixing_matrix = requires(f"{GRAPHS}.families", "mixing_matrix")
     stated = {50: 0.995, 10: 0.873, 8: 0.805}
     got = {n: spectral_gap(mixing_matrix("ring", n)).rho_norm for n in stated}
     complete = spectral_gap(mixing_matrix("complete", 50)).rho_norm
@@ -66,7 +62,6 @@ def g2(ctx: Context):
 
     Criterion: max rho_norm <= 1 + 1e-12 over all samples, and |rho(I) - 1| <= 1e-12.
     """
-    spectral_gap = _spectral()
     rng = np.random.default_rng(ctx.seed)
     count = ctx.pick(100, 1000)
     worst, argworst = -np.inf, None
@@ -100,7 +95,6 @@ def g3(ctx: Context):
     "connected" iff the null space is span(1)); the counter-example is reported disconnected
     with dim null = n - 1.
     """
-    components = requires(f"{GRAPHS}.validate", "components")
     rng = np.random.default_rng(ctx.seed)
     count = ctx.pick(150, 1500)
 
@@ -149,8 +143,6 @@ def g4(ctx: Context):
     Criterion: |rho_norm - rho_lambda2| <= 1e-10 for every symmetric W; at least one
     non-symmetric W with rho_norm - rho_lambda2 > 1e-3; never rho_lambda2 > rho_norm + 1e-10.
     """
-    spectral_gap = _spectral()
-    mixing_matrix = requires(f"{GRAPHS}.families", "mixing_matrix")
     sym_gap = 0.0
     sym = {}
     for topo in ("ring", "torus", "erdos-renyi", "random-geometric"):
@@ -201,9 +193,6 @@ def g5(ctx: Context):
     applies; ``outside assumptions`` naming the violated condition otherwise. The evidence lists
     every topology's rho and which ones meet each condition (random families: fraction of draws).
     """
-    PAPER_SETTINGS, evaluate_setting = requires(
-        f"{GRAPHS}.conditions", "PAPER_SETTINGS", "evaluate_setting"
-    )
     topologies = (
         "complete",
         "complete-random",

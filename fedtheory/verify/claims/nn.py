@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from fedtheory.experiments.n1 import run_n1
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import judge, requires
+from fedtheory.verify.result import judge
 
 # 000 Table 1 (CIFAR-10, Setting 2: 50 clients, 10%): CAFGA 82.10 > AFGA 80.02 >
 # FedAMSGrad 79.59 > FedAvg 76.85; the same order in Setting 1 and in Table 2.
@@ -24,7 +25,6 @@ def n1(ctx: Context):
     3 seeds (run_n1's defaults). Criterion: the order of the mean final test
     accuracies equals the stated order (the spread over seeds is reported next to it).
     """
-    run_n1 = requires("fedtheory.experiments.n1", "run_n1")
     rounds, seeds = 100, ctx.pick(2, 3)
     res = run_n1(rounds=rounds, seeds=seeds, seed=ctx.seed)
     summary = res.summary()

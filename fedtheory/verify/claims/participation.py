@@ -4,23 +4,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedtheory.matrices import (
+    collect,
+    fedavg_matrix_form,
+    left_eigenvector,
+    model_assign,
+    model_average,
+    round_matrix,
+)
+from fedtheory.participation import Weighted, default_markov_rates, make_participation
 from fedtheory.verify.claims._common import figure4_probabilities, fmt
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import judge, requires
+from fedtheory.verify.result import judge
 
 
 def _models(n: int, m: int):
     """Every participation model of 003 Sec. 3.1 (plus Markov and cyclic) on n clients."""
-    make, rates = requires("fedtheory.participation", "make_participation", "default_markov_rates")
     p = figure4_probabilities(n)
-    a, b = rates(n, m)
+    a, b = default_markov_rates(n, m)
     return {
-        "full": make("full", n),
-        "uniform": make("uniform", n, m),
-        "weighted": make("weighted", n, m, p=p),
-        "bernoulli": make("bernoulli", n, m, p=np.minimum(m * p, 1.0)),
-        "markov": make("markov", n, m, a=a, b=b),
-        "cyclic": make("cyclic", n, m),
+        "full": make_participation("full", n),
+        "uniform": make_participation("uniform", n, m),
+        "weighted": make_participation("weighted", n, m, p=p),
+        "bernoulli": make_participation("bernoulli", n, m, p=np.minimum(m * p, 1.0)),
+        "markov": make_participation("markov", n, m, a=a, b=b),
+        "cyclic": make_participation("cyclic", n, m),
     }
 
 
@@ -36,9 +44,6 @@ def p1(ctx: Context):
     Criterion: all entries >= -1e-12 and every row (A, V) or column (C) sum within 1e-12 of 1
     (one float64 tolerance for both: V's server entry 1 - sum_S w_i is a rounded zero).
     """
-    model_assign, model_average, collect = requires(
-        "fedtheory.matrices", "model_assign", "model_average", "collect"
-    )
     n = 8
     masks = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(bool)
     rng = np.random.default_rng(ctx.seed)
@@ -90,7 +95,6 @@ def p2(ctx: Context):
 
     Criterion: every server iterate agrees to 1e-12 (relative to max(1, ||x||)).
     """
-    fedavg_matrix_form = requires("fedtheory.matrices", "fedavg_matrix_form")
     n, d, k, lr, rounds = 6, 3, 3, 0.1, ctx.pick(30, 200)
     rng = np.random.default_rng(ctx.seed)
     G = rng.standard_normal((n, d, d))
@@ -144,9 +148,6 @@ def p3(ctx: Context):
     <= 1e-12; the toolkit's ``left_eigenvector`` of E[W] equals its row to 1e-10; every entry
     of the Monte Carlo mean within 4 standard errors of the exact row.
     """
-    round_matrix, left_eigenvector = requires(
-        "fedtheory.matrices", "round_matrix", "left_eigenvector"
-    )
     n, m = 8, 3
     rounds = ctx.pick(4000, 40000)
     rows = {}
@@ -195,7 +196,6 @@ def p4(ctx: Context):
     Criterion: every client's |exact - MC| is within 4 Monte Carlo standard errors, and the
     method reported is exact. Evidence also shows how far the naive guess pi_i = M p_i is.
     """
-    Weighted = requires("fedtheory.participation", "Weighted")
     p = figure4_probabilities(16)
     m = 4
     model = Weighted(p, m)

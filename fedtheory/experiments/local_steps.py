@@ -51,9 +51,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
-from fedtheory.algorithms.registry import gossip_rho, info
+from fedtheory.algorithms.registry import available, gossip_rho, info
+from fedtheory.analysis.rates import fit_power_law
 from fedtheory.errors import AssumptionError
+from fedtheory.graphs.conditions import afga_bound, cafga_bound, hafed_bound
+from fedtheory.io import progress as bar
+from fedtheory.io import pyplot, save_figure
+from fedtheory.participation import Full, PerCluster, Uniform
+from fedtheory.problems import PLProblem, random_quadratic
+from fedtheory.simulation import simulate
 from fedtheory.validation import check_int, check_positive
 
 SCHEDULE_SOURCE = {
@@ -116,7 +124,6 @@ def assumption_violations(
     FedAMSGrad: R >= K M (the condition of Wang et al. 2022b, 000 Remark 4.8). Algorithms
     without a theorem here get "no rate stated".
     """
-    from fedtheory.graphs.conditions import afga_bound, cafga_bound, hafed_bound  # noqa: PLC0415
 
     out: list[str] = []
     if stated_exponents(algorithm, partial=M < N) is None:
@@ -166,7 +173,6 @@ def study_problem(
     heterogeneity rescaled so that its ``sigma_g`` property equals ``sigma_g``.
     sigma is the standard deviation of the additive Gaussian noise per coordinate.
     """
-    from fedtheory.problems import PLProblem, random_quadratic  # noqa: PLC0415
 
     check_positive("the gradient noise sigma", sigma, allow_zero=True)
     check_positive("the heterogeneity sigma_g", sigma_g, allow_zero=True)
@@ -372,8 +378,9 @@ def _rho(algorithm: str, topology: str | None, N: int, M: int, C: int, graph_see
     return gossip_rho(alg.name, N, M, **settings)
 
 
-def _participation(algorithm: str, N: int, M: int, C: int) -> Any:
-    from fedtheory.participation import Full, PerCluster, Uniform  # noqa: PLC0415
+def participation_for(algorithm: str, N: int, M: int, C: int) -> Any:
+    """Who takes part at a grid point: everyone when M = N; m = M / C per cluster for a
+    clustered algorithm (000 Alg. 2, 004 Sec. 4); else M of N uniformly."""
 
     if M == N:
         return Full(N)
@@ -464,9 +471,6 @@ def run_local_steps_study(
         Empty grids, M > N, M not a multiple of C for clustered algorithms, N not a multiple of
         C, unknown problem or topology.
     """
-    from fedtheory.algorithms.registry import available  # noqa: PLC0415
-    from fedtheory.io import progress as bar  # noqa: PLC0415
-    from fedtheory.simulation import simulate  # noqa: PLC0415
 
     t0 = time.perf_counter()
     Ks, Rs, Ms = _ints("K", Ks), _ints("R", Rs), _ints("M", Ms)
@@ -505,7 +509,7 @@ def run_local_steps_study(
         if rk not in rho_cache:
             rho_cache[rk] = _rho(a, topo, N, M, C, graph_seed)
         rho = rho_cache[rk]
-        model = _participation(a, N, M, C)
+        model = participation_for(a, N, M, C)
         t1 = time.perf_counter()
         settings = dict(
             lr=eta_l, local_steps=K, global_lr=eta, beta1=beta1, beta2=beta2, eps=eps,
@@ -559,7 +563,6 @@ def fit_exponents(
     (:func:`fedtheory.analysis.rates.fit_power_law`). Seeds that diverged or reached a metric
     of zero at some grid point are left out of that fit (``n_seeds`` says how many remain).
     """
-    from fedtheory.analysis.rates import fit_power_law  # noqa: PLC0415
 
     out: list[ExponentFit] = []
     groups: dict = {}
@@ -610,7 +613,6 @@ def rho_trends(result: LocalStepsStudy, metric: str = "avg") -> list[dict]:
     Spearman rank correlation between rho and the seed-mean metric (positive: smaller rho,
     smaller metric), and the per-seed fraction of topology pairs ordered like their rho.
     """
-    from scipy import stats  # noqa: PLC0415
 
     out = []
     groups: dict = {}
@@ -747,18 +749,17 @@ def _draw_vs_rho(ax: Any, result: LocalStepsStudy, metric: str) -> None:
 
 
 def _save(fig: Any, path: Any) -> Any:
-    from fedtheory.io import save_figure  # noqa: PLC0415
-
-    return save_figure(fig, path, dpi=130, bbox_inches="tight")
+    """Write ``fig`` to ``path`` and close it (the path is returned)."""
+    out = save_figure(fig, path, dpi=130, bbox_inches="tight")
+    pyplot().close(fig)
+    return out
 
 
 def plot_local_steps(result: LocalStepsStudy, path: Any, *, metric: str = "avg") -> Any:
     """Two panels: the metric against K per algorithm and topology (log-log, 95% intervals over
     seeds, fitted slope solid, stated slope dotted, hollow markers outside the theorem's
     assumptions) and the metric against rho at the largest K. Returns the written path."""
-    from matplotlib.figure import Figure  # noqa: PLC0415
-
-    fig = Figure(figsize=(11, 4.5))
+    fig = pyplot().figure(figsize=(11, 4.5))
     ax1, ax2 = fig.subplots(1, 2)
     _draw_vs_k(ax1, result, metric)
     _draw_vs_rho(ax2, result, metric)
@@ -767,8 +768,6 @@ def plot_local_steps(result: LocalStepsStudy, path: Any, *, metric: str = "avg")
 
 def plot_rho_ablation(result: LocalStepsStudy, path: Any, *, metric: str = "avg") -> Any:
     """The metric against rho per algorithm (claim A4). Returns the written path."""
-    from matplotlib.figure import Figure  # noqa: PLC0415
-
-    fig = Figure(figsize=(6, 4.5))
+    fig = pyplot().figure(figsize=(6, 4.5))
     _draw_vs_rho(fig.subplots(), result, metric)
     return _save(fig, path)
