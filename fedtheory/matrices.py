@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from fedtheory.errors import AssumptionError
+from fedtheory.graphs.validate import check_row_stochastic
 from fedtheory.participation.base import (
     MONTE_CARLO,
     ParticipationModel,
@@ -246,36 +247,6 @@ def _dense(M) -> np.ndarray:
     if isinstance(M, LinearOperator):
         return M @ np.eye(M.shape[1])
     return np.asarray(M, dtype=np.float64)
-
-
-def check_row_stochastic(name: str, M, *, atol: float = 1e-10) -> None:
-    """Raise :class:`AssumptionError` unless M >= 0 and M 1 = 1 (every matrix of a stack)."""
-    _check_stochastic(name, M, axis=-1, atol=atol)
-
-
-def check_column_stochastic(name: str, M, *, atol: float = 1e-10) -> None:
-    """Raise :class:`AssumptionError` unless M >= 0 and 1^T M = 1^T."""
-    _check_stochastic(name, M, axis=-2, atol=atol)
-
-
-def _check_stochastic(name: str, M, *, axis: int, atol: float) -> None:
-    if sp.issparse(M):
-        data = M.data
-        sums = np.asarray(M.sum(axis=1 if axis == -1 else 0)).ravel()
-        neg = data.min(initial=0.0) < -atol
-    else:
-        arr = _dense(M)
-        sums = arr.sum(axis=axis)
-        neg = arr.min(initial=0.0) < -atol
-    kind = "row" if axis == -1 else "column"
-    if neg:
-        raise AssumptionError(f"{name} is not {kind} stochastic: it has a negative entry")
-    bad = np.argwhere(np.abs(sums - 1.0) > atol)
-    if bad.size:
-        idx = tuple(int(i) for i in bad[0])
-        raise AssumptionError(
-            f"{name} is not {kind} stochastic: {kind} {idx[-1]} sums to {sums[idx]:.12g}"
-        )
 
 
 def left_eigenvector(M, *, tol: float = 1e-12, maxiter: int = 100_000) -> np.ndarray:

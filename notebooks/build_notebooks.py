@@ -149,7 +149,7 @@ For every N, every participation set S and every non-negative weights summing to
 and V_S are row stochastic and C_S is column stochastic (claim P1).""",
     """
 from hypothesis import given, settings, strategies as st
-from fedtheory.matrices import check_column_stochastic, check_row_stochastic
+from fedtheory.graphs import check_column_stochastic, check_row_stochastic
 
 
 @settings(max_examples=100, deadline=None)

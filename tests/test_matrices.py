@@ -7,10 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fedtheory.errors import AssumptionError
+from fedtheory.graphs import check_column_stochastic, check_row_stochastic
 from fedtheory.matrices import (
     activation,
-    check_column_stochastic,
-    check_row_stochastic,
     collect,
     ergodicity_coefficient,
     expected_matrices,

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedtheory.analysis.closed_forms import fedavg_stationary_mean, weighted_optimum
-from fedtheory.analysis.rates import error_floor
+from fedtheory.experiments.fedavg_floor import plot_fedavg_floor, run_fedavg_floor
 from fedtheory.experiments.figure4 import plot_figure4, run_figure4
 from fedtheory.experiments.local_steps import (
     plot_local_steps,
@@ -24,14 +23,7 @@ from fedtheory.graphs.plot import rho_versus_n
 from fedtheory.io import pyplot
 from fedtheory.participation import default_markov_rates, make_participation
 from fedtheory.participation.plot import plot_participation
-from fedtheory.problems.quadratic import random_quadratic
-from fedtheory.simulation import simulate
-from fedtheory.verify.claims._common import figure4_probabilities
-
-
-def _figure4_p(n: int) -> np.ndarray:
-
-    return figure4_probabilities(n)
+from fedtheory.problems.quadratic import figure4_probabilities
 
 
 @figure(
@@ -45,7 +37,7 @@ def participation_figure(cfg: dict):
     participation module's ``plot_participation``: the raster of one run and the effective
     weights q_i of plain-mean FedAvg (exact where the model has an exact method)."""
     n, m, rounds, seed = cfg["clients"], cfg["per_round"], cfg["rounds"], cfg["seed"]
-    p = _figure4_p(n)
+    p = figure4_probabilities(n)
     a, b = default_markov_rates(n, m)
     models = {
         "uniform": make_participation("uniform", n, m),
@@ -151,87 +143,14 @@ def spectral_gap_figure(cfg: dict):
     },
 )
 def fedavg_floor_figure(cfg: dict):
-    """FedAvg on the heterogeneous quadratic of claims F2/F3 (``random_quadratic``, condition
-    10), uniform vs weighted (Figure 4 recipe) sampling of M of N, K local steps. Measured: the
-    floor (median of the last half of each run, mean +- standard error over seeds). Drawn
-    closed forms: the distance of FedAvg's stationary mean (I - E[M_S])^{-1} E[c_S] to x* for
-    each eta, and its eta -> 0 limit ||x_q* - x*|| (0 for uniform participation)."""
-    n, m, k = cfg["clients"], cfg["per_round"], cfg["local_steps"]
-    prob = random_quadratic(n, cfg["dim"], condition=10, heterogeneity=1.0, seed=cfg["seed"])
-    xs = prob.x_star
-    norm = float(np.linalg.norm(xs))
-    models = {
-        "uniform": make_participation("uniform", n, m),
-        "weighted": make_participation("weighted", n, m, p=_figure4_p(n)),
-    }
-    data: dict = {"x_star_norm": norm, "regimes": {}}
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for (name, model), color in zip(models.items(), ("C0", "C3"), strict=True):
-        q = model.effective_weights("mean").value
-        limit = float(np.linalg.norm(weighted_optimum(prob, q) - xs) / norm)
-        floors, ses, closed, rounds = [], [], [], []
-        for eta in cfg["etas"]:
-            r = int(np.ceil(40 / (eta * prob.mu * k)))
-            res = simulate(
-                prob,
-                "fedavg",
-                model,
-                rounds=r,
-                seeds=cfg["seeds"],
-                seed=cfg["seed"],
-                lr=eta,
-                local_steps=k,
-                record_every=max(1, r // 400),
-            )
-            per = np.array([error_floor(e[np.isfinite(e)], tail=0.5) for e in res.rel_error])
-            floors.append(float(per.mean()))
-            ses.append(float(per.std(ddof=1) / np.sqrt(per.size)))
-            sm = fedavg_stationary_mean(prob, eta, k, model)
-            closed.append(float(np.linalg.norm(sm.x - xs) / norm))
-            rounds.append(r)
-        etas = cfg["etas"]
-        ax.errorbar(
-            etas,
-            floors,
-            yerr=ses,
-            marker="o",
-            color=color,
-            capsize=3,
-            label=f"{name}: measured floor",
-        )
-        ax.plot(
-            etas,
-            closed,
-            ls=":",
-            color=color,
-            label=f"{name}: ||stationary mean - x*|| (closed form)",
-        )
-        if limit > 1e-10:  # uniform participation: x_q* = x*, the limit is 0
-            ax.axhline(
-                limit,
-                ls="--",
-                color=color,
-                lw=1,
-                label=f"{name}: eta -> 0 limit ||x_q* - x*|| = {limit:.3f}",
-            )
-        data["regimes"][name] = {
-            "q": q,
-            "limit": limit,
-            "etas": etas,
-            "floor_mean": floors,
-            "floor_stderr": ses,
-            "stationary_mean_error": closed,
-            "rounds": rounds,
-        }
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("step size eta")
-    ax.set_ylabel("||x - x*|| / ||x*||")
-    ax.set_title(f"FedAvg floor, N={n}, M={m}, K={k} (003 Thm 2, Cor. 1-3)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig, data
+    """:func:`fedtheory.experiments.fedavg_floor.run_fedavg_floor` (uniform vs weighted M of N,
+    measured floors with the closed forms) drawn by its ``plot_fedavg_floor``."""
+    data = run_fedavg_floor(
+        clients=cfg["clients"], dim=cfg["dim"], per_round=cfg["per_round"],
+        local_steps=cfg["local_steps"], etas=tuple(cfg["etas"]), seeds=cfg["seeds"],
+        seed=cfg["seed"],
+    )  # fmt: skip
+    return plot_fedavg_floor(data), data
 
 
 @figure(

@@ -8,8 +8,9 @@ Where things are:
 - :mod:`~fedtheory.graphs.weights`: weight rules (uniform-degree, Metropolis-Hastings,
   max-degree, Laplacian, lazy, random symmetric weights).
 - :mod:`~fedtheory.graphs.families`: :func:`mixing_matrix` by name, :func:`clustered`.
-- :mod:`~fedtheory.graphs.validate`: stochasticity and connectivity checks naming the first
-  violation.
+- :mod:`~fedtheory.graphs.validate`: stochasticity (of any matrix or stack: mixing matrices,
+  and the participation matrices A_S, V_S, C_S of :mod:`fedtheory.matrices`) and connectivity
+  checks naming the first violation.
 - :mod:`~fedtheory.graphs.spectral`: :func:`spectral_gap` (rho = ||W - J||_2, |lambda_2|, and an
   accurate 1 - rho), per-cluster :func:`cluster_gaps`, :func:`sequence_gap`.
 - :mod:`~fedtheory.graphs.closedforms`: sympy-derived closed forms (ring, complete, torus,
@@ -40,7 +41,10 @@ from fedtheory.graphs.spectral import (
 from fedtheory.graphs.topologies import from_edges, from_networkx
 from fedtheory.graphs.validate import (
     StochasticityReport,
+    check_column_stochastic,
     check_mixing_matrix,
+    check_row_stochastic,
+    check_stochastic,
     is_connected,
     stochasticity_report,
 )
@@ -52,7 +56,10 @@ __all__ = [
     "SequenceGap",
     "SpectralGap",
     "StochasticityReport",
+    "check_column_stochastic",
     "check_mixing_matrix",
+    "check_row_stochastic",
+    "check_stochastic",
     "cluster_gaps",
     "clustered",
     "effective_number_of_neighbors",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import LinearOperator
 
 from fedtheory.backend import to_numpy
 from fedtheory.errors import AssumptionError
@@ -78,24 +79,74 @@ def negative_entry(W: Any, atol: float = 0.0) -> tuple[int, int, float] | None:
     return i, j, float(W[i, j])
 
 
-def row_violation(W: Any, atol: float = DEFAULT_ATOL) -> str | None:
-    s = row_sums(W)
-    i = _first(np.abs(s - 1.0) > atol)
-    return None if i is None else f"W is not row stochastic: row {i} sums to {s[i]:.12g}"
+def _sum_violation(W: Any, axis: int, atol: float, name: str) -> str | None:
+    """The first row (axis=1) or column (axis=0) of a dense or sparse W whose sum is not 1."""
+    sums = row_sums(W) if axis == 1 else col_sums(W)
+    i = _first(~(np.abs(sums - 1.0) <= atol))  # NaN sums count as violations
+    if i is None:
+        return None
+    kind = "row" if axis == 1 else "column"
+    return f"{name} is not {kind} stochastic: {kind} {i} sums to {sums[i]:.12g}"
 
 
-def col_violation(W: Any, atol: float = DEFAULT_ATOL) -> str | None:
-    s = col_sums(W)
-    j = _first(np.abs(s - 1.0) > atol)
-    return None if j is None else f"W is not column stochastic: column {j} sums to {s[j]:.12g}"
+def row_violation(W: Any, atol: float = DEFAULT_ATOL, name: str = "W") -> str | None:
+    return _sum_violation(W, 1, atol, name)
 
 
-def neg_violation(W: Any, atol: float = 0.0) -> str | None:
+def col_violation(W: Any, atol: float = DEFAULT_ATOL, name: str = "W") -> str | None:
+    return _sum_violation(W, 0, atol, name)
+
+
+def neg_violation(W: Any, atol: float = 0.0, name: str = "W") -> str | None:
     hit = negative_entry(W, atol)
     if hit is None:
         return None
     i, j, v = hit
-    return f"W has a negative entry W[{i}, {j}] = {v:.6g} (weights must lie in [0, 1])"
+    return f"{name} has a negative entry {name}[{i}, {j}] = {v:.6g} (weights must lie in [0, 1])"
+
+
+def _as_stack(M: Any) -> list:
+    """The matrices of ``M``: one dense or sparse matrix, a LinearOperator (made dense), or the
+    (n, n) slices of a dense stack (..., n, n)."""
+    if sp.issparse(M):
+        return [sp.csr_array(M)]
+    if isinstance(M, LinearOperator):
+        return [M @ np.eye(M.shape[1])]
+    arr = np.asarray(to_numpy(M), dtype=np.float64)
+    return [arr] if arr.ndim == 2 else list(arr.reshape((-1, *arr.shape[-2:])))
+
+
+def check_stochastic(
+    M: Any, kind: str = "row", *, name: str = "W", atol: float = DEFAULT_ATOL
+) -> None:
+    """Raise :class:`AssumptionError` unless every matrix of ``M`` has non-negative entries and
+    rows (``kind="row"``), columns (``"column"``) or both (``"doubly"``) summing to 1.
+
+    ``M`` is a dense matrix or stack ``(..., n, n)``, a sparse matrix or a LinearOperator. The
+    message names the first violation: ``"A_S is not row stochastic: row 3 sums to 0.97"`` (with
+    ``of matrix k`` for a stack).
+    """
+    checks = {"row": (1,), "column": (0,), "doubly": (1, 0)}
+    if kind not in checks:
+        raise AssumptionError(f"kind must be one of {', '.join(checks)}, got {kind!r}")
+    mats = _as_stack(M)
+    for k, W in enumerate(mats):
+        where = "" if len(mats) == 1 else f" (matrix {k} of the stack)"
+        msg = neg_violation(W, atol, name)
+        for axis in checks[kind]:
+            msg = msg or _sum_violation(W, axis, atol, name)
+        if msg:
+            raise AssumptionError(msg + where)
+
+
+def check_row_stochastic(name: str, M: Any, *, atol: float = DEFAULT_ATOL) -> None:
+    """:func:`check_stochastic` with ``kind="row"`` (every matrix of a stack)."""
+    check_stochastic(M, "row", name=name, atol=atol)
+
+
+def check_column_stochastic(name: str, M: Any, *, atol: float = DEFAULT_ATOL) -> None:
+    """:func:`check_stochastic` with ``kind="column"`` (every matrix of a stack)."""
+    check_stochastic(M, "column", name=name, atol=atol)
 
 
 def is_symmetric(W: Any, atol: float = DEFAULT_ATOL) -> bool:
@@ -184,20 +235,7 @@ def check_mixing_matrix(
         column whose sum is not 1, or the number of connected components.
     """
     W = as_matrix(W)
-    msg = neg_violation(W)
-    if msg:
-        raise AssumptionError(msg)
-    checks = {
-        "doubly": (row_violation, col_violation),
-        "row": (row_violation,),
-        "column": (col_violation,),
-    }
-    if kind not in checks:
-        raise AssumptionError(f"kind must be one of {', '.join(checks)}, got {kind!r}")
-    for check in checks[kind]:
-        msg = check(W, atol)
-        if msg:
-            raise AssumptionError(msg)
+    check_stochastic(W, kind, atol=atol)
     if require_connected:
         k, _ = components(W)
         if k > 1:

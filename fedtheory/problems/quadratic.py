@@ -309,6 +309,15 @@ class ProblemFile(LeastSquaresProblem):
         super().__init__(data["A"], data["b"], float(lam), **kw)
 
 
+def figure4_probabilities(n: int = 16) -> np.ndarray:
+    """The arbitrary-participation weights of 003 Figure 4, drawn as the authors' notebook does:
+    legacy ``numpy.random.seed(5)``, ``rand(n) + 0.01``, normalized (for n = 16 these are the
+    Figure 4 probabilities; other n give the same recipe's weights for another client count)."""
+    n = check_int("the number of clients n", n, minimum=1)
+    p = np.random.RandomState(5).rand(n) + 0.01
+    return p / p.sum()
+
+
 def figure4_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The FOCUS paper's Figure 4 data, drawn as the authors' notebook draws it.
 

@@ -7,14 +7,6 @@ import numpy as np
 from fedtheory.io import pyplot, save_figure
 
 
-def figure4_probabilities(n: int = 16) -> np.ndarray:
-    """The arbitrary-participation weights of 003 Figure 4 (authors' notebook): legacy
-    ``numpy.random.seed(5)``, ``rand(n) + 0.01``, normalized."""
-    rs = np.random.RandomState(5)
-    p = rs.rand(n) + 0.01
-    return p / p.sum()
-
-
 def fmt(x: float, digits: int = 3) -> str:
     """A number for the table: 3 significant digits, scientific when small or large."""
     x = float(x)

@@ -11,20 +11,21 @@ from __future__ import annotations
 import numpy as np
 
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, weighted_optimum
-from fedtheory.analysis.rates import error_floor, fit_power_law
+from fedtheory.analysis.rates import fit_power_law
+from fedtheory.experiments.fedavg_floor import floor_problem, measure_floors
 from fedtheory.io import pyplot
 from fedtheory.participation import make_participation
-from fedtheory.problems.quadratic import random_quadratic
+from fedtheory.problems.quadratic import figure4_probabilities
 from fedtheory.simulation import simulate
-from fedtheory.verify.claims._common import figure4_probabilities, fmt, save
+from fedtheory.verify.claims._common import fmt, save
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import judge
 
-N, D = 10, 5
+N = 10
 
 
 def _problem(identical: bool = False):
-    return random_quadratic(N, D, condition=10, heterogeneity=1.0, identical=identical, seed=0)
+    return floor_problem(N, identical=identical)
 
 
 def _rel(x, ref) -> float:
@@ -32,24 +33,11 @@ def _rel(x, ref) -> float:
 
 
 def _floors(prob, model, etas, local_steps: int, seeds: int, seed: int):
-    """Mean and standard error over seeds of the error floor (median of the last half)."""
-    rows = []
-    for eta in etas:
-        rounds = int(np.ceil(40 / (eta * prob.mu * local_steps)))
-        res = simulate(
-            prob,
-            "fedavg",
-            model,
-            rounds=rounds,
-            seeds=seeds,
-            seed=seed,
-            lr=eta,
-            local_steps=local_steps,
-            record_every=max(1, rounds // 400),
-        )
-        per_seed = np.array([error_floor(e[np.isfinite(e)], tail=0.5) for e in res.rel_error])
-        rows.append((eta, rounds, per_seed))
-    return rows
+    """(eta, rounds, per-seed floors) per step size (:func:`measure_floors`)."""
+    return [
+        (r.eta, r.rounds, r.floors)
+        for r in measure_floors(prob, model, etas, local_steps, seeds, seed)
+    ]
 
 
 @claim(

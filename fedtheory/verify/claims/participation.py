@@ -13,7 +13,8 @@ from fedtheory.matrices import (
     round_matrix,
 )
 from fedtheory.participation import Weighted, default_markov_rates, make_participation
-from fedtheory.verify.claims._common import figure4_probabilities, fmt
+from fedtheory.problems.quadratic import figure4_probabilities
+from fedtheory.verify.claims._common import fmt
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import judge
 
