@@ -29,7 +29,7 @@ its left eigenvector (003 eq. (37)).
 
 One-index algorithms (003 Section 4): :func:`fedavg_mixing_sequence` and
 :func:`fedavg_matrix_form` (eqs. (6a)-(6c)), :func:`focus_mixing_sequence` and
-:func:`focus_matrix_form` (eqs. (13)-(14) in the form of the authors' code, algorithms.md
+:func:`focus_matrix_form` (eqs. (13)-(14) in the form of the authors' code, docs/algorithms.md
 Section 4). Products of row-stochastic matrices and their rank-one limit:
 :func:`ergodicity_coefficient`, :func:`product_convergence`.
 """

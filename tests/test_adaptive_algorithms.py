@@ -1,4 +1,4 @@
-"""Issue 5: AFGA, CAFGA, HA-Fed, DSGD, FedDyn and the adaptive Fed* optimizers (000, 004).
+"""AFGA, CAFGA, HA-Fed, DSGD, FedDyn and the adaptive Fed* optimizers (000, 004).
 
 Exact facts: A1 (AFGA without re-sampling and with W = I is FedAMSGrad, all seeds), 004 Remark
 5.9 (partial = full participation HA-Fed with complete graphs in the clusters), hand-computed

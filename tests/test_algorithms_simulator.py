@@ -1,4 +1,4 @@
-"""Algorithms and the batched runner against plain per-client references (issue 4).
+"""Algorithms and the batched runner against plain per-client references.
 
 The references below loop over clients one at a time, the way the FOCUS authors' notebook does;
 the toolkit must produce the same server iterates to 1e-10 with full participation, and every

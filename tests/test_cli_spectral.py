@@ -1,4 +1,4 @@
-"""The `fedtheory spectral` contract (issue 2): names, flags and JSON keys other tools rely on."""
+"""The `fedtheory spectral` contract: names, flags and JSON keys other tools rely on."""
 
 from __future__ import annotations
 

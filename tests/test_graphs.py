@@ -265,7 +265,7 @@ def test_effective_number_of_neighbors():
 
 
 def test_condition_bounds_and_parsing():
-    assert Cn.afga_bound(50, 5) == pytest.approx(5 / 55)  # claims.md G5 example
+    assert Cn.afga_bound(50, 5) == pytest.approx(5 / 55)  # docs/claims.md G5 example
     assert Cn.cafga_bound(10, 1) == pytest.approx(1 / 11)
     assert Cn.hafed_bound(8, 2) == pytest.approx(1 / (2 * np.sqrt(6)))
     assert Cn.hafed_bound(8, 8) == np.inf

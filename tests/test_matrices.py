@@ -266,7 +266,7 @@ def test_p2_fedavg_matrix_form_equals_per_client_run(model, rule):
 
 
 def focus_reference(grad, masks, K, lr, d):
-    """FOCUS, Algorithm 1 as in algorithms.md Section 4, client by client."""
+    """FOCUS, Algorithm 1 as in docs/algorithms.md Section 4, client by client."""
     n = masks.shape[1]
     x, y = np.zeros(d), np.zeros(d)
     g_prev = np.zeros((n, d))

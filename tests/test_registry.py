@@ -1,7 +1,7 @@
 """The algorithm registry: declared settings, typed options, facts, and typos refused.
 
 A misspelled keyword must never run a different experiment: every setting an algorithm does not
-read is an error that lists the ones it does (issue: "typos are errors").
+read is an error that lists the ones it does (scipy's ``_check_unknown_options`` does the same).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``fedtheory simulate`` contract (issue 4): flags, JSON keys, one-line errors."""
+"""The ``fedtheory simulate`` contract: flags, JSON keys, one-line errors."""
 
 from __future__ import annotations
 

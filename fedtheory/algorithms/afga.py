@@ -2,7 +2,7 @@
 
 "On the Data Heterogeneity in Adaptive Federated Learning" (TMLR 08/2024; seeds 000/001),
 Algorithm 1, and Section 5 footnote 4 for the communication-adapted variant. Round r, for every
-seed at once (algorithms.md Section 4)::
+seed at once (docs/algorithms.md Section 4)::
 
     S_r sampled (M clients) for collecting updates                       (Alg. 1 line 3)
     every client starts from x_r (S_r broadcast it by local comm.)        (line 4)

@@ -313,7 +313,7 @@ def client_deltas(X: Array, x: Array) -> Array:
 
 
 def pull(X: Array, x: Array, mask: Array) -> Array:
-    """Clients in S copy the server model (the model-assign matrix A_S, algorithms.md sec. 3).
+    """Clients in S copy the server model (the model-assign matrix A_S, docs/algorithms.md sec. 3).
 
     Returns a new ``(S, N, d)`` array: row i is ``x`` where ``mask[:, i]`` holds, else ``X``'s.
     """

@@ -2,7 +2,7 @@
 
 Lian, Zhang, Zhang, Hsieh, Zhang and Liu 2017, "Can Decentralized Algorithms Outperform
 Centralized Algorithms?" (NeurIPS), Algorithm 1 in the adapt-then-combine form of
-algorithms.md Section 4 (the baseline of 000 Appendix B, "Comparisons to Decentralized
+docs/algorithms.md Section 4 (the baseline of 000 Appendix B, "Comparisons to Decentralized
 Methods")::
 
     X <- W (X - eta_l G(X))        at every step, every client
@@ -25,7 +25,7 @@ from fedtheory.algorithms.registry import register
 
 Array = Any
 
-REFERENCE = "Lian et al. 2017 (D-PSGD), X <- W (X - eta_l G(X)); algorithms.md Sec. 4"
+REFERENCE = "Lian et al. 2017 (D-PSGD), X <- W (X - eta_l G(X)); docs/algorithms.md Sec. 4"
 
 
 class DSGDState(NamedTuple):

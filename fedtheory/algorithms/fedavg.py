@@ -2,7 +2,7 @@
 
 McMahan et al. 2017, "Communication-Efficient Learning of Deep Networks from Decentralized Data"
 (Algorithm 1); with a server step size and adaptive server optimizers as in Reddi et al. 2020,
-"Adaptive Federated Optimization" (Algorithm 1); algorithms.md section 4.
+"Adaptive Federated Optimization" (Algorithm 1); docs/algorithms.md section 4.
 
 Round r (for every seed at once)::
 

@@ -2,7 +2,7 @@
 
 Ying, Li and Yang, "Exact and Linear Convergence for Federated Learning under Arbitrary Client
 Participation is Attainable" (NeurIPS 2025; seed 003, Algorithm 1), stated as in the authors'
-own code for Figure 4 (algorithms.md section 4). State: server model x, server tracker y, every
+own code for Figure 4 (docs/algorithms.md section 4). State: server model x, server tracker y, every
 client's stored gradient g_prev_i (all zero at the start). Round r, for i in S_r::
 
     x_i <- x;  y_i <- 0

@@ -1,4 +1,4 @@
-"""Analysis: closed forms on quadratics and rate fitting (algorithms.md sections 5-6).
+"""Analysis: closed forms on quadratics and rate fitting (docs/algorithms.md sections 5-6).
 
 - :mod:`fedtheory.analysis.closed_forms`: x*, x_q*, FedAvg's full-participation fixed point
   (Li et al. 2019a) and its stationary mean under random participation.

@@ -1,7 +1,7 @@
 """Closed forms on quadratic problems: optima, FedAvg's fixed point and its stationary mean.
 
 On f_i(x) = 1/2 x^T H_i x - h_i^T x, K local gradient steps with step size eta_l are an affine
-map of the starting point (algorithms.md section 5)::
+map of the starting point (docs/algorithms.md section 5)::
 
     x_i^K = M_i x + c_i,   M_i = (I - eta_l H_i)^K,   c_i = sum_{t<K} (I - eta_l H_i)^t eta_l h_i
                                                         = (I - M_i) x_i*   when H_i is invertible

@@ -5,7 +5,7 @@
 - :func:`error_floor`: the level a curve stalls at (the median of its tail), e.g. FedAvg's bias
   (003 Theorem 2).
 - :func:`fit_power_law`: y ~ C x^alpha per seed, the exponent with a Student-t confidence
-  interval over seeds (the rates of algorithms.md section 6: O(1/R), O(1/sqrt(R K M)), ...).
+  interval over seeds (the rates of docs/algorithms.md section 6: O(1/R), O(1/sqrt(R K M)), ...).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``fedtheory simulate``: run a federated algorithm on a problem with a known answer.
 
-Contract (issue 4, extended by issue 5's adaptive flags)::
+Contract (other tools rely on it)::
 
     fedtheory simulate --problem-file F.npz --algorithm NAME
         --participation full|uniform|weighted|bernoulli|markov [--clients-per-round M]

@@ -22,7 +22,7 @@ def register(subparsers) -> None:
         "verify",
         help="check the papers' claims numerically (table of stated / measured / verdict)",
         description=(
-            "Run the claim catalog (spec/claims.md): each claim's experiment, its stated and "
+            "Run the claim catalog (docs/claims.md): each claim's experiment, its stated and "
             "measured values and a verdict: holds, fails, outside assumptions or not yet "
             "checkable. Exit 0 when every claim ran, 1 when one crashed."
         ),

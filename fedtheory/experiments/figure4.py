@@ -1,7 +1,7 @@
 """003 Figure 4 re-run: FOCUS against FedAvg, SCAFFOLD, FedAU, MIFA and Scaffnew.
 
 The problem is :func:`fedtheory.problems.figure4_problem` (the authors' own data); the
-settings are the authors' notebook's (algorithms.md section 5): K = 3 local steps, 500 rounds,
+settings are the authors' notebook's (docs/algorithms.md section 5): K = 3 local steps, 500 rounds,
 x_0 = 0, metric ||x - x*|| / ||x*||, step sizes 6e-4 (full participation), 1.5e-4 (uniform,
 4 of 16) and 1e-4 (arbitrary: 4 of 16 weighted without replacement, p = (u + 0.01) normalized).
 Every algorithm uses the same step size in a regime, as in the paper.

@@ -1,6 +1,6 @@
 """The local-steps scaling study: how (1/R) sum_r E||grad f(x_r)||^2 scales with R, K, M and rho.
 
-Claims A2-A4 (claims.md): the rates of algorithms.md Section 6, measured. For a grid of rounds
+Claims A2-A4 (docs/claims.md): the rates of docs/algorithms.md Section 6, measured. For a grid of rounds
 R, local steps K, participating clients M and gossip topologies, every algorithm runs with the
 step sizes its theorem prescribes (user-set constants c, c_l), many seeds batched in one
 simulation per grid point, on a stochastic non-convex (PL, Karimi et al. 2016) or convex

@@ -1,6 +1,6 @@
 """Claim N1: FedAvg, FedAMSGrad, AFGA and CAFGA training a torch-free MLP on MNIST-1D.
 
-claims.md, Neural networks: with a torch-free MLP on a heterogeneous classification task
+docs/claims.md, Neural networks: with a torch-free MLP on a heterogeneous classification task
 (Dirichlet alpha = 0.6, 50 clients, 10% participation; 000 Section 6, Setting 2), the ordering of
 FedAvg, FedAMSGrad, AFGA and CAFGA over several seeds, with spread. :func:`run_n1` trains each
 with :func:`fedtheory.nn.training.train` and returns per-algorithm test accuracy (mean and

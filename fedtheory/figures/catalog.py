@@ -159,7 +159,7 @@ def fedavg_floor_figure(cfg: dict):
     config={"rounds": 500, "seeds": 10, "seed": 0, "local_steps": 3, "baselines": "paper"},
 )
 def figure4_figure(cfg: dict):
-    """The simulator engineer's ``run_figure4`` drawn by their ``plot_figure4`` (three panels:
+    """:func:`~fedtheory.experiments.figure4.run_figure4` drawn by ``plot_figure4`` (three panels:
     full, uniform 4/16, arbitrary weighted 4/16; the paper's step sizes)."""
     data = run_figure4(
         rounds=cfg["rounds"],
@@ -199,7 +199,7 @@ def _study_data(res) -> dict:
     },
 )
 def local_steps_figure(cfg: dict):
-    """Issue 5's ``run_local_steps_study`` in 000's Setting 2 (N = 50, M = 5) drawn by its
+    """:func:`~fedtheory.experiments.local_steps.run_local_steps_study` in 000's Setting 2 (N = 50, M = 5) drawn by its
     ``plot_local_steps`` (metric against K per algorithm and topology, fitted and stated slopes;
     metric against rho at the largest K)."""
     res = run_local_steps_study(
@@ -230,7 +230,7 @@ def local_steps_figure(cfg: dict):
     },
 )
 def rho_ablation_figure(cfg: dict):
-    """Issue 5's ``run_rho_ablation`` drawn by its ``plot_rho_ablation`` (000 Fig. 1,
+    """:func:`~fedtheory.experiments.local_steps.run_rho_ablation` drawn by its ``plot_rho_ablation`` (000 Fig. 1,
     004 Fig. 2b)."""
     res = run_rho_ablation(
         tuple(cfg["algorithms"]),
@@ -252,7 +252,7 @@ def rho_ablation_figure(cfg: dict):
     config={"rounds": 100, "seeds": 3, "seed": 1},
 )
 def nn_n1_figure(cfg: dict):
-    """The NN engineer's ``run_n1`` (50 clients, 5 per round, Dirichlet(0.6), K = 10; its other
+    """:func:`~fedtheory.experiments.n1.run_n1` (50 clients, 5 per round, Dirichlet(0.6), K = 10; its other
     defaults) drawn by their ``plot_n1`` (mean +- std over seeds per round). Slow: about ten
     minutes on two cores."""
     res = run_n1(rounds=cfg["rounds"], seeds=cfg["seeds"], seed=cfg["seed"])

@@ -1,4 +1,4 @@
-"""Graphs, mixing matrices and the spectral gap (algorithms.md, Section 1; claims G1-G5).
+"""Graphs, mixing matrices and the spectral gap (docs/algorithms.md, Section 1; claims G1-G5).
 
 Where things are:
 

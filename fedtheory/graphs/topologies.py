@@ -1,4 +1,4 @@
-"""Topologies: the communication graphs of algorithms.md, Section 1.
+"""Topologies: the communication graphs of docs/algorithms.md, Section 1.
 
 Every constructor returns the *adjacency* of an undirected simple graph as a symmetric
 ``scipy.sparse.csr_array`` of 0/1 float64 entries with an empty diagonal; a weight rule of

@@ -1,6 +1,6 @@
 """Weight rules: from an adjacency matrix to a doubly stochastic mixing matrix W.
 
-algorithms.md, Section 1: uniform-degree (``1 / (deg + 1)`` on a regular graph: the ring gets
+docs/algorithms.md, Section 1: uniform-degree (``1 / (deg + 1)`` on a regular graph: the ring gets
 1/3 as in 000 Sec. 6.2 and 004 Sec. 6), Metropolis-Hastings, max-degree, lazy ``(W + I) / 2``,
 Laplacian ``I - alpha L``, and random symmetric weights on a given support (the "unbalanced fully
 connected" topology of 000 Sec. 6.2, footnote 6). Every rule is vectorized over edges and keeps

@@ -114,7 +114,7 @@ def _server_body(xp: ModuleType, rule: str, eps_inside_sqrt: bool):
     """x, m, v, v_hat, delta, lr, beta1, beta2, eps -> (x', m', v', v_hat').
 
     Delta is the aggregated client update (x_i - x averaged over the participants), so the server
-    *adds* lr times the preconditioned momentum (algorithms.md Section 4; 000 Algorithm 1). The
+    *adds* lr times the preconditioned momentum (docs/algorithms.md Section 4; 000 Algorithm 1). The
     operations and their order are those of
     :meth:`fedtheory.algorithms.server_opt.ServerOptimizer.update` followed by ``x + step``, so
     both give the same bits (tests/test_nn_kernels.py).
@@ -341,7 +341,7 @@ def server_update(
 
     and ``x <- x + lr m / sqrt(v_hat + eps)`` (``eps_placement="inside"``, 000 Algorithm 1 line
     22, the default for amsgrad) or ``x + lr m / (sqrt(v_hat) + eps)`` (``"outside"``, 000 eq. (2)
-    and Reddi et al. 2021, the default for the others); algorithms.md Section 4. This is
+    and Reddi et al. 2021, the default for the others); docs/algorithms.md Section 4. This is
     :class:`fedtheory.algorithms.server_opt.ServerOptimizer` (its ``update`` and then
     ``x + step``) as one kernel, equal to it bit for bit on NumPy.
 

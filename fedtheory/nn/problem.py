@@ -1,7 +1,7 @@
 """A neural-network classification task as a federated :class:`~fedtheory.problems.base.Problem`.
 
 ``f_i(theta)`` is the mean softmax cross-entropy of the MLP with parameters ``theta`` on client
-i's data and ``f = (1/N) sum_i f_i`` (algorithms.md, Notation). :meth:`MLPProblem.grads` takes
+i's data and ``f = (1/N) sum_i f_i`` (docs/algorithms.md, Notation). :meth:`MLPProblem.grads` takes
 the stacked client models ``X (..., N, P)`` and returns every client's gradient in one batched
 forward/backward pass, so every federated algorithm of the simulator runs on it unchanged.
 """

@@ -1,4 +1,4 @@
-"""Problems with known answers (algorithms.md section 5).
+"""Problems with known answers (docs/algorithms.md section 5).
 
 Every problem implements :class:`~fedtheory.problems.base.Problem`: ``grads(X (..., N, d), rng)``
 for all clients at once, ``loss``, ``full_grad``, and ``x_star``, ``f_star``, ``L``, ``mu``

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 @runtime_checkable
 class Problem(Protocol):
-    """A federated objective f(x) = (1/N) sum_i f_i(x) (algorithms.md, Notation).
+    """A federated objective f(x) = (1/N) sum_i f_i(x) (docs/algorithms.md, Notation).
 
     Attributes
     ----------

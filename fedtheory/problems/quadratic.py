@@ -1,6 +1,6 @@
 """Quadratics, least squares and ridge: federated problems whose answers are linear solves.
 
-f_i(x) = 1/2 x^T H_i x - h_i^T x + c_i, f = (1/N) sum_i f_i (algorithms.md section 5). Least
+f_i(x) = 1/2 x^T H_i x - h_i^T x + c_i, f = (1/N) sum_i f_i (docs/algorithms.md section 5). Least
 squares / ridge is the special case H_i = A_i^T A_i + lam I, h_i = A_i^T b_i,
 c_i = 1/2 ||b_i||^2, i.e. f_i(x) = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2 (no 1/n scaling, as in
 the FOCUS authors' Figure 4 notebook). All clients' gradients are one batched matrix product
@@ -323,7 +323,7 @@ def figure4_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
     Legacy ``numpy.random.seed(1234)``, then in this order ``rand(8000)``,
     ``randn(8000, 50)``, ``randn(50, 1)``, ``0.1 * randn(8000, 1)``; A = diag((u + 1)/2) G,
-    b = A x_o + noise; client i gets rows i, i + 16, ... (003 Figure 4; algorithms.md sec. 5).
+    b = A x_o + noise; client i gets rows i, i + 16, ... (003 Figure 4; docs/algorithms.md sec. 5).
 
     Returns
     -------

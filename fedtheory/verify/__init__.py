@@ -1,4 +1,4 @@
-"""Verification of the papers' claims (``spec/claims.md``): one registered check per claim.
+"""Verification of the papers' claims (docs/claims.md): one registered check per claim.
 
 Each check runs a small experiment with the toolkit's own machinery and returns what was stated,
 what was measured and a verdict computed from the measurement: ``holds``, ``fails`` or

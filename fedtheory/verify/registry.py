@@ -1,4 +1,4 @@
-"""The registry of claims: ids as in ``spec/claims.md``, one small check function each.
+"""The registry of claims: ids as in docs/claims.md, one small check function each.
 
 A check receives a :class:`Context` (tier, seeds, where to draw figures) and returns an
 :class:`~fedtheory.verify.result.Outcome` or a list of them (one per regime: ``C2/uniform``).

@@ -1,4 +1,4 @@
-"""The claim catalog of ``spec/claims.md``, one module per section; importing registers them.
+"""The claim catalog of docs/claims.md, one module per section; importing registers them.
 
 Adding a claim::
 

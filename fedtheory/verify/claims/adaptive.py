@@ -1,6 +1,6 @@
 """Claims A1-A6: adaptive federated optimization with gossip (000, 004).
 
-A2-A4 run the local-steps study of issue 5 (``fedtheory.experiments.local_steps``) in 000's Setting 2
+A2-A4 run the local-steps study (``fedtheory.experiments.local_steps``) in 000's Setting 2
 (N = 50 clients, M = 5 per round, C = 5 clusters of 10) on its stochastic PL problem
 (gradient noise sigma = 1, heterogeneity sigma_g = 1), with the step-size schedules the theorems
 prescribe and the study's default constants (c = 0.01, c_l = 0.5), seeds batched. A fitted
@@ -383,7 +383,7 @@ def table7_outcome():
 def a6(ctx: Context):
     """Two entries. ``A6/table7``: the stated ranking against the hours 000 Table 7 itself
     reports (criterion: the ascending order of the reported times equals the stated ranking).
-    ``A6/simulated``: issue 5's communication-time model (t_cc = 1.8 s, t_cs = 18 s) on the
+    ``A6/simulated``: the communication-time model of ``fedtheory.analysis.comm_time`` (t_cc = 1.8 s, t_cs = 18 s) on the
     study problem in Setting 1 (``run_time_to_target``, its default targets 1.0 and 0.1 of
     ||grad f||^2 standing for 70% and 80%); criterion: at each target reached by all three, the
     order of the median times equals the stated one (a target nobody reaches is reported)."""

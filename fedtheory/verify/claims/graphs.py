@@ -132,7 +132,7 @@ def g3(ctx: Context):
 
 @claim(
     "G4",
-    source="algorithms.md Sec. 1",
+    source="docs/algorithms.md Sec. 1",
     stated="rho = ||W - J||_2 and |lambda_2| agree for symmetric W, can differ for non-symmetric W",
 )
 def g4(ctx: Context):

@@ -1,4 +1,4 @@
-"""Claim N1: federated training of a torch-free MLP (000 Tables 1-3 setting, issue 7)."""
+"""Claim N1: federated training of a torch-free MLP (000 Tables 1-3 setting)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ STATED_ORDER = ("CAFGA", "AFGA", "FedAMSGrad", "FedAvg")
 )
 def n1(ctx: Context):
     """``run_n1`` (MNIST-1D generated locally, MLP 40-64-64-10, Dirichlet(0.6) over 50 clients,
-    5 per round, K = 10, the N1 engineer's default hyper-parameters), seeds batched.
+    5 per round, K = 10, ``N1_DEFAULTS``), seeds batched.
 
     Quick tier: 100 rounds, 2 seeds (the full horizon with fewer seeds; affordable since the
     local-steps engine differentiates only the computing clients); full tier: 100 rounds,
