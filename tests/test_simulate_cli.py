@@ -61,7 +61,9 @@ def test_contract_json(npz, tmp_path, capsys, part):
 @pytest.mark.parametrize("alg", ["fedavg", "scaffold", "focus", "sg-focus", "fedau", "mifa"])
 def test_contract_algorithms(npz, capsys, alg):
     f, _, _ = npz
-    code, out, err = _run(["--problem-file", str(f), "--algorithm", alg, *BASE], capsys)
+    code, out, err = _run(
+        ["--problem-file", str(f), "--algorithm", alg.upper(), *BASE, "--json", "-"], capsys
+    )  # any case; --json - prints the JSON (only) to stdout
     assert code == 0, err
     assert json.loads(out)["algorithm"] == alg
 
@@ -136,6 +138,7 @@ def test_cluster_participation_samples_m_per_cluster(npz, tmp_path, capsys):
     assert code == 0, err
     assert len(json.loads(out.read_text())["error"][0]) == 21
     code, _, err = _run([*args[:-6], "--clusters", "4", "-M", "1", *BASE], capsys)
-    assert code == 2 and "must divide the N = 6 clients" in err and err.count("\n") == 1
+    assert code == 2 and "N = 6 clients do not split into 4 equal clusters" in err
+    assert err.count("\n") == 1
     code, _, err = _run([*args[:-6], "--clusters", "2", "-M", "4", *BASE], capsys)
-    assert code == 2 and "exceeds the cluster size n = 3" in err
+    assert code == 2 and "m (cluster 0) = 4 exceeds its cluster size n = 3" in err

@@ -27,8 +27,19 @@ SUBCOMMANDS: tuple[str, ...] = (
 )
 
 
+class UsageError(FedTheoryError):
+    """A command line argparse refuses (unknown flag, missing value, bad choice)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line (exit 2) instead of the whole usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="fedtheory",
         description=(
             "Check convergence claims of federated optimization numerically: spectral gaps and "
@@ -51,11 +62,11 @@ def fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
     try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
         return int(args.func(args) or 0)
     except FedTheoryError as exc:
         return fail(str(exc))

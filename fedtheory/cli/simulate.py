@@ -2,195 +2,208 @@
 
 Contract (other tools rely on it)::
 
-    fedtheory simulate --problem-file F.npz --algorithm NAME
-        --participation full|uniform|weighted|bernoulli|markov [--clients-per-round M]
+    fedtheory simulate (--problem-file F.npz | --problem NAME) --algorithm NAME
+        --participation full|uniform|weighted|bernoulli|markov|cluster [--clients-per-round M]
         [--probabilities p.npy] --rounds R --local-steps K --lr ETA [--seeds S] [--seed SEED]
         --json OUT.json
 
 writes a JSON object with at least ``algorithm``, ``rounds``, ``x_star`` (list), ``error``
 (per seed, rounds 0..R of ||x_r - x*|| / ||x*||, server model, x_0 = 0) and ``x_final``
-(per seed). ``--list`` prints the algorithms, problems and participation models.
+(per seed); non-finite numbers (a diverged seed) are ``null``. ``--json -`` prints the JSON to
+stdout; without ``--json`` a short summary is printed. ``--list`` prints the algorithms, problems
+and participation models.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms import available
+from fedtheory.algorithms import available, info
+from fedtheory.cli.common import (
+    add_clients_per_round,
+    add_json,
+    add_parser,
+    algorithm_name,
+    human_stream,
+    missing,
+    write_json,
+)
 from fedtheory.errors import FedTheoryError
-from fedtheory.io import emit_json
 from fedtheory.participation import load_vector, make_participation
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
 
-PARTICIPATION_CHOICES = ("full", "uniform", "weighted", "bernoulli", "markov", "cluster")
-
+#: Participation models of ``--participation`` and what each does.
+PARTICIPATION = {
+    "full": "every client every round",
+    "uniform": "M of N uniformly without replacement (--clients-per-round M)",
+    "weighted": "M successive weighted draws without replacement (--probabilities p.npy)",
+    "bernoulli": "client i joins with p_i (--probabilities, or M/N), empty rounds redrawn",
+    "markov": "two-state chain per client, stationary rate M/N",
+    "cluster": "m per cluster of C equal clusters (--clusters C --clients-per-round m)",
+}
 
 #: JSON keys of the runner's metrics where they differ from the metric's name.
 JSON_NAMES = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
 
+#: Shared algorithm settings: flag -> AlgorithmConfig field (passed only when given).
+SETTINGS = (
+    "global_lr",
+    "beta1",
+    "beta2",
+    "eps",
+    "eps_placement",
+    "prox_mu",
+    "topology",
+    "clusters",
+)
+
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
+    p = add_parser(
+        subparsers,
         "simulate",
         help="run a federated algorithm (batched over seeds) and write the error curves as JSON",
         description=(
             "Simulate a federated algorithm on a least-squares problem from an .npz file "
             "(A (N, n, d), b (N, n), optional lam) or a built-in problem, under a participation "
-            "model, for many seeds at once. Writes per-seed relative errors "
-            "||x_r - x*|| / ||x*|| (x_0 = 0) and the final models as JSON."
+            "model, for many seeds at once. Writes per-seed relative errors ||x_r - x*|| / ||x*|| "
+            "(x_0 = 0) and the final models as JSON. A setting the algorithm does not read is "
+            "refused (see --list for what each algorithm accepts)."
         ),
+        examples=[
+            "fedtheory simulate --problem figure4 --algorithm FOCUS --participation uniform "
+            "-M 4 -R 500 -K 3 --lr 1.5e-4 --seeds 100 --json focus.json",
+            "fedtheory simulate --problem-file my.npz --algorithm fedau --option cutoff=5 "
+            "--participation weighted -M 2 --probabilities p.npy -R 200 -K 2 --lr 0.01",
+            "fedtheory simulate --list",
+        ],
     )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--problem-file", metavar="F.npz", help="A (N, n, d), b (N, n), lam")
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
-    p.add_argument("--algorithm", metavar="NAME", help="algorithm name (see --list)")
-    p.add_argument("--participation", default="full", choices=PARTICIPATION_CHOICES)
-    p.add_argument("--clients-per-round", "-M", type=int, metavar="M", dest="m")
+    p.add_argument("--algorithm", type=algorithm_name, metavar="NAME", help="see --list (any case)")
+    p.add_argument("--participation", default="full", choices=tuple(PARTICIPATION),
+                   help="participation model")  # fmt: skip
+    add_clients_per_round(p, help="clients per round M (per cluster for --participation cluster)")
     p.add_argument("--probabilities", metavar="p.npy", help="participation probabilities p")
-    p.add_argument("--aggregation", default="mean", choices=("mean", "weighted", "unbiased"))
-    p.add_argument("--rounds", "-R", type=int, metavar="R")
-    p.add_argument("--local-steps", "-K", type=int, metavar="K")
+    p.add_argument("--aggregation", default="mean", choices=("mean", "weighted", "unbiased"),
+                   help="aggregation weights of the participants")  # fmt: skip
+    p.add_argument("--rounds", "-R", type=int, metavar="R", help="communication rounds")
+    p.add_argument("--local-steps", "-K", type=int, metavar="K", help="local steps per round")
     p.add_argument("--lr", type=float, metavar="ETA", help="local step size (FOCUS: its eta)")
-    p.add_argument("--global-lr", type=float, default=1.0, metavar="ETA", help="server step")
-    p.add_argument("--beta1", type=float, default=0.9)
-    p.add_argument("--beta2", type=float, default=0.99)
-    p.add_argument("--eps", type=float, default=1e-8)
-    p.add_argument("--eps-placement", choices=("inside", "outside"), default=None)
-    p.add_argument("--prox-mu", type=float, default=0.0, help="FedProx proximal weight mu")
-    p.add_argument("--topology", default=None, help="gossip graph of the gossip algorithms")
-    p.add_argument("--clusters", type=int, default=None, help="clusters C (clustered algorithms)")
-    p.add_argument("--seeds", type=int, default=1, metavar="S")
-    p.add_argument("--seed", type=int, default=0, metavar="SEED")
-    p.add_argument("--backend", choices=("numpy", "cupy"), default=None)
+    alg = p.add_argument_group("algorithm settings (only those the algorithm reads; see --list)")
+    alg.add_argument("--global-lr", type=float, metavar="ETA", help="server step size")
+    alg.add_argument("--beta1", type=float, help="adaptive server: first-moment decay")
+    alg.add_argument("--beta2", type=float, help="adaptive server: second-moment decay")
+    alg.add_argument("--eps", type=float, help="adaptive server: epsilon")
+    alg.add_argument("--eps-placement", choices=("inside", "outside"),
+                     help="adaptive server: eps inside or outside the square root")  # fmt: skip
+    alg.add_argument("--prox-mu", type=float, help="FedProx / FedDyn proximal weight mu")
+    alg.add_argument("--topology", help="gossip graph of the gossip algorithms")
+    alg.add_argument("--clusters", type=int, metavar="C",
+                     help="clusters C (clustered algorithms and --participation cluster)")  # fmt: skip
+    alg.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                     help="an algorithm's own option, e.g. cutoff=5 (repeatable; see --list)")  # fmt: skip
+    p.add_argument("--seeds", type=int, default=1, metavar="S", help="seeds run batched")
+    p.add_argument("--seed", type=int, default=0, metavar="SEED", help="root seed")
+    p.add_argument("--backend", choices=("numpy", "cupy"), default=None, help="array backend")
     p.add_argument("--float32", action="store_true", help="single precision (default float64)")
-    p.add_argument("--json", metavar="OUT.json", default="-", help="output file ('-': stdout)")
+    p.add_argument("--fail-on-divergence", action="store_true",
+                   help="exit with status 3 when a seed diverged (default: report it, exit 0)")  # fmt: skip
+    add_json(p, "the error curves and final models")
     p.add_argument("--list", action="store_true", help="list algorithms, problems, participation")
     p.set_defaults(func=run)
 
 
 def _listing() -> str:
-
-    lines = ["algorithms:"]
-    lines += [f"  {k:14s} {v}" for k, v in available().items()]
+    lines = ["algorithms (settings they read; options with their defaults):"]
+    for name, desc in available().items():
+        a = info(name)
+        opts = ", ".join(f"{o.name}={o.default!r}" for o in a.options)
+        lines.append(f"  {name:14s} {desc}")
+        lines.append(
+            f"  {'':14s}   reads {', '.join(a.settings)}" + (f"; options {opts}" if opts else "")
+        )
     lines.append("problems (--problem; a user's data: --problem-file F.npz with A, b, lam):")
     lines += [f"  {k:14s} {v}" for k, v in BUILTIN_PROBLEMS.items()]
     lines.append("participation (--participation):")
-    desc = {
-        "full": "every client every round",
-        "uniform": "M of N uniformly without replacement (--clients-per-round M)",
-        "weighted": "M successive weighted draws without replacement (--probabilities p.npy)",
-        "bernoulli": "client i joins with p_i (--probabilities, or M/N), empty rounds redrawn",
-        "markov": "two-state chain per client, stationary rate M/N",
-        "cluster": "m per cluster of C equal clusters (--clusters C --clients-per-round m)",
-    }
-    lines += [f"  {k:14s} {desc[k]}" for k in PARTICIPATION_CHOICES]
+    lines += [f"  {k:14s} {v}" for k, v in PARTICIPATION.items()]
     return "\n".join(lines)
 
 
-def _problem(args: argparse.Namespace) -> Any:
-    dtype = np.float32 if args.float32 else None
-    return make_problem(args.problem, path=args.problem_file, seed=args.seed, dtype=dtype)
+def _options(algorithm: str, items: list[str]) -> dict[str, Any]:
+    """``--option NAME=VALUE`` strings -> typed values by the algorithm's declared options."""
+    declared = {o.name: o for o in info(algorithm).options}
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise FedTheoryError(f"--option takes NAME=VALUE, got {item!r}")
+        kind = declared[name].kind if name in declared else str
+        out[name] = _parse(text, kind if isinstance(kind, tuple) else (kind,))
+    return out  # unknown names are refused by make_algorithm with the valid ones listed
+
+
+def _parse(text: str, kinds: tuple) -> Any:
+    """``text`` as the first of ``kinds`` it parses as (bool: true/false/1/0)."""
+    low = text.strip().lower()
+    for kind in kinds:
+        if kind is bool and low in ("true", "1", "yes", "false", "0", "no"):
+            return low in ("true", "1", "yes")
+        if kind in (int, float):
+            try:
+                return kind(text)
+            except ValueError:
+                continue
+        if kind is str:
+            return text
+        if kind is np.ndarray:
+            return load_vector(text, "option")
+    if low == "none":
+        return None
+    return text  # the option's own check names the expected type
 
 
 def _participation(args: argparse.Namespace, n: int) -> Any:
-
     p = load_vector(args.probabilities) if args.probabilities else None
-    if args.m is not None and args.m > n:
-        raise FedTheoryError(f"--clients-per-round M = {args.m} exceeds the N = {n} clients")
-    if args.m is not None and args.m < 1:
-        raise FedTheoryError(f"--clients-per-round M must be >= 1, got {args.m}")
-    if args.participation in ("uniform", "weighted") and args.m is None:
-        raise FedTheoryError(f"--participation {args.participation} needs --clients-per-round M")
-    if args.participation == "markov" and args.m is None:
-        raise FedTheoryError("--participation markov needs --clients-per-round M")
-    if args.participation == "cluster":
-        # m per cluster over C equal contiguous clusters (000 Algorithm 2, 004 Algorithm 1).
-        if args.m is None or args.clusters is None:
-            raise FedTheoryError(
-                "--participation cluster needs --clusters C and --clients-per-round m (per cluster)"
-            )
-        if args.clusters < 1 or n % args.clusters:
-            raise FedTheoryError(
-                f"--clusters C = {args.clusters} must divide the N = {n} clients into equal clusters"
-            )
-        if args.m > n // args.clusters:
-            raise FedTheoryError(
-                f"--clients-per-round m = {args.m} exceeds the cluster size n = {n // args.clusters}"
-            )
-        return make_participation("cluster", n, args.m, n_clusters=args.clusters)
-    if args.participation == "bernoulli" and p is None and args.m is None:
-        raise FedTheoryError(
-            "--participation bernoulli needs --probabilities or --clients-per-round"
-        )
-    return make_participation(args.participation, n, args.m, p)
+    kw = {"n_clusters": args.clusters} if args.participation == "cluster" else {}
+    return make_participation(args.participation, n, args.clients_per_round, p, **kw)
 
 
 def run(args: argparse.Namespace) -> int:
-
     if args.list:
         print(_listing())
         return 0
-    missing = [
-        flag
-        for flag, v in (
-            ("--algorithm", args.algorithm),
-            ("--rounds", args.rounds),
-            ("--local-steps", args.local_steps),
-            ("--lr", args.lr),
-        )
-        if v is None
-    ]
-    if missing:
-        raise FedTheoryError(f"missing {', '.join(missing)} (see fedtheory simulate --help)")
+    missing(args, "--algorithm", "--rounds", "--local-steps", "--lr")
     if args.problem_file is None and args.problem is None:
         raise FedTheoryError("give a problem: --problem-file F.npz or --problem NAME (see --list)")
-    if not args.lr > 0:
-        raise FedTheoryError(f"the step size --lr must be > 0, got {args.lr}")
-    if args.local_steps < 1:
-        raise FedTheoryError(
-            f"the number of local steps --local-steps K must be >= 1, got {args.local_steps}"
-        )
-    if args.rounds < 0:
-        raise FedTheoryError(f"--rounds must be >= 0, got {args.rounds}")
-    if args.seeds < 1:
-        raise FedTheoryError(f"--seeds must be >= 1, got {args.seeds}")
-    problem = _problem(args)
+    dtype = np.float32 if args.float32 else None
+    problem = make_problem(args.problem, path=args.problem_file, seed=args.seed, dtype=dtype)
     model = _participation(args, problem.n_clients)
+    settings = {k: getattr(args, k) for k in SETTINGS if getattr(args, k) is not None}
+    if args.participation == "cluster" and not info(args.algorithm).clustered:
+        settings.pop("clusters", None)  # --clusters served the participation model
     res = simulate(
-        problem,
-        args.algorithm,
-        model,
-        rounds=args.rounds,
-        seeds=args.seeds,
-        seed=args.seed,
-        aggregation=args.aggregation,
-        backend=args.backend,
-        dtype=np.float32 if args.float32 else None,
-        lr=args.lr,
-        local_steps=args.local_steps,
-        global_lr=args.global_lr,
-        beta1=args.beta1,
-        beta2=args.beta2,
-        eps=args.eps,
-        eps_placement=args.eps_placement,
-        prox_mu=args.prox_mu,
-        topology=args.topology,
-        clusters=args.clusters,
-    )
+        problem, args.algorithm, model, rounds=args.rounds, seeds=args.seeds, seed=args.seed,
+        aggregation=args.aggregation, backend=args.backend, dtype=dtype, lr=args.lr,
+        local_steps=args.local_steps, **settings, **_options(args.algorithm, args.option),
+    )  # fmt: skip
     out = {
         "algorithm": res.algorithm,
         "problem": args.problem_file or args.problem,
         "participation": args.participation,
-        "clients_per_round": args.m,
+        "clients_per_round": args.clients_per_round,
         "aggregation": args.aggregation,
         "rounds": res.rounds,
         "local_steps": args.local_steps,
         "lr": args.lr,
-        "global_lr": args.global_lr,
+        "global_lr": res.config["global_lr"],
+        "settings": res.config,
         "seeds": res.seeds,
         "seed": res.seed,
         "n_clients": problem.n_clients,
@@ -204,5 +217,32 @@ def run(args: argparse.Namespace) -> int:
     }
     # Every recorded metric, under its JSON name (the contract's "error" is rel_error).
     out.update({JSON_NAMES.get(k, k): v for k, v in res.metrics.items()})
-    emit_json(out, args.json)
+    write_json(out, args)
+    if args.json != "-":
+        print(_summary(res, args), file=human_stream(args))
+    n_div = int(res.diverged.sum())
+    if n_div:
+        first = int(res.diverged_at[res.diverged].min())
+        print(
+            f"fedtheory: warning: {n_div} of {res.seeds} seeds diverged (first at round {first}); "
+            "their curves are null from there on",
+            file=sys.stderr,
+        )
+        if args.fail_on_divergence:
+            return 3
     return 0
+
+
+def _summary(res: Any, args: argparse.Namespace) -> str:
+    """A few lines: the run, the final relative error over seeds, where the JSON went."""
+    final = res.rel_error[:, -1]
+    ok = final[np.isfinite(final)]
+    line = f"{res.algorithm}, {res.participation}, R = {res.rounds}, {res.seeds} seed(s): "
+    if ok.size:
+        q = np.quantile(ok, [0.0, 0.5, 1.0])
+        line += f"final ||x - x*|| / ||x*|| min {q[0]:.3g}, median {q[1]:.3g}, max {q[2]:.3g}"
+    else:
+        line += "no seed has a finite final error"
+    if args.json:
+        line += f"\nwrote {args.json}"
+    return line

@@ -51,12 +51,14 @@ MAX_SUPPORT = 1 << MAX_ENUMERATION_CLIENTS
 MAX_POISSON_BINOMIAL = 4096
 
 
-def _check_m(m: Any, n: int, what: str = "clients per round M") -> int:
+def _check_m(
+    m: Any, n: int, what: str = "clients per round M", pool: str = "the number of clients N"
+) -> int:
     m = check_int(what, m)
     if m < 1:
         raise AssumptionError(f"{what} must be >= 1 (a round needs a participant), got {m}")
     if m > n:
-        raise AssumptionError(f"{what} = {m} exceeds the number of clients N = {n}")
+        raise AssumptionError(f"{what} = {m} exceeds {pool} = {n}")
     return m
 
 
@@ -525,7 +527,7 @@ class PerCluster(ParticipationModel):
         c = sizes.size
         m = np.broadcast_to(np.asarray(self.m), (c,))
         checked = [
-            _check_m(v, int(nc), f"clients per cluster m (cluster {k})")
+            _check_m(v, int(nc), f"clients per cluster m (cluster {k})", "its cluster size n")
             for k, (v, nc) in enumerate(zip(m, sizes, strict=True))
         ]
         ms = np.array(checked, dtype=np.int64)

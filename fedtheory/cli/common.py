@@ -1,0 +1,116 @@
+"""The command line's one vocabulary, shared by every subcommand.
+
+- ``--json OUT`` writes the subcommand's JSON to OUT; ``--json -`` (or a bare ``--json``) prints
+  it to stdout, and then stdout holds the JSON only (tables and progress go to stderr).
+- ``--clients/-N`` is the number of clients, ``--clients-per-round/-M`` how many take part in a
+  round; older spellings (``--n``, ``--N``, ``--M``) stay as aliases.
+- Algorithm names are matched case-insensitively (``FOCUS``, ``focus``, ``HA-Fed``, ``hafed``).
+- ``--help`` shows every default and an example.
+
+A subcommand module registers itself with :func:`add_parser` and reads its arguments with the
+helpers below; it leaves the checking of values to the library, whose errors name the violated
+assumption (the CLI turns them into one line and exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from fedtheory.algorithms.registry import info
+from fedtheory.errors import FedTheoryError
+from fedtheory.io import emit_json
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Keep the description's and examples' line breaks; show every default."""
+
+
+def add_parser(
+    subparsers: Any, name: str, *, help: str, description: str, examples: list[str]
+) -> argparse.ArgumentParser:
+    """A subcommand's parser with the shared formatter and an ``examples:`` epilog."""
+    epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
+    return subparsers.add_parser(
+        name, help=help, description=description, epilog=epilog, formatter_class=HelpFormatter
+    )
+
+
+def add_json(p: argparse.ArgumentParser, what: str = "the results") -> None:
+    """``--json [OUT]``: write ``what`` as JSON to OUT, or to stdout for ``-`` or no OUT."""
+    p.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="OUT",
+        help=f"write {what} as JSON to OUT ('-' or no OUT: stdout, which then holds only the JSON)",
+    )
+
+
+def json_to_stdout(args: argparse.Namespace) -> bool:
+    """True when ``--json`` prints to stdout (human-readable text then goes to stderr)."""
+    return getattr(args, "json", None) == "-"
+
+
+def human_stream(args: argparse.Namespace) -> Any:
+    """Where tables and summaries go: stderr when stdout carries the JSON, else stdout."""
+    return sys.stderr if json_to_stdout(args) else sys.stdout
+
+
+def write_json(obj: Any, args: argparse.Namespace) -> None:
+    """Write ``obj`` where ``--json`` says (nothing when ``--json`` was not given)."""
+    if args.json is not None:
+        emit_json(obj, args.json)
+
+
+def add_clients(
+    p: Any, *, help: str = "number of clients N", default: int | None = None, aliases=()
+) -> None:
+    """``--clients/-N N`` (with older spellings as aliases)."""
+    p.add_argument(
+        "--clients", "-N", *aliases, type=int, default=default, metavar="N", dest="clients",
+        help=help,
+    )  # fmt: skip
+
+
+def add_clients_per_round(
+    p: Any,
+    *,
+    help: str = "clients per round M",
+    default: Any = None,
+    aliases=(),
+    type: Any = int,
+) -> None:
+    """``--clients-per-round/-M M`` (with older spellings as aliases)."""
+    p.add_argument(
+        "--clients-per-round", "-M", *aliases, type=type, default=default, metavar="M",
+        dest="clients_per_round", help=help,
+    )  # fmt: skip
+
+
+def algorithm_name(text: str) -> str:
+    """A registered algorithm named in any case or by its display name -> its registry name.
+
+    Raises ``argparse.ArgumentTypeError`` (a one-line usage error, exit 2) naming the choices.
+    """
+    try:
+        return info(text).name
+    except FedTheoryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def algorithm_names(text: str) -> list[str]:
+    """Comma-separated algorithm names (any case) -> registry names."""
+    names = [algorithm_name(t) for t in str(text).replace(" ", "").split(",") if t]
+    if not names:
+        raise argparse.ArgumentTypeError("expected at least one algorithm name")
+    return names
+
+
+def missing(args: argparse.Namespace, *flags: str) -> None:
+    """Refuse in one line when any of the required ``flags`` (``"--lr"``) was not given."""
+    absent = [f for f in flags if getattr(args, f.lstrip("-").replace("-", "_")) is None]
+    if absent:
+        raise FedTheoryError(f"missing {', '.join(absent)} (see fedtheory {args.command} --help)")
