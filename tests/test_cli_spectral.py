@@ -74,7 +74,7 @@ def test_bad_matrix_one_line_no_traceback(capsys, tmp_path, make, needle):
     [
         (["moebius", "--n", "5"], "unknown topology 'moebius'"),
         (["ring", "--n", "1"], "must be >= 2"),
-        (["ring"], "needs --n"),
+        (["ring"], "needs -N/--clients"),
         (["hypercube", "--n", "12"], "power of 2"),
         (["path", "--n", "5", "--weights", "uniform"], "regular graph"),
         (["--matrix", "missing.npy"], "no such file"),

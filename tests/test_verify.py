@@ -101,6 +101,17 @@ def test_a_failed_import_inside_a_check_is_a_crash_not_a_verdict(extra_claims, c
     assert "claim Z2 could not run: ModuleNotFoundError" in capsys.readouterr().err
 
 
+def test_a_fresh_process_finds_the_whole_catalog():
+    """``fedtheory verify`` in a new interpreter (nothing imported beforehand, as for a user)
+    lists every claim of the catalog."""
+    done = subprocess.run(
+        [sys.executable, "-m", "fedtheory", "verify", "--list"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()] == CATALOG
+
+
 def test_a_broken_module_used_by_a_claim_makes_verify_exit_non_zero(tmp_path):
     """One bad import line in a module a claim uses (analysis/rates.py for C1) must turn
     ``fedtheory verify --only C1`` into a crash, never into a polite verdict with exit 0. The

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from fedtheory._version import __version__
@@ -35,7 +36,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, with usage errors as one line (exit 2) instead of the whole usage block."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except FedTheoryError as exc:
         return fail(str(exc))
+    except BrokenPipeError:  # the reader went away (``fedtheory ... | head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except FileNotFoundError as exc:
         return fail(f"no such file: {exc.filename}")
     except OSError as exc:

@@ -23,8 +23,24 @@ from fedtheory.errors import FedTheoryError
 from fedtheory.io import emit_json
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the description's and examples' line breaks; show every default."""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the description's and examples' line breaks; show every default (unless the help
+    text already states it, or there is none: a flag that is off, an option that is unset)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and "default" not in text.lower()
+            and default is not None
+            and default is not False
+            and default is not argparse.SUPPRESS
+            and default != []
+        ):
+            shown = ",".join(map(str, default)) if isinstance(default, list) else default
+            text += f" (default: {shown})"
+        return text
 
 
 def add_parser(

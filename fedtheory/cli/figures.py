@@ -6,17 +6,20 @@ that cannot be drawn is an error (a traceback: it is a bug, not a verdict).
 
 from __future__ import annotations
 
+from fedtheory.cli.common import add_parser
 from fedtheory.figures import FIGURES, generate
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_parser(
+        subparsers,
         "figures",
         help="regenerate the figures into figures/ (PNG, PDF and a sidecar JSON each)",
         description=(
             "Regenerate figures as PNG and PDF with a sidecar JSON holding the exact "
             "configuration, seeds, package version and the data drawn. Same seeds, same data."
         ),
+        examples=["fedtheory figures", "fedtheory figures figure4 fedavg_floor --out /tmp/figs"],
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="figures to draw (default: all)")
     p.add_argument("--out", default="figures", help="output folder (default: figures)")

@@ -8,14 +8,19 @@ accuracy per evaluated round as mean +- std over seeds. --json OUT writes everyt
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from fedtheory.algorithms.registry import info
+from fedtheory.cli.common import (
+    add_clients,
+    add_clients_per_round,
+    add_json,
+    add_parser,
+    human_stream,
+    write_json,
+)
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1, save_n1_figure
-from fedtheory.io import emit_json
 
 
 def _n1_name(text: str) -> str:
@@ -27,29 +32,36 @@ def _n1_name(text: str) -> str:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_parser(
+        subparsers,
         "nn",
         help="train a torch-free MLP on MNIST-1D with FedAvg/FedAMSGrad/AFGA/CAFGA (claim N1)",
         description=__doc__.split("\n\n", 1)[1],
+        examples=[
+            "fedtheory nn --rounds 100 --seeds 3 --json n1.json --plot",
+            "fedtheory nn --algorithms FedAvg AFGA -N 20 -M 4 --lr AFGA=0.1 --rounds 50",
+        ],
     )
     p.add_argument("--algorithms", nargs="+", default=list(N1_ALGORITHMS), metavar="NAME",
                    type=_n1_name, choices=list(N1_ALGORITHMS),
                    help="any of %(choices)s, any case (default: all four)")  # fmt: skip
-    p.add_argument("--clients", type=int, default=50, help="N (default 50)")
-    p.add_argument("--participation", type=float, default=0.1, help="fraction per round (0.1)")
+    add_clients(p, default=50)
+    per = p.add_mutually_exclusive_group()
+    per.add_argument("--participation", type=float, default=0.1, help="fraction per round")
+    add_clients_per_round(per, help="clients per round M (instead of --participation)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--alpha", type=float, default=0.6, help="Dirichlet alpha (default 0.6)")
+    g.add_argument("--alpha", type=float, default=0.6, help="Dirichlet alpha")
     g.add_argument("--iid", action="store_true", help="i.i.d. split instead of Dirichlet")
     p.add_argument("--rounds", type=int, default=100)
-    p.add_argument("--local-steps", type=int, default=10, help="K (default 10)")
+    p.add_argument("--local-steps", type=int, default=10, help="K")
     p.add_argument("--batch-size", type=int, default=50)
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 64], help="hidden widths")
     p.add_argument("--activation", choices=["relu", "tanh"], default="relu")
     p.add_argument("--conv", type=int, nargs="+", default=None, metavar="C",
                    help="channels of 1-D convolutions before the dense layers (a small CNN)")  # fmt: skip
-    p.add_argument("--kernel", type=int, default=5, help="convolution width (default 5)")
-    p.add_argument("--stride", type=int, default=2, help="convolution stride (default 2)")
-    p.add_argument("--seeds", type=int, default=3, help="seeds run batched (default 3)")
+    p.add_argument("--kernel", type=int, default=5, help="convolution width")
+    p.add_argument("--stride", type=int, default=2, help="convolution stride")
+    p.add_argument("--seeds", type=int, default=3, help="seeds run batched")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=5000, help="MNIST-1D samples (80%% train)")
     p.add_argument("--data", default=None, metavar="FILE.npz",
@@ -61,12 +73,10 @@ def register(subparsers) -> None:
     p.add_argument("--global-lr", action="append", default=[], metavar="ALG=VALUE",
                    help="server step size of one algorithm (repeatable)")  # fmt: skip
     p.add_argument("--backend", choices=["numpy", "cupy"], default=None)
-    p.add_argument("--float32", action="store_true", help="float32 instead of float64")
-    p.add_argument(
-        "--json", default=None, metavar="OUT", help="write the results as JSON ('-' = stdout)"
-    )
+    p.add_argument("--float32", action="store_true", help="single precision instead of float64")
+    add_json(p)
     p.add_argument("--plot", action="store_true", help="draw figures/nn_n1.png and .pdf")
-    p.add_argument("--out", default="figures", help="folder for --plot (default figures)")
+    p.add_argument("--out", default="figures", help="folder for --plot")
     p.set_defaults(func=main)
 
 
@@ -92,7 +102,9 @@ def main(args) -> int:
     res = run_n1(
         args.algorithms,
         n_clients=args.clients,
-        participation=args.participation,
+        participation=args.participation
+        if args.clients_per_round is None
+        else args.clients_per_round / args.clients,
         alpha=None if args.iid else args.alpha,
         rounds=args.rounds,
         local_steps=args.local_steps,
@@ -112,7 +124,7 @@ def main(args) -> int:
         dtype=np.float32 if args.float32 else None,
         progress=True,
     )
-    out = sys.stdout if args.json != "-" else sys.stderr
+    out = human_stream(args)
     s = res.setting
     print(
         f"N1: {s['model']} ({s['params']} parameters) on {s['data']}, {s['n_clients']} clients, "
@@ -136,8 +148,7 @@ def main(args) -> int:
             f"{n} {100 * v['mean']:.2f} +- {100 * v['std']:.2f}" for n, v in summ.items()
         ), file=out)  # fmt: skip
         print("ordering (best first): " + " > ".join(res.ordering()), file=out)
-    if args.json:
-        emit_json(res.as_dict(), args.json)
+    write_json(res.as_dict(), args)
     if args.plot and res.results:
         for path in save_n1_figure(res, args.out):
             print(f"wrote {path}", file=out)

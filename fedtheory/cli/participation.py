@@ -2,8 +2,8 @@
 
 Prints pi_i = P(i in S) and, for each aggregation rule, q_i = E[w_i | the round is executed]
 (003, Section 3.1 and Appendix C), each with how it was obtained: an exact closed form, dynamic
-program or enumeration, or Monte Carlo with a standard error. ``--json`` gives the object other
-tools read (keys ``inclusion``, ``q_mean``, ``method`` = ``exact`` | ``monte-carlo``,
+program or enumeration, or Monte Carlo with a standard error. ``--json [OUT]`` gives the object
+other tools read (keys ``inclusion``, ``q_mean``, ``method`` = ``exact`` | ``monte-carlo``,
 ``stderr``); ``--plot`` draws the participation raster and q.
 """
 
@@ -13,8 +13,16 @@ import sys
 
 import numpy as np
 
+from fedtheory.cli.common import (
+    add_clients,
+    add_clients_per_round,
+    add_json,
+    add_parser,
+    json_to_stdout,
+    write_json,
+)
 from fedtheory.errors import AssumptionError
-from fedtheory.io import emit_json, save_figure
+from fedtheory.io import save_figure
 from fedtheory.participation import RULES, load_vector, make_participation
 from fedtheory.participation.plot import plot_participation
 
@@ -22,7 +30,8 @@ MODELS = ("full", "uniform", "weighted", "bernoulli", "markov", "cyclic", "clust
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_parser(
+        subparsers,
         "participation",
         help="inclusion probabilities and effective FedAvg weights of a participation model",
         description=(
@@ -32,10 +41,15 @@ def register(subparsers) -> None:
             "dynamic program or enumeration exists and by Monte Carlo (with standard errors) "
             "otherwise."
         ),
+        examples=[
+            "fedtheory participation uniform -N 16 -M 4",
+            "fedtheory participation weighted -M 4 --probabilities p.npy --json q.json",
+            "fedtheory participation markov -N 10 -M 3 --plot markov.png",
+        ],
     )
     p.add_argument("model", choices=MODELS, help="participation model")
-    p.add_argument("--clients", "-N", type=int, metavar="N", help="number of clients N")
-    p.add_argument("--clients-per-round", "-M", type=int, metavar="M", help="clients per round M")
+    add_clients(p)
+    add_clients_per_round(p, help="clients per round M (per cluster for cluster)")
     p.add_argument(
         "--probabilities",
         metavar="FILE",
@@ -60,16 +74,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("--clusters", type=int, metavar="C", help="cluster: C equal clusters")
     p.add_argument("--trace", metavar="FILE", help="trace: R x N boolean mask (.npy/.csv/.txt)")
-    p.add_argument(
-        "--json",
-        nargs="?",
-        const="-",
-        metavar="OUT",
-        help="write the report as JSON to OUT (stdout when OUT is omitted or '-')",
-    )
+    add_json(p, "the report")
     p.add_argument("--plot", metavar="PNG", help="draw the participation raster and q")
-    p.add_argument("--rounds", type=int, default=60, help="rounds drawn for --plot (default 60)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the --plot draw (default 0)")
+    p.add_argument("--rounds", type=int, default=60, help="rounds drawn for --plot")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --plot draw")
     p.set_defaults(func=main)
 
 
@@ -101,8 +109,8 @@ def build_model(args):
             kw["a"] = np.broadcast_to(a, (size,)) if a is not None else None
             kw["b"] = np.broadcast_to(b, (size,)) if b is not None else None
         kw["start"] = args.start
-    elif name == "cluster":
-        kw["n_clusters"] = args.clusters or 1
+    elif name == "cluster" and args.clusters is not None:
+        kw["n_clusters"] = args.clusters
     elif name == "trace":
         if args.trace is None:
             raise AssumptionError("trace participation needs --trace FILE (an R x N mask)")
@@ -162,11 +170,8 @@ def main(args) -> int:
         fig, _ = plot_participation(model, rounds=args.rounds, seed=args.seed)
         path = save_figure(fig, args.plot, dpi=120)
         rep["plot"] = str(path)
-    if args.json is not None:
-        emit_json(rep, args.json)
-        if args.json != "-":
-            print(_table(rep))
-    else:
+    write_json(rep, args)
+    if not json_to_stdout(args):
         print(_table(rep))
         if args.plot:
             print(f"plot: {args.plot}", file=sys.stderr)

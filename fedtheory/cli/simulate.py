@@ -112,7 +112,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seeds", type=int, default=1, metavar="S", help="seeds run batched")
     p.add_argument("--seed", type=int, default=0, metavar="SEED", help="root seed")
     p.add_argument("--backend", choices=("numpy", "cupy"), default=None, help="array backend")
-    p.add_argument("--float32", action="store_true", help="single precision (default float64)")
+    p.add_argument("--float32", action="store_true", help="single precision instead of float64")
     p.add_argument("--fail-on-divergence", action="store_true",
                    help="exit with status 3 when a seed diverged (default: report it, exit 0)")  # fmt: skip
     add_json(p, "the error curves and final models")

@@ -3,10 +3,10 @@
 Examples::
 
     fedtheory spectral                         # the papers' rho values and settings table
-    fedtheory spectral ring --n 50 --json      # rho_norm, rho_lambda2, one_minus_rho, ...
-    fedtheory spectral --matrix W.npy --json
+    fedtheory spectral ring -N 50 --json       # rho_norm, rho_lambda2, one_minus_rho, ...
+    fedtheory spectral --matrix W.npy --json out.json
     fedtheory spectral --edges edges.txt --weights max-degree
-    fedtheory spectral torus --n 64 --setting N=64,M=8 --plot torus.png
+    fedtheory spectral torus -N 64 --setting N=64,M=8 --plot torus.png
     fedtheory spectral --setting N=100,M=10,C=5,m=2,K=24
     fedtheory spectral --plot-families rho_vs_n.png
 """
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from fedtheory.cli.common import add_clients, add_json, add_parser, json_to_stdout, write_json
 from fedtheory.errors import FedTheoryError
 from fedtheory.graphs import closedforms as CF
 from fedtheory.graphs import conditions as Cn
@@ -32,7 +33,6 @@ from fedtheory.graphs.families import FAMILIES, TIME_VARYING
 from fedtheory.graphs.neighbors import effective_number_of_neighbors
 from fedtheory.graphs.plot import draw_mixing_graph, plot_rho_versus_n
 from fedtheory.graphs.spectral import cluster_gaps, sequence_gap, spectral_gap
-from fedtheory.io import emit_json
 from fedtheory.validation import check_int
 
 DESCRIPTION = (
@@ -45,13 +45,15 @@ DESCRIPTION = (
 
 
 def register(subparsers: Any) -> None:
-
-    p = subparsers.add_parser(
+    p = add_parser(
+        subparsers,
         "spectral",
         help="spectral gaps, closed forms and theorem conditions",
         description=textwrap.fill(DESCRIPTION, 88),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("Examples::", 1)[1],
+        examples=[
+            line.strip().split("  #")[0].strip()
+            for line in __doc__.split("Examples::", 1)[1].strip().splitlines()
+        ],
     )
     p.add_argument(
         "topology",
@@ -60,11 +62,11 @@ def register(subparsers: Any) -> None:
         help=f"one of: {', '.join([*FAMILIES, *TIME_VARYING])}",
     )
     src = p.add_argument_group("graph")
-    src.add_argument(
-        "--n",
-        type=int,
-        help="number of nodes (required with a TOPOLOGY; "
-        "with --edges, default = largest node id + 1)",
+    add_clients(
+        src,
+        help="number of nodes (clients) n (required with a TOPOLOGY; with --edges, default = "
+        "largest node id + 1)",
+        aliases=("--n",),
     )
     src.add_argument(
         "--matrix",
@@ -83,7 +85,7 @@ def register(subparsers: Any) -> None:
     )
     src.add_argument("--lazy", action="store_true", help="use (W + I) / 2")
     src.add_argument("--alpha", type=float, help="step of the Laplacian rule I - alpha L")
-    src.add_argument("--seed", type=int, default=0, help="seed of random graphs/weights (0)")
+    src.add_argument("--seed", type=int, default=0, help="seed of random graphs/weights")
     src.add_argument("--p", type=float, help="Erdos-Renyi edge probability")
     src.add_argument("--radius", type=float, help="random-geometric radius")
     src.add_argument("--rows", type=int, help="torus/grid rows")
@@ -103,7 +105,7 @@ def register(subparsers: Any) -> None:
         help="sparse eigen-solver for I - W",
     )
     num.add_argument(
-        "--atol", type=float, default=1e-10, help="tolerance of the row/column-sum checks (1e-10)"
+        "--atol", type=float, default=1e-10, help="tolerance of the row/column-sum checks"
     )
     num.add_argument(
         "--gamma",
@@ -122,18 +124,16 @@ def register(subparsers: Any) -> None:
     cond.add_argument(
         "--report",
         action="store_true",
-        help="the papers' rho values and settings table (default without a graph)",
+        help="the papers' rho values and settings table",
     )
     cond.add_argument(
         "--topologies",
         metavar="A,B,..",
         help="topologies of the settings table (default: all families)",
     )
-    cond.add_argument(
-        "--draws", type=int, default=20, help="seeds per random family in the tables (20)"
-    )
+    cond.add_argument("--draws", type=int, default=20, help="seeds per random family in the tables")
     out = p.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(out, "one JSON object")
     out.add_argument("--plot", metavar="OUT.png", help="draw the graph with weights and rho")
     out.add_argument(
         "--plot-families",
@@ -180,14 +180,14 @@ def _build(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
     if args.matrix:
         return _load_matrix(args.matrix), {"source": "matrix", "path": args.matrix}, None
     if args.edges:
-        A = T.from_edges(T.load_edges(args.edges), args.n)
+        A = T.from_edges(T.load_edges(args.edges), args.clients)
         rule = args.weights or "metropolis"
         W = F.weights_for(A, rule, alpha=args.alpha, seed=args.seed, make_lazy=args.lazy)
         return W, {"source": "edges", "path": args.edges, "weights": rule}, None
     name = args.topology.strip().lower()
-    if args.n is None:
-        raise FedTheoryError(f"topology {args.topology!r} needs --n (number of nodes)")
-    n = check_int("n (number of nodes)", args.n, minimum=2)
+    if args.clients is None:
+        raise FedTheoryError(f"topology {args.topology!r} needs -N/--clients (number of nodes)")
+    n = check_int("-N/--clients (number of nodes)", args.clients, minimum=2)
     if name in F.TIME_VARYING:
         return F.one_peer_exponential(n), {"source": "topology", "topology": name}, None
     fam = F.family(name)
@@ -327,17 +327,17 @@ def _report(args: argparse.Namespace) -> int:
     )
     if args.plot_families:
         _plot_families(args)
-    if args.json:
-        emit_json(
-            {
-                "paper_values": [v.to_dict() for v in paper],
-                "settings": [
-                    {"setting": S.to_dict(), "rows": [r.to_dict() for r in rs]}
-                    for S, rs in zip(settings, rows, strict=True)
-                ],
-            },
-            None,
-        )
+    write_json(
+        {
+            "paper_values": [v.to_dict() for v in paper],
+            "settings": [
+                {"setting": S.to_dict(), "rows": [r.to_dict() for r in rs]}
+                for S, rs in zip(settings, rows, strict=True)
+            ],
+        },
+        args,
+    )
+    if json_to_stdout(args):
         return 0
     if paper:
         print(_paper_text(paper))
@@ -355,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
     if not (args.topology or args.matrix or args.edges):
         if args.plot:
             raise FedTheoryError("--plot needs a TOPOLOGY, --matrix or --edges")
-        if args.plot_families and not (args.report or args.setting or args.json):
+        if args.plot_families and not (args.report or args.setting or args.json is not None):
             _plot_families(args)
             return 0
         return _report(args)
@@ -398,40 +398,17 @@ def _single(args: argparse.Namespace) -> int:
             "n_W": effective_number_of_neighbors(Wmain, args.gamma),
         }
     if args.setting:
-        rho_max = (
-            result.get("clusters_gaps", {}).get("rho_max", g.rho_norm)
-            if labels is not None
-            else g.rho_norm
-        )
-        om = (
-            result.get("clusters_gaps", {}).get("one_minus_rho_max", g.one_minus_rho)
-            if labels is not None
-            else g.one_minus_rho
-        )
-        checks = []
-        for text in args.setting:
-            S = Cn.parse_setting(text)
-            bA, bC, bH = Cn.afga_bound(S.N, S.M), Cn.cafga_bound(S.n, S.m), Cn.hafed_bound(S.n, S.m)
-            checks.append(
-                {
-                    "setting": S.to_dict(),
-                    "afga": {
-                        "bound": bA,
-                        "rho": g.rho_norm,
-                        "holds": g.rho_norm <= bA,
-                        "graph_size_matches_N": g.n == S.N,
-                    },
-                    "cafga": {"bound": bC, "rho_max": rho_max, "holds": rho_max <= bC},
-                    "hafed": {
-                        "bound": bH,
-                        "rho_max": rho_max,
-                        "C_less_than_n": S.C < S.n,
-                        "holds": rho_max <= bH and S.C < S.n,
-                    },
-                    "d_tau_rho": Cn.d_tau_rho(om, S.K),
-                }
+        cl = result.get("clusters_gaps", {}) if labels is not None else {}
+        result["conditions"] = [
+            Cn.graph_conditions(
+                Cn.parse_setting(text),
+                n=g.n,
+                rho=g.rho_norm,
+                rho_max=cl.get("rho_max", g.rho_norm),
+                one_minus_rho_max=cl.get("one_minus_rho_max", g.one_minus_rho),
             )
-        result["conditions"] = checks
+            for text in args.setting
+        ]
     if labels is not None:  # disconnected by design: the clustered theorems use rho_k
         result["warnings"] = [
             f"{args.clusters} disjoint clusters: the whole W is disconnected by design, so "
@@ -446,10 +423,9 @@ def _single(args: argparse.Namespace) -> int:
         result["plot"] = str(path)
     if args.plot_families:
         _plot_families(args)
-    if args.json:
-        emit_json(result, None)
-        return 0
-    print(_single_text(result))
+    write_json(result, args)
+    if not json_to_stdout(args):
+        print(_single_text(result))
     return 0
 
 

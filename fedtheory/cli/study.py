@@ -18,14 +18,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fedtheory.errors import FedTheoryError
+from fedtheory.cli.common import (
+    add_clients,
+    add_clients_per_round,
+    add_json,
+    add_parser,
+    algorithm_names,
+    json_to_stdout,
+    write_json,
+)
 from fedtheory.experiments.local_steps import (
     plot_local_steps,
     plot_rho_ablation,
     run_local_steps_study,
     run_rho_ablation,
 )
-from fedtheory.io import emit_json
 
 
 def _int_list(text: str) -> list[int]:
@@ -49,9 +56,10 @@ def _str_list(text: str) -> list[str]:
 def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> None:
     p.add_argument(
         "--algorithms",
-        type=_str_list,
-        default=_str_list(algorithms),
-        help=f"registry names, comma separated (default {algorithms})",
+        type=algorithm_names,
+        default=algorithm_names(algorithms),
+        metavar="A,B,..",
+        help="algorithm names, comma separated, any case",
     )
     p.add_argument(
         "--topologies",
@@ -59,25 +67,26 @@ def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> 
         default=_str_list(topologies),
         help=f"gossip graphs (default {topologies}); per cluster for cafga/hafed",
     )
-    p.add_argument("--N", type=int, default=50, dest="n_clients", help="clients N (default 50)")
-    p.add_argument("--clusters", type=int, default=5, help="clusters C for cafga/hafed (5)")
+    add_clients(p, default=50, aliases=("--N",))
+    p.add_argument("--clusters", type=int, default=5, help="clusters C for cafga/hafed")
     p.add_argument(
         "--problem",
         choices=("pl", "quadratic"),
         default="pl",
         help="stochastic non-convex PL problem (default) or convex quadratics",
     )
-    p.add_argument("--dim", type=int, default=10, help="model dimension d (default 10)")
+    p.add_argument("--dim", type=int, default=10, help="model dimension d")
     p.add_argument("--sigma", type=float, default=1.0, help="gradient noise per coordinate")
     p.add_argument("--sigma-g", type=float, default=1.0, help="heterogeneity sigma_g")
-    p.add_argument("--c-global", type=float, default=0.05, help="constant c of eta (0.05)")
-    p.add_argument("--c-local", type=float, default=0.5, help="constant c_l of eta_l (0.5)")
-    p.add_argument("--beta1", type=float, default=0.9)
-    p.add_argument("--beta2", type=float, default=0.99)
-    p.add_argument("--eps", type=float, default=1e-8)
-    p.add_argument("--eps-placement", choices=("inside", "outside"), default=None)
+    p.add_argument("--c-global", type=float, default=0.05, help="constant c of eta")
+    p.add_argument("--c-local", type=float, default=0.5, help="constant c_l of eta_l")
+    p.add_argument("--beta1", type=float, default=0.9, help="adaptive server: beta1")
+    p.add_argument("--beta2", type=float, default=0.99, help="adaptive server: beta2")
+    p.add_argument("--eps", type=float, default=1e-8, help="adaptive server: epsilon")
+    p.add_argument("--eps-placement", choices=("inside", "outside"), default=None,
+                   help="eps inside or outside the square root (default: the optimizer's own)")  # fmt: skip
     p.add_argument("--seeds", type=int, default=20, metavar="S", help="seeds per grid point")
-    p.add_argument("--seed", type=int, default=0, metavar="SEED")
+    p.add_argument("--seed", type=int, default=0, metavar="SEED", help="root seed")
     p.add_argument("--graph-seed", type=int, default=0, help="seed of random topologies")
     p.add_argument(
         "--metric",
@@ -85,15 +94,14 @@ def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> 
         default="avg",
         help="which metric the printed table fits: avg (Thm 4.6) or min (Cor 5.11)",
     )
-    p.add_argument("--backend", choices=("numpy", "cupy"), default=None)
-    p.add_argument(
-        "--json", metavar="OUT.json", default=None, help="write runs and fits ('-': stdout)"
-    )
+    p.add_argument("--backend", choices=("numpy", "cupy"), default=None, help="array backend")
+    add_json(p, "every run and fit")
     p.add_argument("--plot", metavar="OUT.png", default=None, help="draw the study")  # fmt: skip
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
+    p = add_parser(
+        subparsers,
         "study",
         help="scaling studies of the adaptive/gossip algorithms against the stated rates",
         description=(
@@ -101,9 +109,14 @@ def register(subparsers: Any) -> None:
             "topologies with the theorems' step-size schedules, many seeds batched, and fit the "
             "exponents of (1/R) sum_r ||grad f(x_r)||^2 with confidence intervals over seeds."
         ),
+        examples=[
+            "fedtheory study local-steps --algorithms FedAMSGrad,AFGA -N 50 -M 5 --K 1,2,4,8",
+            "fedtheory study rho --topologies complete,ring --json rho.json --plot rho.png",
+        ],
     )
     sub = p.add_subparsers(dest="study", metavar="STUDY")
-    ls = sub.add_parser(
+    ls = add_parser(
+        sub,
         "local-steps",
         help="metric vs K (and R, M): the dilemma of local steps (claims A2, A3)",
         description=(
@@ -112,6 +125,10 @@ def register(subparsers: Any) -> None:
             "(004 Cor. 5.11: eta = c sqrt(KM), eta_l = c_l/sqrt(RK)) on a grid; fitted "
             "exponents next to the stated ones; points outside a theorem's assumptions flagged."
         ),
+        examples=[
+            "fedtheory study local-steps --algorithms fedamsgrad,afga --K 1,2,4,8 --R 100,200",
+            "fedtheory study local-steps --algorithms hafed --clusters 4 -N 32 -M 8 --json -",
+        ],
     )
     _common(ls, algorithms="fedamsgrad,afga", topologies="ring,random,complete")
     ls.add_argument(
@@ -119,20 +136,24 @@ def register(subparsers: Any) -> None:
         type=_int_list,
         default=[1, 2, 4, 8, 16],
         dest="Ks",
-        help="local steps, comma separated (default 1,2,4,8,16)",
+        help="local steps, comma separated",
     )
-    ls.add_argument("--R", type=_int_list, default=[200], dest="Rs", help="rounds (default 200)")
-    ls.add_argument("--M", type=_int_list, default=[5], dest="Ms", help="clients per round (5)")  # fmt: skip
+    ls.add_argument("--R", type=_int_list, default=[200], dest="Rs", help="rounds")
+    add_clients_per_round(
+        ls, type=_int_list, default=[5], aliases=("--M",), help="clients per round, comma separated"
+    )
     ls.set_defaults(func=run_local_steps)
-    rho = sub.add_parser(
+    rho = add_parser(
+        sub,
         "rho",
         help="metric vs the spectral gap rho (claim A4)",
         description="One (R, K, M), several topologies: does a smaller rho converge faster?",
+        examples=["fedtheory study rho --algorithms afga --topologies complete,torus,ring -K 8"],
     )
     _common(rho, algorithms="afga", topologies="complete,complete-random,random,torus,ring")
-    rho.add_argument("--K", type=int, default=8, dest="K")
-    rho.add_argument("--R", type=int, default=200, dest="R")
-    rho.add_argument("--M", type=int, default=5, dest="M")
+    rho.add_argument("--K", "-K", type=int, default=8, dest="K", help="local steps K")
+    rho.add_argument("--R", "-R", type=int, default=200, dest="R", help="rounds R")
+    add_clients_per_round(rho, default=5, aliases=("--M",))
     rho.set_defaults(func=run_rho)
     p.set_defaults(func=lambda args: _no_study(p))
 
@@ -143,11 +164,8 @@ def _no_study(p: argparse.ArgumentParser) -> int:
 
 
 def _kwargs(args: argparse.Namespace) -> dict:
-    for name in ("n_clients", "dim", "seeds"):
-        if getattr(args, name) < 1:
-            raise FedTheoryError(f"--{name.replace('_', '-')} must be >= 1")
     return {
-        "n_clients": args.n_clients,
+        "n_clients": args.clients,
         "clusters": args.clusters,
         "dim": args.dim,
         "problem": args.problem,
@@ -163,7 +181,7 @@ def _kwargs(args: argparse.Namespace) -> dict:
         "seed": args.seed,
         "graph_seed": args.graph_seed,
         "backend": args.backend,
-        "progress": args.json != "-",
+        "progress": not json_to_stdout(args),
     }
 
 
@@ -171,9 +189,8 @@ def _emit(result: Any, args: argparse.Namespace, plot: Any) -> int:
 
     if args.plot:
         plot(result, args.plot)
-    if args.json:
-        emit_json(result.to_dict(), args.json)
-    if args.json != "-":
+    write_json(result.to_dict(), args)
+    if not json_to_stdout(args):
         print(result.table(args.metric))
         for t in result.rho_trends:
             if t["metric"] != args.metric:
@@ -189,7 +206,8 @@ def _emit(result: Any, args: argparse.Namespace, plot: Any) -> int:
 
 def run_local_steps(args: argparse.Namespace) -> int:
     res = run_local_steps_study(
-        args.algorithms, Ks=args.Ks, Rs=args.Rs, Ms=args.Ms, topologies=args.topologies,
+        args.algorithms, Ks=args.Ks, Rs=args.Rs, Ms=args.clients_per_round,
+        topologies=args.topologies,
         **_kwargs(args),
     )  # fmt: skip
     return _emit(res, args, plot_local_steps)
@@ -198,6 +216,11 @@ def run_local_steps(args: argparse.Namespace) -> int:
 def run_rho(args: argparse.Namespace) -> int:
 
     res = run_rho_ablation(
-        args.algorithms, topologies=args.topologies, K=args.K, R=args.R, M=args.M, **_kwargs(args)
+        args.algorithms,
+        topologies=args.topologies,
+        K=args.K,
+        R=args.R,
+        M=args.clients_per_round,
+        **_kwargs(args),
     )
     return _emit(res, args, plot_rho_ablation)

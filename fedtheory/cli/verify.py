@@ -6,54 +6,82 @@ not a verdict), 2 for bad input such as an unknown claim id.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from fedtheory.io import emit_json, write_atomic
+from fedtheory.cli.common import add_json, add_parser, json_to_stdout, write_json
+from fedtheory.errors import FedTheoryError
+from fedtheory.io import write_atomic
+from fedtheory.validation import check_int
 from fedtheory.verify import FULL, QUICK, Context, select
 from fedtheory.verify.report import format_table, summary, to_html, to_json
 from fedtheory.verify.runner import keep_requested, run_claims
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_parser(
+        subparsers,
         "verify",
         help="check the papers' claims numerically (table of stated / measured / verdict)",
         description=(
             "Run the claim catalog (docs/claims.md): each claim's experiment, its stated and "
-            "measured values and a verdict: holds, fails, outside assumptions or not yet "
-            "checkable. Exit 0 when every claim ran, 1 when one crashed."
+            "measured values and a verdict computed from the measurement. Exit 0 when every "
+            "claim ran (whatever its verdict), 1 when one crashed, 2 for bad input."
         ),
+        examples=[
+            "fedtheory verify",
+            "fedtheory verify --only C1,F2 --json results.json",
+            "fedtheory verify --full --html report.html",
+        ],
     )
     p.add_argument("--full", action="store_true", help="thorough tier (default: quick tier)")
     p.add_argument(
         "--only", metavar="IDS", help="comma-separated claim ids, e.g. C1,F2 or C2/uniform"
     )
-    p.add_argument("--json", metavar="OUT", help="write the results as JSON ('-' for stdout)")
+    add_json(p)
     p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     p.add_argument(
         "--figures-dir",
         metavar="DIR",
         help="where claims draw their figures (default: a temporary folder when --html is given)",
     )
-    p.add_argument("--seed", type=int, default=0, help="base seed of every experiment (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="base seed of every experiment")
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
     p.set_defaults(func=main)
 
 
-def main(args) -> int:
+def _check_output_dir(path: str) -> None:
+    """A figure folder must exist or be creatable, and be writable: say so now, in one line,
+    rather than as every claim crashing when it draws."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FedTheoryError(f"--figures-dir {path}: cannot create it ({exc.strerror})") from None
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise FedTheoryError(f"--figures-dir {path}: not a writable folder")
 
+
+def main(args) -> int:
+    check_int("--seed", args.seed, minimum=0)
     claims = select(args.only)
     if args.list:
         for c in claims:
             print(f"{c.id:4s} {c.source:28s} {c.stated}")
         return 0
-    to_stdout = args.json == "-"
-    fig_dir = args.figures_dir
-    if fig_dir is None and args.html:
-        fig_dir = tempfile.mkdtemp(prefix="fedtheory-verify-")
+    if args.figures_dir:
+        _check_output_dir(args.figures_dir)
+    to_stdout = json_to_stdout(args)
+    with tempfile.TemporaryDirectory(prefix="fedtheory-verify-") as scratch:  # always removed
+        fig_dir = args.figures_dir or (scratch if args.html else None)
+        return _run(args, claims, fig_dir, to_stdout)
+
+
+def _run(args, claims, fig_dir, to_stdout: bool) -> int:
+    """Run the claims, print the table, write the JSON and HTML; the exit status."""
     ctx = Context(
         tier=FULL if args.full else QUICK,
         seed=args.seed,
@@ -66,8 +94,7 @@ def main(args) -> int:
     if not to_stdout:
         print(format_table(results), file=out)
         print(f"\n{len(results)} results in {seconds:.1f} s ({ctx.tier} tier): {summary(results)}")
-    if args.json:
-        emit_json(to_json(results), args.json)
+    write_json(to_json(results), args)
     if args.html:
         write_atomic(args.html, to_html(results, tier=ctx.tier, seconds=seconds))
     crashed = [r for r in results if not r.ran]

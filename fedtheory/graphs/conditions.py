@@ -139,6 +139,42 @@ def parse_setting(text: str) -> Setting:
     return Setting(vals.get("name", text), N=N, M=M, C=C, n=n, m=m, K=K)
 
 
+def graph_conditions(
+    setting: Setting, *, n: int, rho: float, rho_max: float, one_minus_rho_max: float
+) -> dict[str, Any]:
+    """Which theorem conditions one graph meets in ``setting``.
+
+    ``rho`` is the graph's ||W - 11^T/n||_2 (AFGA uses it, on a graph of all N clients);
+    ``rho_max`` its largest per-cluster rho (CAFGA and HA-Fed; equal to ``rho`` for a graph that
+    is not split into clusters) and ``one_minus_rho_max`` the accurate 1 - rho_max for
+    D_{tau,rho}. Returns the bounds, the measured values and whether each condition holds:
+    AFGA rho <= M/(M+N) (000 Thm 4.6), CAFGA rho_max <= m/(m+n) (000 Thm D.3), HA-Fed
+    rho_max <= 1/(2 sqrt(n-m)) and C < n (004 Cor. 5.11), and D_{tau,rho} with tau = K.
+    """
+    bA, bC, bH = (
+        afga_bound(setting.N, setting.M),
+        cafga_bound(setting.n, setting.m),
+        hafed_bound(setting.n, setting.m),
+    )
+    return {
+        "setting": setting.to_dict(),
+        "afga": {
+            "bound": bA,
+            "rho": rho,
+            "holds": rho <= bA,
+            "graph_size_matches_N": n == setting.N,
+        },
+        "cafga": {"bound": bC, "rho_max": rho_max, "holds": rho_max <= bC},
+        "hafed": {
+            "bound": bH,
+            "rho_max": rho_max,
+            "C_less_than_n": setting.C < setting.n,
+            "holds": rho_max <= bH and setting.C < setting.n,
+        },
+        "d_tau_rho": d_tau_rho(one_minus_rho_max, setting.K),
+    }
+
+
 @dataclass(frozen=True)
 class ConditionRow:
     """One topology under one setting: rho on N nodes (AFGA) and rho_max over C clusters of n.

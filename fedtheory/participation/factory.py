@@ -149,7 +149,8 @@ def make_participation(
         clusters = kw.get("clusters")
         if clusters is None:
             nn = need_n()
-            c = check_int("number of clusters", kw.get("n_clusters", 1), minimum=1)
+            c = kw.get("n_clusters")
+            c = 1 if c is None else check_int("the number of clusters C", c, minimum=1)
             if nn % c:
                 raise AssumptionError(f"N = {nn} clients do not split into {c} equal clusters")
             clusters = np.repeat(np.arange(c), nn // c)

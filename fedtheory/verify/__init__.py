@@ -14,6 +14,9 @@ Examples
 
 from __future__ import annotations
 
+# Importing the catalog registers every claim; it comes last because the claim modules use the
+# registry above. ``fedtheory.verify`` without its claims would be an empty catalog.
+from fedtheory.verify import claims  # noqa: F401
 from fedtheory.verify.registry import FULL, QUICK, REGISTRY, Claim, Context, all_claims, claim
 from fedtheory.verify.result import (
     FAILS,

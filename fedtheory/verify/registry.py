@@ -76,6 +76,6 @@ def _key(cid: str) -> tuple:
 
 
 def all_claims() -> list[Claim]:
-    """Every registered claim, in the catalog's order (G, P, F, C, A, N)."""
-
+    """Every registered claim, in the catalog's order (G, P, F, C, A, N); importing
+    :mod:`fedtheory.verify` registers the catalog."""
     return [REGISTRY[k] for k in sorted(REGISTRY, key=_key)]
