@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, fedavg_stationary_mean
 from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.participation import make_participation
@@ -31,14 +32,6 @@ from fedtheory.problems.quadratic import figure4_problem
 from fedtheory.simulation import simulate
 
 ALGORITHMS = ("focus", "fedavg", "scaffold", "fedau", "mifa", "scaffnew")
-LABELS = {
-    "focus": "FOCUS",
-    "fedavg": "FedAvg",
-    "scaffold": "SCAFFOLD",
-    "fedau": "FedAU",
-    "mifa": "MIFA",
-    "scaffnew": "Scaffnew",
-}
 #: regime -> (participation name, clients per round, step size) as in the authors' notebook.
 REGIMES = {
     "full": ("full", None, 6e-4),
@@ -213,7 +206,7 @@ def plot_figure4(data: dict[str, Any], path: Any = None) -> Any:
         reg = data["regimes"][regime]
         for alg, curve in reg["curves"].items():
             y = np.array([np.nan if v is None else v for v in curve], dtype=float)
-            ax.semilogy(np.arange(y.size), y, label=LABELS.get(alg, alg), lw=1.6)
+            ax.semilogy(np.arange(y.size), y, label=display_name(alg), lw=1.6)
         ax.set_title(f"{titles.get(regime, regime)}, eta = {reg['lr']:g}")
         ax.set_xlabel("round")
         ax.set_ylim(1e-16, 1e2)

@@ -18,8 +18,7 @@ from fedtheory.experiments.local_steps import (
 )
 from fedtheory.experiments.n1 import plot_n1, run_n1
 from fedtheory.figures.registry import figure
-from fedtheory.graphs.conditions import PAPER_SETTINGS, afga_bound, cafga_bound, hafed_bound
-from fedtheory.graphs.plot import rho_versus_n
+from fedtheory.graphs.plot import plot_gaps_with_thresholds
 from fedtheory.io import pyplot
 from fedtheory.participation import default_markov_rates, make_participation
 from fedtheory.participation.plot import plot_participation
@@ -77,56 +76,11 @@ def participation_figure(cfg: dict):
     },
 )
 def spectral_gap_figure(cfg: dict):
-    """rho = ||W - 11^T/n||_2 (left) and 1 - rho (right) from the graph toolkit's
-    ``rho_versus_n`` (default weights; random families: median over draws), with the
-    conditions of AFGA (rho <= M/(M+N)), CAFGA (rho_max <= m/(m+n)) and HA-Fed
-    (rho_max <= 1/(2 sqrt(n-m))) for the papers' settings, and the papers' stated ring gaps.
-    ``plot_rho_versus_n`` draws no thresholds, hence the drawing here."""
-    data = rho_versus_n(cfg["families"], cfg["sizes"], draws=cfg["draws"], seed=cfg["seed"])
-    thresholds = {}
-    for s in PAPER_SETTINGS:
-        if s.name.startswith("004"):
-            thresholds[f"HA-Fed {s.name} (n={s.n}, m={s.m})"] = hafed_bound(s.n, s.m)
-        else:
-            thresholds[f"AFGA {s.name} (N={s.N}, M={s.M})"] = afga_bound(s.N, s.M)
-            thresholds[f"CAFGA {s.name} (n={s.n}, m={s.m})"] = cafga_bound(s.n, s.m)
-    # Equal bounds (e.g. 5/55 = 1/11) are drawn once with all their labels.
-    merged: dict[float, list[str]] = {}
-    for label, b in thresholds.items():
-        merged.setdefault(round(b, 12), []).append(label)
-    stated = {
-        "000 ring n=50": (50, 0.995),
-        "000 ring n=10": (10, 0.873),
-        "004 ring n=8": (8, 0.805),
-    }
-    plt = pyplot()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
-    for name, d in data.items():
-        if d["n"]:
-            a1.plot(d["n"], d["rho"], marker="o", ms=3, label=name)
-            pos = [(n, g) for n, g in zip(d["n"], d["one_minus_rho"], strict=True) if g > 0]
-            if pos:
-                a2.loglog(*zip(*pos, strict=True), marker="o", ms=3, label=name)
-    colors = plt.cm.Greys(np.linspace(0.45, 0.9, len(merged)))
-    for (b, labels), c in zip(sorted(merged.items()), colors, strict=True):
-        a1.axhline(b, color=c, ls="--", lw=0.9)
-        a1.text(
-            4.2, b + 0.008, " / ".join(lbl.split(" (")[0] for lbl in labels), fontsize=6, color=c
-        )
-    for label, (n, r) in stated.items():
-        a1.plot([n], [r], "k*", ms=9)
-        a1.annotate(label, (n, r), textcoords="offset points", xytext=(4, -10), fontsize=7)
-    a1.set_xscale("log", base=2)
-    a1.set_xlabel("n (nodes)")
-    a1.set_ylabel("rho = ||W - 11^T/n||_2")
-    a1.set_ylim(-0.02, 1.04)
-    a1.set_title("rho by topology; dashed: theorem thresholds; *: papers' ring values")
-    a2.set_xlabel("n (nodes)")
-    a2.set_ylabel("1 - rho")
-    a2.set_title("1 - rho (computed from I - W)")
-    a2.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    return fig, {"families": data, "thresholds": thresholds, "paper_ring_values": stated}
+    """rho and 1 - rho against n per topology with the theorems' thresholds
+    (:func:`fedtheory.graphs.plot.plot_gaps_with_thresholds`)."""
+    return plot_gaps_with_thresholds(
+        cfg["families"], cfg["sizes"], draws=cfg["draws"], seed=cfg["seed"]
+    )
 
 
 @figure(

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedtheory.errors import AssumptionError
+from fedtheory.graphs.conditions import PAPER_SETTINGS, afga_bound, cafga_bound, hafed_bound
 from fedtheory.graphs.families import family, mixing_matrix
 from fedtheory.graphs.spectral import spectral_gap
 from fedtheory.graphs.topologies import torus_shape
@@ -165,3 +166,59 @@ def plot_rho_versus_n(
     path = save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_gaps_with_thresholds(
+    families: Sequence[str], sizes: Sequence[int], *, draws: int = 8, seed: int = 0
+) -> tuple[Any, dict]:
+    """rho = ||W - 11^T/n||_2 (left) and 1 - rho (right) against n for ``families`` (default
+    weights; random families: the median over ``draws``), with the spectral-gap conditions of
+    AFGA (rho <= M/(M+N), 000 Thm 4.6), CAFGA (rho_max <= m/(m+n), 000 Thm D.3) and HA-Fed
+    (rho_max <= 1/(2 sqrt(n-m)), 004 Cor. 5.11) in the papers' settings, and the papers' stated
+    ring gaps. Returns ``(figure, data)``."""
+
+    data = rho_versus_n(families, sizes, draws=draws, seed=seed)
+    thresholds = {}
+    for s in PAPER_SETTINGS:
+        if s.name.startswith("004"):
+            thresholds[f"HA-Fed {s.name} (n={s.n}, m={s.m})"] = hafed_bound(s.n, s.m)
+        else:
+            thresholds[f"AFGA {s.name} (N={s.N}, M={s.M})"] = afga_bound(s.N, s.M)
+            thresholds[f"CAFGA {s.name} (n={s.n}, m={s.m})"] = cafga_bound(s.n, s.m)
+    # Equal bounds (e.g. 5/55 = 1/11) are drawn once with all their labels.
+    merged: dict[float, list[str]] = {}
+    for label, b in thresholds.items():
+        merged.setdefault(round(b, 12), []).append(label)
+    stated = {
+        "000 ring n=50": (50, 0.995),
+        "000 ring n=10": (10, 0.873),
+        "004 ring n=8": (8, 0.805),
+    }
+    plt = pyplot()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
+    for name, d in data.items():
+        if d["n"]:
+            a1.plot(d["n"], d["rho"], marker="o", ms=3, label=name)
+            pos = [(n, g) for n, g in zip(d["n"], d["one_minus_rho"], strict=True) if g > 0]
+            if pos:
+                a2.loglog(*zip(*pos, strict=True), marker="o", ms=3, label=name)
+    colors = plt.cm.Greys(np.linspace(0.45, 0.9, len(merged)))
+    for (b, labels), c in zip(sorted(merged.items()), colors, strict=True):
+        a1.axhline(b, color=c, ls="--", lw=0.9)
+        a1.text(
+            4.2, b + 0.008, " / ".join(lbl.split(" (")[0] for lbl in labels), fontsize=6, color=c
+        )
+    for label, (n, r) in stated.items():
+        a1.plot([n], [r], "k*", ms=9)
+        a1.annotate(label, (n, r), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    a1.set_xscale("log", base=2)
+    a1.set_xlabel("n (nodes)")
+    a1.set_ylabel("rho = ||W - 11^T/n||_2")
+    a1.set_ylim(-0.02, 1.04)
+    a1.set_title("rho by topology; dashed: theorem thresholds; *: papers' ring values")
+    a2.set_xlabel("n (nodes)")
+    a2.set_ylabel("1 - rho")
+    a2.set_title("1 - rho (computed from I - W)")
+    a2.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig, {"families": data, "thresholds": thresholds, "paper_ring_values": stated}
