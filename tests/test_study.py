@@ -29,6 +29,7 @@ from fedtheory.experiments.local_steps import (
     step_sizes,
     study_problem,
 )
+from fedtheory.experiments.time_to_target import run_time_to_target
 from fedtheory.io import dumps
 
 
@@ -145,6 +146,16 @@ def test_study_cli_bad_input_is_one_line(capsys):
 
 
 # --- 000 Table 7 ---------------------------------------------------------------------------------
+def test_time_to_target_runs_gossip_and_server_only_algorithms_side_by_side():
+    """Each algorithm gets the settings it reads (FedAMSGrad no topology, CAFGA its clusters)."""
+    res = run_time_to_target(
+        ("fedamsgrad", "afga", "cafga"), (1.0,), rounds=3, local_steps=2, n_clients=10,
+        clients_per_round=2, clusters=2, seeds=1,
+    )  # fmt: skip
+    assert set(res["results"]) == {"fedamsgrad", "afga", "cafga"}
+    assert [t.algorithm for t in res["targets"][1.0]] != []
+
+
 def test_comm_time_per_round():
     """t_cc = 1.8 s, t_cs = 18 s (000 App. B.1.1), K = 24: FedAMSGrad 2 t_cs; AFGA adds the
     broadcast hop and K gossip transfers; DSGD has no server."""

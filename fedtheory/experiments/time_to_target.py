@@ -59,7 +59,8 @@ def run_time_to_target(
         results[a] = simulate(
             prob, a, participation_for(a, n_clients, clients_per_round, clusters), rounds=rounds,
             seeds=seeds, seed=seed, lr=eta_l, local_steps=local_steps, global_lr=eta,
-            topology=topology, clusters=clusters if info(a).clustered else None,
+            topology=topology if info(a).gossip else None,
+            clusters=clusters if info(a).clustered else None,
         )  # fmt: skip
     return {
         "model": model or CommTimeModel(),
