@@ -7,57 +7,29 @@ with v_hat = max(v_hat, v)), as restated in 000 eq. (2) and Algorithm 1 lines 19
 
 Each one is :func:`fedtheory.algorithms.fedavg.build_fedavg` (the shared local-steps engine)
 with the matching member of the one server-optimizer family
-(:mod:`fedtheory.algorithms.server_opt`); they differ in the v line only. Defaults: beta1 =
-0.9, beta2 = 0.99, eps = 1e-8, inside the root for FedAMSGrad (000 Alg. 1 line 22) and outside
-for the others (Reddi et al.; ``--eps-placement`` overrides).
+(:mod:`fedtheory.algorithms.server_opt`); they differ in the v line only, so they are one table
+of variants. Defaults: beta1 = 0.9, beta2 = 0.99, eps = 1e-8, inside the root for FedAMSGrad
+(000 Alg. 1 line 22) and outside for the others (Reddi et al.; ``eps_placement`` overrides).
 """
 
 from __future__ import annotations
 
-from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
+from functools import partial
+
 from fedtheory.algorithms.fedavg import build_fedavg
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
 
+#: (registry name, display name, server optimizer, description) of each variant.
+VARIANTS = (
+    ("fedamsgrad", "FedAMSGrad", "amsgrad",
+     "FedAMSGrad: local SGD + AMSGrad server step (Wang et al. 2022b; 000 eq. 2)"),
+    ("fedadam", "FedAdam", "adam", "FedAdam: local SGD + Adam server step (Reddi et al. 2021, Alg. 2)"),
+    ("fedyogi", "FedYogi", "yogi", "FedYogi: local SGD + Yogi server step (Reddi et al. 2021, Alg. 2)"),
+    ("fedadagrad", "FedAdagrad", "adagrad",
+     "FedAdagrad: local SGD + Adagrad server step (Reddi et al. 2021, Alg. 2)"),
+)  # fmt: skip
 
-@register(
-    "fedamsgrad",
-    "FedAMSGrad: local SGD + AMSGrad server step (Wang et al. 2022b; 000 eq. 2)",
-    display="FedAMSGrad",
-    uses=ADAPTIVE_SETTINGS,
-    adaptive=True,
-)
-def build_fedamsgrad(config: AlgorithmConfig) -> Algorithm:
-    return build_fedavg(config, server="amsgrad", name="fedamsgrad")
-
-
-@register(
-    "fedadam",
-    "FedAdam: local SGD + Adam server step (Reddi et al. 2021, Alg. 2)",
-    display="FedAdam",
-    uses=ADAPTIVE_SETTINGS,
-    adaptive=True,
-)
-def build_fedadam(config: AlgorithmConfig) -> Algorithm:
-    return build_fedavg(config, server="adam", name="fedadam")
-
-
-@register(
-    "fedyogi",
-    "FedYogi: local SGD + Yogi server step (Reddi et al. 2021, Alg. 2)",
-    display="FedYogi",
-    uses=ADAPTIVE_SETTINGS,
-    adaptive=True,
-)
-def build_fedyogi(config: AlgorithmConfig) -> Algorithm:
-    return build_fedavg(config, server="yogi", name="fedyogi")
-
-
-@register(
-    "fedadagrad",
-    "FedAdagrad: local SGD + Adagrad server step (Reddi et al. 2021, Alg. 2)",
-    display="FedAdagrad",
-    uses=ADAPTIVE_SETTINGS,
-    adaptive=True,
-)
-def build_fedadagrad(config: AlgorithmConfig) -> Algorithm:
-    return build_fedavg(config, server="adagrad", name="fedadagrad")
+for _name, _display, _server, _description in VARIANTS:
+    register(_name, _description, display=_display, uses=ADAPTIVE_SETTINGS, adaptive=True)(
+        partial(build_fedavg, server=_server, name=_name)
+    )
