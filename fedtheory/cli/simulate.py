@@ -15,15 +15,21 @@ writes a JSON object with at least ``algorithm``, ``rounds``, ``x_star`` (list),
 from __future__ import annotations
 
 import argparse
+import io
 from typing import Any
 
 import numpy as np
 
-from fedtheory.errors import FedTheoryError
+from fedtheory.analysis.rates import fit_linear_rate
+from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.io import write_atomic
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 
 PARTICIPATION_CHOICES = ("full", "uniform", "weighted", "bernoulli", "markov", "cluster")
 
+
+#: The quantiles of the per-seed final error in the summary of ``--json FILE`` / ``--out``.
+QUANTILES = ("min", "25%", "median", "75%", "max")
 
 #: JSON keys of the runner's metrics where they differ from the metric's name.
 JSON_NAMES = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
@@ -63,7 +69,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="SEED")
     p.add_argument("--backend", choices=("numpy", "cupy"), default=None)
     p.add_argument("--float32", action="store_true", help="single precision (default float64)")
-    p.add_argument("--json", metavar="OUT.json", default="-", help="output file ('-': stdout)")
+    p.add_argument(
+        "--json",
+        metavar="OUT.json",
+        default=None,
+        help="JSON output file ('-', the default without --out: stdout; a file: compact JSON, "
+        "and a short summary on stdout)",
+    )
+    p.add_argument(
+        "--out", metavar="OUT.npz", default=None, help="also write the arrays as a NumPy .npz"
+    )
     p.add_argument("--list", action="store_true", help="list algorithms, problems, participation")
     p.set_defaults(func=run)
 
@@ -204,5 +219,57 @@ def run(args: argparse.Namespace) -> int:
     }
     # Every recorded metric, under its JSON name (the contract's "error" is rel_error).
     out.update({JSON_NAMES.get(k, k): v for k, v in res.metrics.items()})
-    emit_json(out, args.json)
+    target = "-" if args.json is None and args.out is None else args.json
+    if target is not None:
+        emit_json(out, target, indent=False)
+    if args.out is not None:
+        write_npz(args.out, out)
+    if target != "-":
+        print(summary(res, out, [p for p in (target, args.out) if p is not None]))
     return 0
+
+
+def write_npz(path: str, out: dict) -> None:
+    """The result dict as a NumPy ``.npz`` archive, written atomically: every array and number
+    under its JSON key (NaN stays NaN), strings as 0-d string arrays, ``None`` values left out;
+    ``np.load(path)`` reads it without pickle."""
+    arrays = {k: np.asarray(v) for k, v in out.items() if v is not None}
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    write_atomic(path, buf.getvalue())
+
+
+def summary(res: Any, out: dict, paths: list[str]) -> str:
+    """A few lines for a person: the run, the quantiles of the per-seed final relative error,
+    the geometric rate fitted to the median error curve, how many seeds diverged, what was
+    written."""
+    n = res.seeds
+    m = f" (M = {out['clients_per_round']})" if out["clients_per_round"] else ""
+    lines = [
+        f"{res.algorithm} on {out['problem']}: {out['participation']} participation{m}, "
+        f"{n} seeds x {res.rounds} rounds, K = {out['local_steps']}, lr = {out['lr']:g} "
+        f"({res.wall_time:.2f} s in the round loop)"
+    ]
+    err = res.rel_error
+    ok = ~res.diverged
+    if res.x_star is None or not ok.any():
+        lines.append(
+            "final error ||x_R - x*|| / ||x*||: not available (x* unknown or every seed diverged)"
+        )
+    else:
+        q = np.quantile(err[ok, -1], [0.0, 0.25, 0.5, 0.75, 1.0])
+        lines.append(
+            "final error ||x_R - x*|| / ||x*|| over seeds: "
+            + ", ".join(f"{k} {v:.3e}" for k, v in zip(QUANTILES, q, strict=True))
+        )
+        try:
+            rate = fit_linear_rate(np.median(err[ok], axis=0))
+            lines.append(
+                f"fitted linear rate (median curve, rounds {rate.start}-{rate.stop - 1}): "
+                f"rho = {rate.rho:.6f} per round, r^2 = {rate.r2:.4f}, floor {rate.floor:.3e}"
+            )
+        except AssumptionError as exc:
+            lines.append(f"fitted linear rate: none ({exc})")
+    lines.append(f"diverged: {int(res.diverged.sum())} of {n} seeds")
+    lines += [f"wrote {p}" for p in paths]
+    return "\n".join(lines)
