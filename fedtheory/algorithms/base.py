@@ -297,9 +297,8 @@ def participants(mask: Array) -> Participants:
     slots = (rank.reshape(-1)[rows] - 1) * N + i_idx
     src = xp.arange(n * N) % N  # padding: client i's row of seed 0
     src[slots] = rows
-    counts = on.sum(axis=1)
-    m = int(counts.max())
-    if bool(counts.min() == m):  # the same count in every seed: no padding
+    m = int(xp.bincount(s_idx, minlength=S).max()) if S else 0
+    if m * S == rows.shape[0]:  # the same count in every seed: no padding
         by_seed = slots.reshape(S, m).T
     else:
         k = xp.cumsum(on, axis=1).reshape(-1)[rows] - 1

@@ -43,8 +43,11 @@ from fedtheory.validation import check_int, check_positive
 
 Array = Any
 
-#: Default seed block on NumPy: about this many bytes per (block, N, d) client array.
-BLOCK_BYTES = 256 * 1024
+#: Default seed block on NumPy: about this many bytes per (block, N, d) client array (122 seeds
+#: on figure4_problem). Larger than one core's L2 would suggest since only participating clients
+#: compute (issue 14): the fixed per-round cost of a few hundred array calls is then shared by
+#: more seeds, and the per-client GEMMs keep enough rows (measured: 40, 125 and 250 seeds).
+BLOCK_BYTES = 768 * 1024
 
 
 @dataclass
@@ -498,10 +501,13 @@ def simulate(
     seed_block : int, optional
         Run the seeds in blocks of at most this many, one block after the other (cache
         blocking; each block is still one batched computation). Default: all seeds at once on
-        a GPU; on NumPy, blocks whose (block, N, d) client arrays stay near 256 KiB, which keeps
-        a round's working set in a core's L2 cache (about 1.4x faster at 100 seeds on
-        figure4_problem). A seed's numbers depend only on the size of its block: BLAS may round a
-        product of a different size differently in the last bit.
+        a GPU; on NumPy, blocks whose (block, N, d) client arrays stay near
+        :data:`BLOCK_BYTES` (768 KiB), which keeps a round's working set in cache while sharing
+        its fixed cost among about 120 seeds on figure4_problem (1.3x faster than 40 seeds,
+        at least as fast as 250, under uniform 4-of-16 participation). A seed's numbers depend
+        only on its block (its size, and the participants of its block, whose count sets the
+        rows of the per-client products): BLAS may round a product of a different size
+        differently in the last bit.
     progress : bool
         A progress bar over rounds on stderr (silent when stderr is not a terminal).
 
