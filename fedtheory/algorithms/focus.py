@@ -21,6 +21,15 @@ g_prev_i(r) the client's stored gradient at the start of round r. The code compu
 (one subtraction per step instead of accumulating differences: one pass over the (S, N, d)
 arrays less per step, and fewer roundings); it equals the accumulated form in exact arithmetic
 and differs from it in the last bits only.
+
+Only S_r computes (issue 14): under partial participation with exact gradients the round works
+on the participants' rows alone, in the client-major slot layout of
+:func:`~fedtheory.algorithms.base.participants` (one GEMM per client over the seeds in which it
+takes part; Bernoulli's ragged counts are padded), and writes g_prev_i and x_i back for i in S_r.
+The arithmetic of every participant's row is the every-client path's; y's sum over S_r is taken
+in client order (tests/test_fast_paths.py: the same iterates to 1e-12). Stochastic gradients
+(SG-FOCUS on a problem that draws noise or minibatches) keep the masked every-client path, whose
+per-seed draws cover all N clients.
 """
 
 from __future__ import annotations
