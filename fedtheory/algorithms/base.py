@@ -251,6 +251,85 @@ def seed_sequences(seed: int, n_seeds: int, seed_ids: Sequence[int] | None = Non
     return [children[i] for i in ids]
 
 
+class Participants(NamedTuple):
+    """A round's participating (seed, client) pairs, laid out to compute on them only.
+
+    Client-major slots: slot ``(j, i)`` holds client i in the j-th seed (in increasing seed order)
+    in which it takes part, and there are ``n`` slots per client, the most seeds any one client
+    takes part in. An ``(n, N, d)`` array in this layout holds every participant's row once, plus
+    padding slots where a client takes part in fewer than ``n`` seeds. Its column i holds client-i
+    models only, so ``problem.grads`` evaluates it as it is (the Problem protocol allows any
+    leading axes): for a quadratic one GEMM per client over the seeds in which it takes part,
+    ``n N`` rows instead of the full path's ``S N`` (about ``M/N`` of them for M-of-N
+    participation). Padding slots copy seed 0's row of their client: they compute something
+    finite and are never read back.
+
+    Attributes
+    ----------
+    n : int
+        Slots per client, ``max_i #{s : mask[s, i]}``.
+    m : int
+        The most participants any seed has in the round.
+    seed : array of int, shape (n, N)
+        The seed of each slot (padding: 0).
+    src : array of int, shape (n, N)
+        The row ``s N + i`` of each slot in an ``(S N, d)`` view of an ``(S, N, d)`` array
+        (padding: ``i``).
+    rows, slots : arrays of int, shape (P,)
+        The P participants in seed-major order: their rows ``s N + i`` and their slots
+        ``j N + i`` (``(n N, d)`` view of the slot layout).
+    by_seed : array of int, shape (m, S)
+        ``by_seed[k, s]``: the slot of seed s's k-th participant (in client order); seeds with
+        fewer than m participants (ragged counts, e.g. Bernoulli participation) point at slot
+        ``n N``, one row past the layout, which a caller keeps at zero.
+    """
+
+    n: int
+    m: int
+    seed: Array
+    src: Array
+    rows: Array
+    slots: Array
+    by_seed: Array
+
+
+def participants(mask: Array) -> Participants:
+    """The :class:`Participants` layout of a round mask ``(S, N)`` (bool, or nonzero = taking
+    part). Every array is in the mask's namespace; a few small integer operations, no loop."""
+    xp = get_namespace(mask)
+    on = mask if mask.dtype == bool else xp.asarray(mask) != 0
+    S, N = on.shape
+    rank = xp.cumsum(on, axis=0)  # rank[s, i]: seeds up to s in which client i takes part
+    n = int(rank[-1].max())
+    s_idx, i_idx = xp.nonzero(on)  # seed-major: (s, i) sorted by s, then i
+    rows = s_idx * N + i_idx
+    slots = (rank.reshape(-1)[rows] - 1) * N + i_idx
+    src = xp.arange(n * N) % N  # padding: client i's row of seed 0
+    src[slots] = rows
+    m = int(xp.bincount(s_idx, minlength=S).max()) if S else 0
+    if m * S == rows.shape[0]:  # the same count in every seed: no padding
+        by_seed = slots.reshape(S, m).T
+    else:
+        k = xp.cumsum(on, axis=1).reshape(-1)[rows] - 1
+        by_seed = xp.full((m, S), n * N, dtype=rows.dtype)
+        by_seed[k, s_idx] = slots
+    return Participants(
+        n=n, m=m, seed=(src // N).reshape(n, N), src=src.reshape(n, N), rows=rows, slots=slots,
+        by_seed=by_seed,
+    )  # fmt: skip
+
+
+def seed_sums(values: Array, layout: Participants) -> Array:
+    """sum over each seed's participants of ``values`` in the slot layout: ``(n N + 1, d) ->
+    (S, d)``; row ``n N`` of ``values`` must be zero (it stands in for missing participants).
+
+    The terms are added one after the other in client order (a sum over the slot axis of a
+    contiguous ``(m, S, d)`` gather), so a seed's sum depends on its own participants only,
+    whatever the other seeds of the block do.
+    """
+    return values[layout.by_seed].sum(axis=0)
+
+
 def aggregate(values: Array, weights: Array) -> Array:
     """sum_i w_i v_i over clients: ``(S, N, d), (S, N) -> (S, d)``.
 
@@ -295,17 +374,20 @@ def expand(mask: Array, dtype: Any) -> Array:
 
 
 def broadcast_clients(x: Array, n_clients: int) -> Array:
-    """The server model ``(S, d)`` copied to every client: ``(S, N, d)`` (a new array)."""
+    """The server model ``(S, d)`` copied to every client: ``(S, N, d)`` (a new array).
+
+    ``repeat`` along the seed axis: whole rows copied, about 1.6x faster on NumPy than filling
+    the array from a view broadcast along its middle axis (d-long inner loops); same values.
+    """
     xp = get_namespace(x)
-    out = xp.empty((x.shape[0], n_clients, x.shape[1]), dtype=x.dtype)
-    out[...] = x[:, None, :]
-    return out
+    return xp.repeat(x, n_clients, axis=0).reshape(x.shape[0], n_clients, x.shape[1])
 
 
 def client_deltas(X: Array, x: Array) -> Array:
     """``X - x[:, None, :]``: every client's model minus the server model, ``(S, N, d)``.
 
-    Same bits as the broadcast subtraction, about 3x faster on NumPy (see :func:`spread`).
+    Same bits as the broadcast subtraction, about 1.6x faster on NumPy (see
+    :func:`broadcast_clients`).
     """
     xp = get_namespace(X)
     out = broadcast_clients(x, X.shape[1])
@@ -316,12 +398,16 @@ def pull(X: Array, x: Array, mask: Array) -> Array:
     """Clients in S copy the server model (the model-assign matrix A_S, docs/algorithms.md sec. 3).
 
     Returns a new ``(S, N, d)`` array: row i is ``x`` where ``mask[:, i]`` holds, else ``X``'s.
+    The participants' rows are written by index (a copy of ``X``, then M rows per seed), not
+    by a masked pass over every row.
     """
     xp = get_namespace(X)
     if bool(mask.all()):  # full participation: everyone starts from x
         return broadcast_clients(x, X.shape[1])
+    S, N, d = X.shape
     out = X.copy()
-    xp.copyto(out, x[:, None, :], where=spread(xp.asarray(mask, dtype=bool), X.shape[2]))
+    s_idx, i_idx = xp.nonzero(xp.asarray(mask))
+    out.reshape(S * N, d)[s_idx * N + i_idx] = x[s_idx]
     return out
 
 

@@ -21,6 +21,15 @@ g_prev_i(r) the client's stored gradient at the start of round r. The code compu
 (one subtraction per step instead of accumulating differences: one pass over the (S, N, d)
 arrays less per step, and fewer roundings); it equals the accumulated form in exact arithmetic
 and differs from it in the last bits only.
+
+Only S_r computes (issue 14): under partial participation with exact gradients the round works
+on the participants' rows alone, in the client-major slot layout of
+:func:`~fedtheory.algorithms.base.participants` (one GEMM per client over the seeds in which it
+takes part; Bernoulli's ragged counts are padded), and writes g_prev_i and x_i back for i in S_r.
+The arithmetic of every participant's row is the every-client path's; y's sum over S_r is taken
+in client order (tests/test_fast_paths.py: the same iterates to 1e-12). Stochastic gradients
+(SG-FOCUS on a problem that draws noise or minibatches) keep the masked every-client path, whose
+per-seed draws cover all N clients.
 """
 
 from __future__ import annotations
@@ -30,10 +39,13 @@ from typing import Any, NamedTuple
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
+    Participants,
     broadcast_clients,
     client_metrics,
     client_sum,
+    participants,
     pull,
+    seed_sums,
     spread,
 )
 from fedtheory.algorithms.registry import register
@@ -69,27 +81,70 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
 
     def round_(state: FocusState, problem: Any, draw: Any, rng: Any = None) -> FocusState:
         xp = get_namespace(state.x)
-        full = bool(draw.mask.all())  # full participation: skip the masks (same bits)
-        X = pull(state.X, state.x, draw.mask)  # a new array, updated in place below
-        m = None if full else spread(xp.asarray(draw.mask, dtype=X.dtype), X.shape[2])
+        if bool(draw.mask.all()):  # full participation: every client computes
+            return _full_round(state, problem, rng if stochastic else None)
+        if stochastic and getattr(problem, "stochastic", True):
+            # Per-seed random draws need the seed axis first: the masked full path.
+            return _masked_round(state, problem, draw.mask, rng)
+        return _participants_round(state, problem, participants(draw.mask), xp)
+
+    def _full_round(state: FocusState, problem: Any, rng: Any) -> FocusState:
+        xp = get_namespace(state.x)
+        X = broadcast_clients(state.x, state.X.shape[1])  # every client pulls x
+        y_loc = xp.empty_like(X)
+        tmp = xp.empty_like(X)
+        for k in range(K):
+            if k > 0:
+                X -= xp.multiply(y_loc, eta, out=tmp)
+            g = problem.grads(X, rng)
+            # y_i = sum_{j <= k} (g_j - g_{j-1}) with g_{-1} = g_prev_i telescopes to
+            # g_k - g_prev_i: one subtraction, not 2k + 1 roundings, and one pass less per step.
+            xp.subtract(g, state.g_prev, out=y_loc)
+        y = state.y + client_sum(y_loc)
+        return FocusState(x=state.x - eta * y, y=y, g_prev=g, X=X)
+
+    def _masked_round(state: FocusState, problem: Any, mask: Array, rng: Any) -> FocusState:
+        """Every client computes, the mask keeps S_r's results (stochastic gradients: the
+        per-seed draws cover all N clients, as they always have)."""
+        xp = get_namespace(state.x)
+        X = pull(state.X, state.x, mask)  # a new array, updated in place below
+        m = spread(xp.asarray(mask, dtype=X.dtype), X.shape[2])
         y_loc = xp.empty_like(X)
         tmp = xp.empty_like(X)
         for k in range(K):
             if k > 0:
                 # y_loc is zero off S_r, so x_i moves for i in S_r only (m * y_loc == y_loc).
                 X -= xp.multiply(y_loc, eta, out=tmp)
-            g = problem.grads(X, rng if stochastic else None)
-            # y_i = sum_{j <= k} (g_j - g_{j-1}) with g_{-1} = g_prev_i telescopes to
-            # g_k - g_prev_i: one subtraction, not 2k + 1 roundings, and one pass less per step.
+            g = problem.grads(X, rng)
             xp.subtract(g, state.g_prev, out=y_loc)
-            if m is not None:
-                y_loc *= m
-        if full:
-            g_prev = g
-        else:  # g_prev_i <- g_{K-1} for i in S_r (a copy: the state's array is not touched)
-            g_prev = state.g_prev.copy()
-            xp.copyto(g_prev, g, where=spread(xp.asarray(draw.mask, dtype=bool), X.shape[2]))
+            y_loc *= m
+        g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
+        xp.copyto(g_prev, g, where=spread(xp.asarray(mask, dtype=bool), X.shape[2]))
         y = state.y + client_sum(y_loc)
+        return FocusState(x=state.x - eta * y, y=y, g_prev=g_prev, X=X)
+
+    def _participants_round(
+        state: FocusState, problem: Any, lay: Participants, xp: Any
+    ) -> FocusState:
+        """Only S_r computes: its rows in the client-major slot layout (one GEMM per client
+        over the seeds in which it takes part), the others untouched."""
+        S, N, d = state.X.shape
+        Xs = state.x[lay.seed]  # (n, N, d): x_i <- x for i in S_r (and the padding slots)
+        g_old = state.g_prev.reshape(S * N, d)[lay.src]
+        y_buf = xp.empty((lay.n * N + 1, d), dtype=Xs.dtype)
+        y_buf[-1] = 0  # the row that missing participants of ragged rounds read
+        y_loc = y_buf[:-1].reshape(Xs.shape)
+        tmp = xp.empty_like(Xs)
+        for k in range(K):
+            if k > 0:
+                Xs -= xp.multiply(y_loc, eta, out=tmp)
+            g = problem.grads(Xs, None)
+            xp.subtract(g, g_old, out=y_loc)  # telescoped, as in the full path
+        y = state.y + seed_sums(y_buf, lay)
+        g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
+        g_prev.reshape(S * N, d)[lay.rows] = g.reshape(-1, d)[lay.slots]
+        X = state.X.copy()
+        X.reshape(S * N, d)[lay.rows] = Xs.reshape(-1, d)[lay.slots]
         return FocusState(x=state.x - eta * y, y=y, g_prev=g_prev, X=X)
 
     name = "sg-focus" if stochastic else "focus"

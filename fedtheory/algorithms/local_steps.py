@@ -26,6 +26,23 @@ rounding; stochastic ones draw from ``rng`` for the M clients only (same seed, s
 Ragged counts (Bernoulli participation) and problems without ``grads_at`` take the full path,
 unchanged.
 
+Two faster paths are taken on facts about the call and the problem, never on an algorithm's name:
+
+- Participants only (exact gradients, one mask for every step, no mixing, a problem without
+  ``grads_at``): the computing clients' rows are gathered once into the client-major slot layout
+  of :class:`~fedtheory.algorithms.base.Participants` (padded to the same count per client, so
+  ragged Bernoulli rounds need nothing else), stepped there (``problem.grads`` on that layout is
+  one GEMM per client over the seeds in which it takes part for a quadratic) and scattered back
+  once. The arithmetic of every row is the full path's; only the number of rows differs.
+- K steps in O(1) (additionally: no proximal term, no correction, a 0/1 mask, and a problem that
+  offers ``local_steps_map``, e.g. a quadratic): K plain steps x <- x - lr (H_i x - h_i) are the
+  affine map x -> P_i^K x + sum_{j<K} P_i^j lr h_i with P_i = I - lr H_i, one (d, d) product per
+  client instead of K, the map computed once per run. It equals the step-by-step path to
+  rounding (about 1e-15 relative, a test).
+
+"Exact" means ``rng is None`` or a problem that says its gradients ignore ``rng``
+(``problem.stochastic`` is False; without that attribute a problem counts as stochastic).
+
 FOCUS's inner loop (gradient tracking, 003 Algorithm 1) is not a plain gradient step; it lives
 in :mod:`fedtheory.algorithms.focus`.
 """
@@ -35,7 +52,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fedtheory.algorithms.base import broadcast_clients, spread
+from fedtheory.algorithms.base import Participants, broadcast_clients, participants, spread
 from fedtheory.backend import get_namespace
 from fedtheory.errors import AssumptionError
 from fedtheory.validation import check_int, check_positive
@@ -90,6 +107,63 @@ def _scaled_mask(m: Array | None, lr: float, d: int, dtype: Any) -> Array | None
     if m is None:
         return None
     return spread(lr * m.astype(dtype), d)
+
+
+def _affine(X: Array, T: Array, c: Array) -> Array:
+    """``X[..., i, :] @ T[i] + c[i]`` for every client row: ``(B, N, d) -> (B, N, d)`` (a new
+    array; one GEMM per client over the B rows, read and written in place by strides)."""
+    xp = get_namespace(X)
+    out = xp.empty(X.shape, dtype=X.dtype)
+    xp.matmul(X.transpose(1, 0, 2), T, out=out.transpose(1, 0, 2))
+    out += c
+    return out
+
+
+def _slot_rows(A: Array, lay: Participants) -> Array:
+    """Rows of ``A`` in the slot layout: ``(S, N, d) -> (n, N, d)``; ``(S, 1, d)`` (one row per
+    seed, as an anchor or a shared correction) is read by seed."""
+    S, N, d = A.shape
+    if N == 1:
+        return A[:, 0, :][lay.seed]
+    return A.reshape(S * N, d)[lay.src]
+
+
+def _participants_steps(
+    problem: Any,
+    X: Array,
+    K: int,
+    lr: float,
+    m: Array,
+    *,
+    kmap: tuple[Array, Array] | None,
+    prox_mu: float,
+    anchor: Array | None,
+    correction: Array | None,
+) -> None:
+    """K steps of the computing clients of mask ``m (S, N)`` only, in the slot layout; ``X``
+    is updated in place (its other rows are not touched)."""
+    xp = get_namespace(X)
+    S, N, d = X.shape
+    lay = participants(m)
+    Xs = X.reshape(S * N, d)[lay.src]
+    if kmap is not None:
+        Xs = _affine(Xs, *kmap)
+    else:
+        if m.dtype == bool:
+            scale = lr
+        else:  # per-client step weights lr * m[s, i], as the full path applies them
+            scale = spread(lr * m.astype(X.dtype).reshape(S * N)[lay.src], d)
+        a = _slot_rows(anchor, lay) if prox_mu > 0 else None
+        c = None if correction is None else _slot_rows(correction, lay)
+        step = xp.empty_like(Xs)
+        for _ in range(K):
+            G = problem.grads(Xs, None)
+            if prox_mu > 0:
+                G = G + prox_mu * (Xs - a)
+            if c is not None:
+                G = G + c
+            Xs -= xp.multiply(G, scale, out=step)
+    X.reshape(S * N, d)[lay.rows] = Xs.reshape(-1, d)[lay.slots]
 
 
 def local_steps(
@@ -159,12 +233,28 @@ def local_steps(
         )
     shape = (X.shape[0], X.shape[1])
     d = X.shape[2]
-    if prox_mu > 0 and anchor.shape[1] == 1:
-        anchor = broadcast_clients(anchor[:, 0, :], X.shape[1])
     # One mask for every step (the usual ``compute=draw.mask``): spread it once.
     fixed = compute is None or not (callable(compute) or getattr(compute, "ndim", 0) == 3)
     subset_ok = hasattr(problem, "grads_at")
     m = _mask_at(compute, 0, shape, xp) if fixed else None
+    exact = rng is None or not getattr(problem, "stochastic", True)
+    if fixed and exact and mix is None and (m is None or not subset_ok):
+        plain = prox_mu == 0 and correction is None and (m is None or m.dtype == bool)
+        kmap = None
+        if plain and hasattr(problem, "local_steps_map"):
+            kmap = problem.local_steps_map(lr, K, xp, X.dtype)
+        if m is None and kmap is not None:  # every client: one affine map per client
+            return _affine(X, *kmap)
+        if m is not None:
+            if not overwrite:
+                X = X.copy()
+            _participants_steps(
+                problem, X, K, lr, m, kmap=kmap, prox_mu=prox_mu, anchor=anchor,
+                correction=correction,
+            )  # fmt: skip
+            return X
+    if prox_mu > 0 and anchor.shape[1] == 1:
+        anchor = broadcast_clients(anchor[:, 0, :], X.shape[1])
     sub = _subset(m, shape[1], xp) if fixed and subset_ok else None
     lm = _scaled_mask(m, lr, d, X.dtype) if fixed and sub is None else None
     if not overwrite:

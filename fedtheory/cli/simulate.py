@@ -17,22 +17,25 @@ and participation models.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from typing import Any
 
 import numpy as np
 
 from fedtheory.algorithms import available, info
+from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.cli.common import (
     add_clients_per_round,
     add_json,
     add_parser,
     algorithm_name,
     human_stream,
+    json_to_stdout,
     missing,
-    write_json,
 )
-from fedtheory.errors import FedTheoryError
+from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.io import dumps, emit_json, write_atomic
 from fedtheory.participation import load_vector, make_participation
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
@@ -46,6 +49,9 @@ PARTICIPATION = {
     "markov": "two-state chain per client, stationary rate M/N",
     "cluster": "m per cluster of C equal clusters (--clusters C --clients-per-round m)",
 }
+
+#: The quantiles of the per-seed final error in the summary of ``--json FILE`` / ``--out``.
+QUANTILES = ("min", "25%", "median", "75%", "max")
 
 #: JSON keys of the runner's metrics where they differ from the metric's name.
 JSON_NAMES = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
@@ -116,6 +122,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--fail-on-divergence", action="store_true",
                    help="exit with status 3 when a seed diverged (default: report it, exit 0)")  # fmt: skip
     add_json(p, "the error curves and final models")
+    p.add_argument("--out", metavar="OUT.npz", help="also write the arrays as a NumPy .npz")
     p.add_argument("--list", action="store_true", help="list algorithms, problems, participation")
     p.set_defaults(func=run)
 
@@ -217,9 +224,13 @@ def run(args: argparse.Namespace) -> int:
     }
     # Every recorded metric, under its JSON name (the contract's "error" is rel_error).
     out.update({JSON_NAMES.get(k, k): v for k, v in res.metrics.items()})
-    write_json(out, args)
-    if args.json != "-":
-        print(_summary(res, args), file=human_stream(args))
+    if args.json is not None:  # compact in a file (large arrays), as everywhere on stdout
+        emit_json(out, args.json, indent=False)
+    if args.out is not None:
+        write_npz(args.out, out)
+    if not json_to_stdout(args):
+        paths = [p for p in (args.json, args.out) if p is not None]
+        print(summary(res, out, paths), file=human_stream(args))
     n_div = int(res.diverged.sum())
     if n_div:
         first = int(res.diverged_at[res.diverged].min())
@@ -233,16 +244,51 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(res: Any, args: argparse.Namespace) -> str:
-    """A few lines: the run, the final relative error over seeds, where the JSON went."""
-    final = res.rel_error[:, -1]
-    ok = final[np.isfinite(final)]
-    line = f"{res.algorithm}, {res.participation}, R = {res.rounds}, {res.seeds} seed(s): "
-    if ok.size:
-        q = np.quantile(ok, [0.0, 0.5, 1.0])
-        line += f"final ||x - x*|| / ||x*|| min {q[0]:.3g}, median {q[1]:.3g}, max {q[2]:.3g}"
+def write_npz(path: str, out: dict) -> None:
+    """The result dict as a NumPy ``.npz`` archive, written atomically: every array and number
+    under its JSON key (NaN stays NaN), strings as 0-d string arrays, nested dicts (the settings)
+    as their JSON text, ``None`` values left out; ``np.load(path)`` reads it without pickle."""
+    arrays = {
+        k: np.asarray(dumps(v) if isinstance(v, dict) else v)
+        for k, v in out.items()
+        if v is not None
+    }
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    write_atomic(path, buf.getvalue())
+
+
+def summary(res: Any, out: dict, paths: list[str]) -> str:
+    """A few lines for a person: the run, the quantiles of the per-seed final relative error,
+    the geometric rate fitted to the median error curve, how many seeds diverged, what was
+    written."""
+    n = res.seeds
+    m = f" (M = {out['clients_per_round']})" if out["clients_per_round"] else ""
+    lines = [
+        f"{res.algorithm} on {out['problem']}: {out['participation']} participation{m}, "
+        f"{n} seeds x {res.rounds} rounds, K = {out['local_steps']}, lr = {out['lr']:g} "
+        f"({res.wall_time:.2f} s in the round loop)"
+    ]
+    err = res.rel_error
+    ok = ~res.diverged
+    if res.x_star is None or not ok.any():
+        lines.append(
+            "final error ||x_R - x*|| / ||x*||: not available (x* unknown or every seed diverged)"
+        )
     else:
-        line += "no seed has a finite final error"
-    if args.json:
-        line += f"\nwrote {args.json}"
-    return line
+        q = np.quantile(err[ok, -1], [0.0, 0.25, 0.5, 0.75, 1.0])
+        lines.append(
+            "final error ||x_R - x*|| / ||x*|| over seeds: "
+            + ", ".join(f"{k} {v:.3e}" for k, v in zip(QUANTILES, q, strict=True))
+        )
+        try:
+            rate = fit_linear_rate(np.median(err[ok], axis=0))
+            lines.append(
+                f"fitted linear rate (median curve, rounds {rate.start}-{rate.stop - 1}): "
+                f"rho = {rate.rho:.6f} per round, r^2 = {rate.r2:.4f}, floor {rate.floor:.3e}"
+            )
+        except AssumptionError as exc:
+            lines.append(f"fitted linear rate: none ({exc})")
+    lines.append(f"diverged: {int(res.diverged.sum())} of {n} seeds")
+    lines += [f"wrote {p}" for p in paths]
+    return "\n".join(lines)

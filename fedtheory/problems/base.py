@@ -12,6 +12,21 @@ Optional subset gradients: a problem may also implement
 call's but are still a function of the seed). :func:`fedtheory.algorithms.local_steps.local_steps`
 uses it when only M <= N/2 clients compute; it is not part of the Protocol below, so problems
 without it stay valid and take the full path.
+
+Two more optional members let the local-steps engine skip work (issue 14); a problem without
+them stays valid and is stepped one gradient at a time:
+
+``stochastic`` (bool attribute or property)
+    True when ``grads(X, rng)`` with an ``rng`` draws random gradients (noise, minibatches).
+    False tells the engine that an ``rng`` changes nothing, so it may evaluate the gradients of
+    the participating clients only, in any row layout (the Protocol allows any leading axes).
+    A problem without it counts as stochastic whenever an ``rng`` is given.
+``local_steps_map(lr, K, xp, dtype) -> (T, c)``
+    For gradients affine in the model (quadratics): K exact steps x <- x - lr grad f_i(x) from
+    any x equal ``x @ T[i] + c[i]`` (row form), ``T (N, d, d)``, ``c (N, d)``, in namespace
+    ``xp`` and ``dtype``; for f_i = 1/2 x^T H_i x - h_i^T x, T_i = (I - lr H_i)^K and
+    c_i = sum_{j<K} (I - lr H_i)^j lr h_i. Computed once and cached by the problem; the engine
+    applies it with one (d, d) product per client instead of K gradient evaluations.
 """
 
 from __future__ import annotations

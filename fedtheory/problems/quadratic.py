@@ -29,10 +29,11 @@ class _DeviceCache:
         self._cache: dict = {}
 
     def get(self, name: str, arr: np.ndarray, xp: Any, dtype: Any) -> Array:
-        key = (name, xp.__name__, np.dtype(dtype).str)
-        if key not in self._cache:
-            self._cache[key] = xp.asarray(arr, dtype=dtype)
-        return self._cache[key]
+        key = (name, xp, np.dtype(dtype))
+        out = self._cache.get(key)
+        if out is None:
+            out = self._cache[key] = xp.asarray(arr, dtype=dtype)
+        return out
 
 
 class QuadraticProblem:
@@ -109,6 +110,38 @@ class QuadraticProblem:
         xp.matmul(X3.transpose(1, 0, 2), H, out=G.transpose(1, 0, 2))
         G -= h
         return self._add_noise(G if X.ndim == 3 else G.reshape(lead + (N, d)), rng)
+
+    @property
+    def stochastic(self) -> bool:
+        """True when :meth:`grads` with an ``rng`` draws random gradients (noise sigma > 0)."""
+        return self.noise > 0
+
+    def local_steps_map(self, lr: float, K: int, xp: Any = np, dtype: Any = None) -> tuple:
+        """The affine map of K exact local gradient steps, ``(T (N, d, d), c (N, d))``.
+
+        One step x <- x - lr (H_i x - h_i) is x <- P_i x + lr h_i with P_i = I - lr H_i, so K
+        steps from x are P_i^K x + sum_{j<K} P_i^j lr h_i (algorithms.md section 5, the FedAvg
+        fixed point of Li et al. 2019a is built from the same P_i^K). In the row form of the
+        simulator (client models are rows, P_i symmetric): ``x_K = x @ T[i] + c[i]``. Built in
+        float64 by applying the K steps to the identity and to zero, once per
+        ``(lr, K, namespace, dtype)`` and cached; then cast to ``dtype``.
+        """
+        dt = np.dtype(self.dtype if dtype is None else dtype)
+        key = ("kmap", float(lr), int(K), xp, dt)
+        cached = self._dev._cache.get(key)
+        if cached is None:
+            H = self.H.astype(np.float64)
+            d = self.dim
+            P = np.eye(d) - lr * H  # (N, d, d), symmetric
+            T = np.broadcast_to(np.eye(d), H.shape).copy()
+            c = np.zeros(self.h.shape)
+            lh = lr * self.h.astype(np.float64)
+            for _ in range(int(K)):
+                T = T @ P
+                c = (c[:, None, :] @ P)[:, 0, :] + lh
+            cached = (xp.asarray(T, dtype=dt), xp.asarray(c, dtype=dt))
+            self._dev._cache[key] = cached
+        return cached
 
     def _add_noise(self, G: Array, rng: Any) -> Array:
         if rng is None or self.noise == 0.0:
@@ -254,6 +287,11 @@ class LeastSquaresProblem(QuadraticProblem):
         self.batch_size = None
         if batch_size is not None:
             self.batch_size = check_int("the minibatch size", batch_size, minimum=1)
+
+    @property
+    def stochastic(self) -> bool:
+        """True when :meth:`grads` with an ``rng`` draws random gradients (noise or minibatches)."""
+        return self.noise > 0 or self.batch_size is not None
 
     def grads(self, X: Array, rng: Any = None) -> Array:
         if rng is None or self.batch_size is None:

@@ -43,8 +43,11 @@ from fedtheory.validation import check_int, check_positive
 
 Array = Any
 
-#: Default seed block on NumPy: about this many bytes per (block, N, d) client array.
-BLOCK_BYTES = 256 * 1024
+#: Default seed block on NumPy: about this many bytes per (block, N, d) client array (122 seeds
+#: on figure4_problem). Larger than one core's L2 would suggest since only participating clients
+#: compute (issue 14): the fixed per-round cost of a few hundred array calls is then shared by
+#: more seeds, and the per-client GEMMs keep enough rows (measured: 40, 125 and 250 seeds).
+BLOCK_BYTES = 768 * 1024
 
 
 @dataclass
@@ -272,12 +275,26 @@ def plan_run(
     )
 
 
+#: Blocks of fewer seeds than this evaluate the metrics that can wait on about this many stacked
+#: seed-rounds at once (see :class:`_Recorder`); larger blocks evaluate them every round.
+RECORD_ROWS = 64
+
+
 @dataclass
 class _Recorder:
     """Writes a round's metrics into the (S, R + 1) arrays and flags diverging seeds.
 
     The divergence score is ``rel_error`` when x* is known, else ``grad_norm2`` when it is
     recorded; a non-finite server model always counts as divergence.
+
+    The score and a caller's own metrics are evaluated every recorded round. With fewer than
+    :data:`RECORD_ROWS` seeds, the runner's and the algorithm's other metrics wait: the states
+    of ``RECORD_ROWS // S`` recorded rounds are kept (states are pure data, never modified) and
+    the metrics are evaluated once on them stacked along the seed axis, ``(rounds * S, ...)``.
+    Metrics are functions of each seed's own rows, so these are the same numbers (up to the last
+    bit of a BLAS product of a different size) for a few array operations per chunk instead of
+    per round, which is most of a round's cost for one seed. Diverged seeds are NaN from their
+    divergence on, as for the others.
     """
 
     plan: RunPlan
@@ -287,16 +304,29 @@ class _Recorder:
     base: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        S, R = self.plan.x0.shape[0], self.plan.rounds
-        self.values = {k: np.full((S, R + 1), np.nan) for k in self.plan.available}
+        plan = self.plan
+        S, R = plan.x0.shape[0], plan.rounds
+        self.values = {k: np.full((S, R + 1), np.nan) for k in plan.available}
         self.diverged = np.zeros(S, dtype=bool)
         self.diverged_at = np.full(S, -1, dtype=np.int64)
+        self._known = plan.problem.x_star is not None
+        score = "rel_error" if self._known else "grad_norm2"
+        own = list(RUNNER_METRICS.values()) + list((plan.algorithm.metrics or {}).values())
+        self._chunk = RECORD_ROWS // S
+        self._later = {
+            k: f
+            for k, f in plan.recorded.items()
+            if self._chunk > 1 and k != score and any(f is g for g in own)
+        }
+        self._now = {k: f for k, f in plan.recorded.items() if k not in self._later}
+        self._rounds: list[int] = []
+        self._states: list = []
 
     def __call__(self, r: int, state: Any) -> None:
         plan = self.plan
-        for name, metric in plan.recorded.items():
+        for name, metric in self._now.items():
             self.values[name][:, r] = to_numpy(metric(state, plan.problem))
-        if plan.problem.x_star is not None:
+        if self._known:
             if "rel_error" not in plan.recorded:
                 self.values["rel_error"][:, r] = to_numpy(
                     RUNNER_METRICS["rel_error"](state, plan.problem)
@@ -309,15 +339,70 @@ class _Recorder:
         if self.base is None:
             self.base = np.maximum(score, 1.0)
         bad = ~np.isfinite(score) | (score > plan.divergence_bound * self.base)
-        if plan.problem.x_star is None:
+        if not self._known:
             bad |= ~np.isfinite(to_numpy(state.x)).all(axis=-1)
         new = bad & ~self.diverged
         if new.any():
             self.diverged[new] = True
             self.diverged_at[new] = r
         if self.diverged.any():  # a diverged seed's metrics stay NaN from its divergence on
-            for v in self.values.values():
-                v[self.diverged, r] = np.nan
+            for name in self._now:
+                self.values[name][self.diverged, r] = np.nan
+            if "rel_error" not in self._now:
+                self.values["rel_error"][self.diverged, r] = np.nan
+        if self._later:
+            self._rounds.append(r)
+            self._states.append(state)
+            if len(self._rounds) == self._chunk:
+                self.flush()
+
+    def flush(self) -> None:
+        """Evaluate the waiting metrics on the kept states, stacked along the seed axis."""
+        if not self._rounds:
+            return
+        rounds = np.asarray(self._rounds)
+        k, S = len(rounds), self.diverged.shape[0]
+        stacked = _stack_seeds(self._states, S)
+        gone = (self.diverged_at[:, None] >= 0) & (self.diverged_at[:, None] <= rounds[None, :])
+        for name, metric in self._later.items():
+            v = to_numpy(metric(stacked, self.plan.problem)).reshape(k, S).T
+            self.values[name][:, rounds] = np.where(gone, np.nan, v)
+        self._rounds, self._states = [], []
+
+
+def _stack_seeds(states: list, S: int) -> Any:
+    """States of several rounds as one state of ``len(states) * S`` seeds: every array whose
+    leading axis is the seed axis concatenated (round-major), NamedTuples recursively, anything
+    else taken from the last state."""
+    last = states[-1]
+    if isinstance(last, tuple):
+        return type(last)(*[_stack_seeds(list(f), S) for f in zip(*states, strict=True)])
+    if getattr(last, "ndim", 0) == 0 or last.shape[0] != S:
+        return last
+    return get_namespace(last).concatenate(states, axis=0)
+
+
+def _round_draws(plan: RunPlan) -> list[RoundDraw]:
+    """Every round's :class:`RoundDraw`, moved to the run's namespace once (round-major
+    copies, so round r is one contiguous slice) rather than once per round."""
+    xp, R = plan.xp, plan.rounds
+    masks = np.ascontiguousarray(np.moveaxis(plan.masks, 1, 0))  # (R, S, N)
+    on = xp.asarray(masks > 0)
+    weights = xp.asarray(np.ascontiguousarray(np.moveaxis(plan.weights, 1, 0)))
+    counts = xp.asarray(masks) if masks.dtype.kind in "iu" else None
+    steps = None
+    if plan.step_masks is not None:
+        steps = xp.asarray(np.ascontiguousarray(np.moveaxis(plan.step_masks, 1, 0)))
+    return [
+        RoundDraw(
+            mask=on[r],
+            weights=weights[r],
+            r=r,
+            step_masks=None if steps is None else steps[r],
+            counts=None if counts is None else counts[r],
+        )  # fmt: skip
+        for r in range(R)
+    ]
 
 
 def run_rounds(plan: RunPlan, *, progress: bool = False) -> tuple[Any, _Recorder, Any, float]:
@@ -329,21 +414,21 @@ def run_rounds(plan: RunPlan, *, progress: bool = False) -> tuple[Any, _Recorder
         record(0, state)
     x_sum = xp.zeros_like(plan.x0) if plan.average_from is not None else None
     t0 = time.perf_counter()
-    for r in progress_bar(range(R), desc=algorithm.name, unit="round", disable=not progress):
-        draw = RoundDraw.at(r, plan.masks, plan.weights, plan.step_masks, xp)
-        with np.errstate(all="ignore"):
-            new_state = algorithm.round(state, problem, draw, plan.rng)
-        if record.diverged.any():  # freeze diverged seeds at their last finite state
-            keep = xp.asarray(record.diverged)
-            new_state = type(new_state)(
-                *[_freeze(a, b, keep) for a, b in zip(new_state, state, strict=True)]
-            )
-        state = new_state
-        if x_sum is not None and r + 1 >= plan.average_from:
-            x_sum = x_sum + state.x
-        if (r + 1) % plan.record_every == 0 or r + 1 == R:
-            with np.errstate(all="ignore"):
+    draws = _round_draws(plan)
+    with np.errstate(all="ignore"):  # a diverging seed overflows; it is flagged, not raised
+        for r in progress_bar(range(R), desc=algorithm.name, unit="round", disable=not progress):
+            new_state = algorithm.round(state, problem, draws[r], plan.rng)
+            if record.diverged.any():  # freeze diverged seeds at their last finite state
+                keep = xp.asarray(record.diverged)
+                new_state = type(new_state)(
+                    *[_freeze(a, b, keep) for a, b in zip(new_state, state, strict=True)]
+                )
+            state = new_state
+            if x_sum is not None and r + 1 >= plan.average_from:
+                x_sum = x_sum + state.x
+            if (r + 1) % plan.record_every == 0 or r + 1 == R:
                 record(r + 1, state)
+        record.flush()
     return state, record, x_sum, time.perf_counter() - t0
 
 
@@ -416,10 +501,13 @@ def simulate(
     seed_block : int, optional
         Run the seeds in blocks of at most this many, one block after the other (cache
         blocking; each block is still one batched computation). Default: all seeds at once on
-        a GPU; on NumPy, blocks whose (block, N, d) client arrays stay near 256 KiB, which keeps
-        a round's working set in a core's L2 cache (about 1.4x faster at 100 seeds on
-        figure4_problem). A seed's numbers depend only on the size of its block: BLAS may round a
-        product of a different size differently in the last bit.
+        a GPU; on NumPy, blocks whose (block, N, d) client arrays stay near
+        :data:`BLOCK_BYTES` (768 KiB), which keeps a round's working set in cache while sharing
+        its fixed cost among about 120 seeds on figure4_problem (1.3x faster than 40 seeds,
+        at least as fast as 250, under uniform 4-of-16 participation). A seed's numbers depend
+        only on its block (its size, and the participants of its block, whose count sets the
+        rows of the per-client products): BLAS may round a product of a different size
+        differently in the last bit.
     progress : bool
         A progress bar over rounds on stderr (silent when stderr is not a terminal).
 
