@@ -59,24 +59,6 @@ class RoundDraw(NamedTuple):
     step_masks: Array | None = None
     counts: Array | None = None
 
-    @classmethod
-    def at(
-        cls, r: int, draws: Any, weights: Any, step_masks: Any = None, xp: Any = np
-    ) -> RoundDraw:
-        """Round ``r`` of a whole run's host arrays, moved to the namespace ``xp``.
-
-        ``draws`` is the participation model's ``(S, R, N)`` sample (bool masks, or int counts
-        for sampling with replacement), ``weights`` its ``(S, R, N)`` aggregation weights and
-        ``step_masks`` an optional ``(S, R, K, N)`` array of who computes at each local step.
-        """
-        return cls(
-            mask=xp.asarray(draws[:, r] > 0),
-            weights=xp.asarray(weights[:, r]),
-            r=r,
-            step_masks=None if step_masks is None else xp.asarray(step_masks[:, r]),
-            counts=xp.asarray(draws[:, r]) if draws.dtype.kind in "iu" else None,
-        )
-
 
 @dataclass(frozen=True)
 class AlgorithmConfig:

@@ -80,18 +80,16 @@ def _solve(A: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
 
 
 def local_affine_maps(problem: Any, lr: float, local_steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """(M_i, c_i) with x_i^K = M_i x + c_i after K gradient steps from x: ``(N, d, d), (N, d)``."""
-    H, h = _quadratic(problem)
+    """(M_i, c_i) with x_i^K = M_i x + c_i after K gradient steps from x: ``(N, d, d), (N, d)``.
+
+    The problem's own cached K-step map (:meth:`QuadraticProblem.local_steps_map`, the one the
+    simulator applies), in float64; M_i = (I - lr H_i)^K is symmetric.
+    """
+    _quadratic(problem)
     lr = check_positive("the local step size", lr)
     K = check_int("the number of local steps K", local_steps, minimum=1)
-    N, d, _ = H.shape
-    P = np.eye(d) - lr * H  # (N, d, d)
-    M = np.broadcast_to(np.eye(d), (N, d, d)).copy()
-    c = np.zeros((N, d))
-    for _ in range(K):  # x <- P x + lr h, applied K times to (M, c)
-        M = P @ M
-        c = np.einsum("nde,ne->nd", P, c) + lr * h
-    return M, c
+    T, c = problem.local_steps_map(lr, K, dtype=np.float64)
+    return np.array(T), np.array(c)
 
 
 def fedavg_fixed_point(
