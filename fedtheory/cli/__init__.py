@@ -21,6 +21,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "spectral",
     "figures",
     "simulate",
+    "sweep",
     "study",
     "participation",
     "nn",

@@ -51,6 +51,10 @@ WORKER_ENV = {
 }
 
 
+#: How long to try to reach a running scheduler before giving up.
+CONNECT_TIMEOUT = "20s"
+
+
 def require(module: str) -> ModuleType:
     """Import a module of the optional sweep extra, or say in one line how to install it."""
     try:
@@ -110,6 +114,13 @@ class Engine:
         self._cluster: Any = None
         self._dd: ModuleType | None = None
 
+    @property
+    def address(self) -> str:
+        """The scheduler's address (of the local cluster once started); for ``scheduler=``."""
+        if self.client is None:
+            raise FedTheoryError("the engine is not started: use it in a with block")
+        return self.client.scheduler.address
+
     def describe(self) -> str:
         if self.scheduler is not None:
             return f"Dask scheduler {self.scheduler}"
@@ -120,7 +131,7 @@ class Engine:
         dd = self._dd = require("distributed")
         if self.scheduler is not None:
             try:
-                self.client = dd.Client(self.scheduler, timeout="20s")
+                self.client = dd.Client(self.scheduler, timeout=CONNECT_TIMEOUT)
             except (OSError, TimeoutError) as exc:
                 raise FedTheoryError(
                     f"cannot reach the Dask scheduler at {self.scheduler}: {exc}"

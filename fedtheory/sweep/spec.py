@@ -225,7 +225,8 @@ def normalize(
     Parameters
     ----------
     raw : dict
-        Keys of :data:`KEYS`; a list value is swept (non-empty, no repeated value).
+        Keys of :data:`KEYS`; a list value is swept (non-empty, no repeated value); None is
+        the same as leaving the key out, so :meth:`Spec.to_dict` normalizes to itself.
     base_dir : path, optional
         Directory that relative ``problem_file`` / ``probabilities`` paths are relative to
         (default: the working directory). Paths are stored absolute.
@@ -254,7 +255,7 @@ def normalize(
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     values: dict[str, Any] = {}
     for name, key in KEYS.items():
-        if name not in raw:
+        if raw.get(name) is None:  # absent (a normalized spec writes unset keys as null)
             if key.required:
                 raise FedTheoryError(f"{source} needs the key {name!r} ({key.help})")
             values[name] = key.default

@@ -222,9 +222,9 @@ def _create(path: Path, spec: Spec, dim: int) -> None:
         "description": "fedtheory sweep: see fedtheory.sweep.store for the layout",
     }
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.creating-{uuid.uuid4().hex[:8]}"
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with warnings.catch_warnings():
             # Consolidated metadata is a zarr-python extension of format 3; readers without it
             # read each array's own zarr.json, which is there as well.
