@@ -360,6 +360,18 @@ def test_a_store_from_another_spec_is_refused(engine, fast_store):
     xr.testing.assert_identical(xr.open_zarr(path).load(), before)
 
 
+def test_an_empty_directory_becomes_the_store(engine, tmp_path):
+    small = {**FAST, "algorithm": "fedavg", "lr": 0.01, "local_steps": 1, "seeds": 2}
+    (tmp_path / "empty").mkdir()
+    summary = run_sweep(small, tmp_path / "empty", scheduler=engine.address, progress=False)
+    assert summary["tasks_run"] == 1 and summary["dims"] == {
+        "seed": 2, "round": 61, "component": 20
+    }  # fmt: skip
+    ds = xr.open_zarr(tmp_path / "empty")
+    assert ds.error.dims == ("seed", "round") and bool(ds.complete.all())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # no temporary left behind
+
+
 def test_stores_that_cannot_be_made(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(FedTheoryError, match=r"cannot create the store .*file/store: "):
