@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="also write the numbers as JSON")
     args = ap.parse_args(argv)
 
+    load_start = os.getloadavg()
     spec = normalize(make_spec(args.rounds, args.seeds))
     tasks = spec.tasks()
     assert len(tasks) == 24, len(tasks)
@@ -82,10 +83,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1
 
     ratio = one_wall / sweep_wall
+    load_end = os.getloadavg()
     print(f"# {len(tasks)} tasks: figure4, 3 algorithms x 2 lr x 4 K, {args.seeds} seeds, "
           f"{args.rounds} rounds")  # fmt: skip
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')} here")  # fmt: skip
+    print("# load average (1/5/15 min): {} at start, {} at end".format(
+        *("/".join(f"{x:.2f}" for x in la) for la in (load_start, load_end))))  # fmt: skip
     print("| run | wall s | CPU s (this process) |")
     print("|---|---|---|")
     print(f"| one process | {one_wall:.2f} | {one_cpu:.2f} |")
@@ -102,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                 "one_process_cpu_seconds": one_cpu,
                 "sweep_seconds": sweep_wall,
                 "ratio": ratio,
+                "load_average_start": load_start,
+                "load_average_end": load_end,
             },
             args.json,
         )

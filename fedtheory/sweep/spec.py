@@ -29,6 +29,7 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -157,9 +158,9 @@ class Spec:
                 out[key] = _file_digest(key, val)
         return out
 
-    @property
+    @cached_property
     def hash(self) -> str:
-        """SHA-256 of the normalized spec (canonical JSON; files by content)."""
+        """SHA-256 of the normalized spec (canonical JSON; files by content, read once)."""
         text = json.dumps(self.hashable(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
