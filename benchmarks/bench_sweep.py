@@ -9,13 +9,17 @@ Rows:
 
 - ``one process``: :func:`fedtheory.sweep.task.run_task` on every task, one after the other, in
   this process (its BLAS threads as the environment sets them). Nothing is written.
-- ``sweep``: :func:`fedtheory.sweep.run` with ``--workers`` local worker processes (one BLAS
-  thread each) into a new store: cluster start-up, the tasks, every region written and closed.
+- ``sweep``: :func:`fedtheory.sweep.run` on a local cluster of ``--workers`` worker processes
+  (one BLAS thread each, :class:`fedtheory.sweep.Engine`) into a new store: cluster start-up,
+  the tasks, every region written, the cluster closed.
 
 The sweep's ``error`` must equal the one-process results to 1e-12 relative (the thread counts
 may differ, so the last bits may), or the benchmark fails. The ratio printed is one-process
 seconds over sweep seconds (above 1: the sweep is faster). On a shared machine the wall times
-are noisy; CPU seconds of the one-process row show how much of a core it got.
+are noisy (the load average is printed), so the CPU seconds are printed too: of this process
+for the one-process row, of the driver and of each worker for the sweep. The CPU-time ratio,
+one-process CPU over (busiest worker's CPU + cluster start-up), is what the wall ratio would be
+with a free core per process.
 
 Run: ``.venv/bin/python benchmarks/bench_sweep.py [--workers 2] [--rounds 3000] [--seeds 8]
 [--json out.json]``
@@ -34,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from fedtheory.io import emit_json
-from fedtheory.sweep import normalize, run_task
+from fedtheory.sweep import Engine, normalize, run_task
 from fedtheory.sweep import open as open_sweep
 from fedtheory.sweep import run as run_sweep
 
@@ -71,9 +75,20 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "bench.zarr"
-        summary = run_sweep(spec, store, workers=args.workers, progress=False)
+        t0, c0 = time.perf_counter(), time.process_time()
+        with Engine(workers=args.workers) as engine:
+            start_up = time.perf_counter() - t0
+            before = engine.client.run(time.process_time)
+            summary = run_sweep(spec, store, scheduler=engine.address, progress=False)
+            after = engine.client.run(time.process_time)
+        sweep_wall = time.perf_counter() - t0
+        driver_cpu = time.process_time() - c0
         ds = open_sweep(store).load()
-    sweep_wall = summary["seconds"]
+    if set(after) != set(before):
+        print("a worker was restarted during the sweep: CPU times incomplete", file=sys.stderr)
+        return 1
+    worker_cpu = sorted(after[w] - before[w] for w in after)
+    assert summary["tasks_run"] == len(tasks)
 
     for t in tasks:
         got = ds.error.isel(dict(zip(spec.swept, t.point, strict=True))).values
@@ -83,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
 
     ratio = one_wall / sweep_wall
+    cpu_ratio = one_cpu / (max(worker_cpu) + start_up)
     load_end = os.getloadavg()
     print(f"# {len(tasks)} tasks: figure4, 3 algorithms x 2 lr x 4 K, {args.seeds} seeds, "
           f"{args.rounds} rounds")  # fmt: skip
@@ -90,11 +106,19 @@ def main(argv: list[str] | None = None) -> int:
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')} here")  # fmt: skip
     print("# load average (1/5/15 min): {} at start, {} at end".format(
         *("/".join(f"{x:.2f}" for x in la) for la in (load_start, load_end))))  # fmt: skip
-    print("| run | wall s | CPU s (this process) |")
+    print("| run | wall s | CPU s |")
     print("|---|---|---|")
     print(f"| one process | {one_wall:.2f} | {one_cpu:.2f} |")
-    print(f"| sweep, {args.workers} workers (start-up and store included) | {sweep_wall:.2f} | - |")
-    print(f"ratio one process / sweep: {ratio:.2f}x")
+    print(
+        f"| sweep, {args.workers} workers: start-up + tasks + store (driver) | {sweep_wall:.2f} | "
+        f"{driver_cpu:.2f} (driver), {' + '.join(f'{c:.2f}' for c in worker_cpu)} (workers) |"
+    )
+    print(f"  of which cluster start-up: {start_up:.2f} s wall")
+    print(f"ratio one process / sweep, wall: {ratio:.2f}x")
+    print(
+        f"ratio in CPU time, one process / (busiest worker + start-up): {cpu_ratio:.2f}x "
+        "(the wall ratio with a core per process)"
+    )
     if args.json:
         emit_json(
             {
@@ -105,7 +129,11 @@ def main(argv: list[str] | None = None) -> int:
                 "one_process_seconds": one_wall,
                 "one_process_cpu_seconds": one_cpu,
                 "sweep_seconds": sweep_wall,
+                "sweep_start_up_seconds": start_up,
+                "sweep_driver_cpu_seconds": driver_cpu,
+                "sweep_worker_cpu_seconds": worker_cpu,
                 "ratio": ratio,
+                "cpu_ratio": cpu_ratio,
                 "load_average_start": load_start,
                 "load_average_end": load_end,
             },
