@@ -51,6 +51,8 @@ from fedtheory.sweep.spec import KEYS, Spec, Task, load_spec, normalize
 from fedtheory.sweep.store import SweepStore, open_dataset
 from fedtheory.sweep.task import TaskResult, check_spec, run_task
 
+# ``open`` is public (``fedtheory.sweep.open``) but not in __all__: a star import would shadow
+# the builtin.
 __all__ = [
     "KEYS",
     "Engine",
@@ -60,7 +62,6 @@ __all__ = [
     "load_spec",
     "map_tasks",
     "normalize",
-    "open",
     "run",
     "run_task",
 ]
