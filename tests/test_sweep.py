@@ -239,6 +239,13 @@ def _env(name):
     return os.environ.get(name)
 
 
+def _initial_env(names):
+    """These variables as this process was started with them (Linux), not as changed since."""
+    raw = Path("/proc/self/environ").read_bytes().split(b"\0")
+    env = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+    return [env.get(n) for n in names]
+
+
 def _die_once(args):
     """Kill this worker process the first time (marker file), then return the item."""
     marker, item = args
@@ -255,10 +262,16 @@ def _fail_on_three(x):
     return x
 
 
-def test_workers_have_one_blas_thread(engine):
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/environ")
+def test_workers_start_with_one_blas_thread(monkeypatch):
     names = ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"]
-    got = dict(engine.map(_env, names, progress=False))
-    assert [got[i] for i in range(3)] == ["1", "1", "1"]
+    for name in names:
+        monkeypatch.setenv(name, "3")
+    with Engine(workers=1) as eng:
+        assert [os.environ[n] for n in names] == ["3"] * 3  # the driver's environment is kept
+        [(_, started_with)] = list(eng.map(_initial_env, [names], progress=False))
+    # in the worker's environment from its start, so the BLAS numpy loaded there has one thread
+    assert started_with == ["1", "1", "1"]
 
 
 def test_a_worker_that_dies_mid_task_is_replaced_and_nothing_is_lost(engine, tmp_path):

@@ -2,8 +2,9 @@
 
 :class:`Engine` is the one place fedtheory talks to Dask. It starts a
 :class:`distributed.LocalCluster` of ``workers`` processes, each with one BLAS thread (the
-variables below are put in the worker's environment by its nanny *before* the worker process
-starts, which is when OpenBLAS / MKL / OpenMP read them), or connects to a running scheduler at
+variables of :data:`WORKER_ENV` are in the worker process's environment from its start, through
+Dask's ``distributed.nanny.pre-spawn-environ``, since OpenBLAS / MKL / OpenMP read them when
+numpy loads), or connects to a running scheduler at
 ``scheduler`` (a Slurm cluster started with ``dask_jobqueue.SLURMCluster``, for instance).
 :meth:`Engine.map` submits ``fn(item)`` for every item and yields ``(position, result)`` in the
 order the tasks finish, with a progress bar, so the caller can keep every finished result at
@@ -137,15 +138,35 @@ class Engine:
                     f"cannot reach the Dask scheduler at {self.scheduler}: {exc}"
                 ) from None
             return self
-        with dask.config.set({"distributed.scheduler.allowed-failures": self.allowed_failures}):
-            self._cluster = dd.LocalCluster(
-                n_workers=self.workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-                env=dict(WORKER_ENV),  # set by each nanny before its worker process starts
-            )
+        # Dask's nanny puts distributed.nanny.pre-spawn-environ into its own process's
+        # environment just before it spawns a worker, so the worker's interpreter, and the BLAS
+        # numpy loads, start with one thread (variables given as env= arrive only after the
+        # worker has started). Dask lets the nanny's environment override that setting, so the
+        # variables are set here too, and the driver's environment is put back once the
+        # workers run (a nanny that restarts a worker sets them again).
+        pre_spawn = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENV}
+        saved = {k: os.environ.get(k) for k in pre_spawn}
+        os.environ.update(WORKER_ENV)
+        config = {
+            "distributed.nanny.pre-spawn-environ": pre_spawn,
+            "distributed.scheduler.allowed-failures": self.allowed_failures,
+            "distributed.worker.profile.enabled": False,  # no dashboard reads its samples
+        }
+        try:
+            with dask.config.set(config):
+                self._cluster = dd.LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         self.client = dd.Client(self._cluster)
         return self
 
