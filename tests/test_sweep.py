@@ -64,7 +64,7 @@ participation = "uniform"
 clients_per_round = 4
 lr = [1e-4, 2e-4, 3e-4, 4e-4]
 local_steps = [2, 4]
-rounds = 1500
+rounds = 1000
 seeds = 4
 """
 
