@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     load_start = os.getloadavg()
+    blas_env = os.environ.get("OPENBLAS_NUM_THREADS", "unset")  # the one-process row's setting
     spec = normalize(make_spec(args.rounds, args.seeds))
     tasks = spec.tasks()
     assert len(tasks) == 24, len(tasks)
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {len(tasks)} tasks: figure4, 3 algorithms x 2 lr x 4 K, {args.seeds} seeds, "
           f"{args.rounds} rounds")  # fmt: skip
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')} here")  # fmt: skip
+          f"OPENBLAS_NUM_THREADS={blas_env} for the one-process row")  # fmt: skip
     print("# load average (1/5/15 min): {} at start, {} at end".format(
         *("/".join(f"{x:.2f}" for x in la) for la in (load_start, load_end))))  # fmt: skip
     print("| run | wall s | CPU s |")
