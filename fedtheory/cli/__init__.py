@@ -22,6 +22,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "spectral",
     "figures",
     "simulate",
+    "sweep",
     "study",
     "participation",
     "nn",

@@ -1,0 +1,281 @@
+"""Run many independent task functions on Dask and hand back each result as it finishes.
+
+:class:`Engine` is the one place fedtheory talks to Dask. It starts a
+:class:`distributed.LocalCluster` of ``workers`` processes, each with one BLAS thread (the
+variables of :data:`WORKER_ENV` are in the worker process's environment from its start, through
+Dask's ``distributed.nanny.pre-spawn-environ``, since OpenBLAS / MKL / OpenMP read them when
+numpy loads), or connects to a running scheduler at
+``scheduler`` (a Slurm cluster started with ``dask_jobqueue.SLURMCluster``, for instance).
+:meth:`Engine.map` submits ``fn(item)`` for every item and yields ``(position, result)`` in the
+order the tasks finish, with a progress bar, so the caller can keep every finished result at
+once (the sweep writes each task's region of the store as it arrives).
+
+Faults: a worker process that dies mid-task (killed, out of memory) loses nothing; the scheduler
+runs its tasks again elsewhere, up to ``allowed_failures`` times per task (Dask's
+``distributed.scheduler.allowed-failures``). An exception raised by ``fn`` itself is a property
+of the input (fedtheory's tasks are deterministic) and stops the map with one line naming the
+item, after ``retries`` further tries.
+
+On a Slurm cluster (``pip install dask-jobqueue``)::
+
+    from dask_jobqueue import SLURMCluster
+    cluster = SLURMCluster(cores=1, processes=1, memory="4GB", walltime="02:00:00",
+                           job_script_prologue=["export OMP_NUM_THREADS=1",
+                                                "export OPENBLAS_NUM_THREADS=1",
+                                                "export MKL_NUM_THREADS=1"])
+    cluster.scale(jobs=32)
+    # then: fedtheory sweep spec.toml --store /shared/run --scheduler <cluster.scheduler_address>
+
+The optional sweep extra (dask[distributed]) is imported lazily, inside :class:`Engine`, so the
+core package never needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from types import ModuleType
+from typing import Any
+
+from fedtheory.errors import FedTheoryError
+from fedtheory.io import progress as progress_bar
+
+#: Environment of every local worker process: one BLAS / OpenMP thread each.
+WORKER_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "VECLIB_MAXIMUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+}
+
+
+#: How long to try to reach a running scheduler before giving up.
+CONNECT_TIMEOUT = "20s"
+
+
+def require(module: str) -> ModuleType:
+    """Import a module of the optional sweep extra, or say in one line how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise FedTheoryError(
+            f"fedtheory sweep needs {exc.name or module}: pip install 'fedtheory[sweep]'"
+        ) from None
+
+
+def default_workers() -> int:
+    """The number of cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class Engine:
+    """A Dask client on a local cluster or an existing scheduler, for :meth:`map`.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Local worker processes (default: :func:`default_workers`), one thread and one BLAS
+        thread each. Not with ``scheduler``.
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``); its workers run the tasks
+        and must be able to import fedtheory.
+    allowed_failures : int
+        How many times a task may lose its worker before it counts as failed (local cluster
+        only; a running scheduler keeps its own setting).
+
+    Examples
+    --------
+    >>> with Engine(workers=2) as engine:                       # doctest: +SKIP
+    ...     squares = dict(engine.map(pow, [(2, 2), (3, 2)]))   # fn(item) for each item
+    """
+
+    def __init__(
+        self,
+        *,
+        workers: int | None = None,
+        scheduler: str | None = None,
+        allowed_failures: int = 3,
+    ) -> None:
+        if workers is not None and scheduler is not None:
+            raise FedTheoryError("give workers or a scheduler address, not both")
+        if workers is not None and (isinstance(workers, bool) or int(workers) != workers):
+            raise FedTheoryError(f"workers must be a whole number, got {workers!r}")
+        if workers is not None and workers < 1:
+            raise FedTheoryError(f"workers must be >= 1, got {workers}")
+        self.workers = None if scheduler is not None else int(workers or default_workers())
+        self.scheduler = scheduler
+        self.allowed_failures = int(allowed_failures)
+        self.client: Any = None
+        self._cluster: Any = None
+        self._dd: ModuleType | None = None
+
+    @property
+    def address(self) -> str:
+        """The scheduler's address (of the local cluster once started); for ``scheduler=``."""
+        if self.client is None:
+            raise FedTheoryError("the engine is not started: use it in a with block")
+        return self.client.scheduler.address
+
+    def describe(self) -> str:
+        if self.scheduler is not None:
+            return f"Dask scheduler {self.scheduler}"
+        return f"local Dask cluster, {self.workers} worker process(es)"
+
+    def __enter__(self) -> Engine:
+        dask = require("dask")
+        dd = self._dd = require("distributed")
+        if self.scheduler is not None:
+            try:
+                self.client = dd.Client(self.scheduler, timeout=CONNECT_TIMEOUT)
+            except (OSError, TimeoutError) as exc:
+                raise FedTheoryError(
+                    f"cannot reach the Dask scheduler at {self.scheduler}: {exc}"
+                ) from None
+            return self
+        # Dask's nanny puts distributed.nanny.pre-spawn-environ into its own process's
+        # environment just before it spawns a worker, so the worker's interpreter, and the BLAS
+        # numpy loads, start with one thread (variables given as env= arrive only after the
+        # worker has started). Dask lets the nanny's environment override that setting, so the
+        # variables are set here too, and the driver's environment is put back once the
+        # workers run (a nanny that restarts a worker sets them again).
+        pre_spawn = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENV}
+        saved = {k: os.environ.get(k) for k in pre_spawn}
+        os.environ.update(WORKER_ENV)
+        config = {
+            "distributed.nanny.pre-spawn-environ": pre_spawn,
+            "distributed.scheduler.allowed-failures": self.allowed_failures,
+            "distributed.worker.profile.enabled": False,  # no dashboard reads its samples
+        }
+        try:
+            with dask.config.set(config):
+                self._cluster = dd.LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.client = dd.Client(self._cluster)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the client and, when this engine started it, the local cluster."""
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        *,
+        progress: bool = True,
+        desc: str = "tasks",
+        name: str = "fedtheory",
+        describe: Callable[[Any], str] | None = None,
+        retries: int = 0,
+    ) -> Iterator[tuple[int, Any]]:
+        """Run ``fn(item)`` for every item; yield ``(position, result)`` as each finishes.
+
+        Parameters
+        ----------
+        fn : callable
+            A module-level function (the workers import it by name) of one item.
+        items : iterable
+            Picklable arguments, one task each.
+        progress : bool
+            Show a progress bar on stderr (:func:`fedtheory.io.progress`).
+        desc, name : str
+            The bar's label; the prefix of the Dask task keys.
+        describe : callable, optional
+            ``describe(item)`` names a failed task in the error message (default ``repr``).
+        retries : int
+            Further tries of a task whose ``fn`` raised (worker deaths are retried regardless,
+            see the class).
+
+        Yields
+        ------
+        (int, object)
+            The item's position in ``items`` and ``fn(item)``, in order of completion.
+
+        Raises
+        ------
+        FedTheoryError
+            The first task whose ``fn`` raised, or that lost its worker more than
+            ``allowed_failures`` times; the tasks still running are cancelled.
+        """
+        if self.client is None:
+            raise FedTheoryError("the engine is not started: use it in a with block")
+        dd = self._dd
+        items = list(items)
+        token = os.urandom(4).hex()
+        futures = [
+            self.client.submit(fn, item, key=f"{name}-{token}-{i}", pure=False, retries=retries)
+            for i, item in enumerate(items)
+        ]
+        position = {f.key: i for i, f in enumerate(futures)}
+        bar = progress_bar(total=len(items), desc=desc, disable=not progress)
+        try:
+            for future in dd.as_completed(futures):
+                i = position[future.key]
+                try:
+                    result = future.result()
+                except Exception as exc:
+                    what = describe(items[i]) if describe else repr(items[i])
+                    if isinstance(exc, dd.KilledWorker):
+                        raise FedTheoryError(
+                            f"task {i} ({what}) lost its worker more than "
+                            f"{self.allowed_failures} times (the last: "
+                            f"{getattr(exc.last_worker, 'address', exc.last_worker)})"
+                        ) from None
+                    msg = str(exc).splitlines()[0] if str(exc) else ""
+                    raise FedTheoryError(
+                        f"task {i} ({what}) failed: {type(exc).__name__}: {msg}"
+                    ) from exc
+                future.release()
+                bar.update(1)
+                yield i, result
+        finally:
+            bar.close()
+            pending = [f for f in futures if not f.done()]
+            if pending:
+                self.client.cancel(pending)
+
+
+def map_tasks(
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    desc: str = "tasks",
+    describe: Callable[[Any], str] | None = None,
+    retries: int = 0,
+) -> Iterator[tuple[int, Any]]:
+    """:meth:`Engine.map` on an engine started for this map and closed after it.
+
+    ``fedtheory verify --workers N`` and ``fedtheory sweep`` both run their tasks this way.
+    """
+    with Engine(workers=workers, scheduler=scheduler) as engine:
+        yield from engine.map(
+            fn, items, progress=progress, desc=desc, describe=describe, retries=retries
+        )

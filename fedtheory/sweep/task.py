@@ -1,0 +1,185 @@
+"""What one sweep task computes: one :func:`fedtheory.simulation.simulate` call.
+
+A task's configuration builds the problem with :func:`fedtheory.problems.make_problem`, the
+participation model with :func:`fedtheory.participation.make_participation` (with the checks of
+``fedtheory simulate``), and runs the block's seeds as one batched call with
+``seed_ids=block``. Seed s of a sweep therefore has the numbers of
+``simulate(..., seeds=len(block), seed_ids=block)`` on the same machine, bit for bit (a seed's
+numbers depend on the size of its block, see :func:`~fedtheory.simulation.simulate`).
+
+This module runs on the Dask workers; it needs only the core package.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fedtheory.algorithms import make_algorithm
+from fedtheory.errors import FedTheoryError
+from fedtheory.participation import load_vector, make_participation
+from fedtheory.problems import make_problem
+from fedtheory.simulation import simulate
+from fedtheory.sweep.spec import Spec, Task
+
+#: Keys of a spec that go to :func:`simulate` as algorithm configuration, unchanged.
+ALGORITHM_KEYS = (
+    "lr",
+    "local_steps",
+    "global_lr",
+    "beta1",
+    "beta2",
+    "eps",
+    "eps_placement",
+    "prox_mu",
+    "topology",
+    "clusters",
+)
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """The arrays a task writes into its region of the store.
+
+    Attributes
+    ----------
+    error : ndarray (seeds, rounds + 1)
+        ||x_r - x*|| / ||x*|| of the server model (NaN from a seed's divergence on).
+    x_final : ndarray (seeds, d)
+    diverged : ndarray of bool (seeds,)
+    diverged_at : ndarray of int (seeds,); -1 where the seed did not diverge
+    wall_time : float
+        Seconds in the simulator's round loop.
+    """
+
+    error: np.ndarray
+    x_final: np.ndarray
+    diverged: np.ndarray
+    diverged_at: np.ndarray
+    wall_time: float
+
+
+def build_problem(config: dict) -> Any:
+    """The task's problem (float32 when ``config["float32"]``)."""
+    return make_problem(
+        config["problem"],
+        path=config["problem_file"],
+        seed=config["seed"],
+        dtype=np.float32 if config["float32"] else None,
+    )
+
+
+def build_participation(config: dict, n: int) -> Any:
+    """The task's participation model over ``n`` clients (the checks of ``fedtheory simulate``).
+
+    Raises
+    ------
+    FedTheoryError
+        Naming the spec key: a model that needs ``clients_per_round`` or ``clusters`` without
+        it, ``clients_per_round`` above N (or the cluster size), clusters that do not divide N.
+    """
+    name, m, clusters = config["participation"], config["clients_per_round"], config["clusters"]
+    p = load_vector(config["probabilities"]) if config["probabilities"] else None
+    if m is not None and m > n:
+        raise FedTheoryError(f"clients_per_round = {m} exceeds the N = {n} clients of the problem")
+    if name in ("uniform", "weighted", "markov") and m is None:
+        raise FedTheoryError(f"participation {name!r} needs clients_per_round")
+    if name == "cluster":
+        # m per cluster over C equal contiguous clusters (000 Algorithm 2, 004 Algorithm 1).
+        if m is None or clusters is None:
+            raise FedTheoryError(
+                "participation 'cluster' needs clusters C and clients_per_round m (per cluster)"
+            )
+        if n % clusters:
+            raise FedTheoryError(
+                f"clusters = {clusters} must divide the N = {n} clients into equal clusters"
+            )
+        if m > n // clusters:
+            raise FedTheoryError(
+                f"clients_per_round = {m} exceeds the cluster size n = {n // clusters}"
+            )
+        return make_participation("cluster", n, m, n_clusters=clusters)
+    if name == "bernoulli" and p is None and m is None:
+        raise FedTheoryError("participation 'bernoulli' needs probabilities or clients_per_round")
+    return make_participation(name, n, m, p)
+
+
+def run_task(task: Task) -> TaskResult:
+    """Run one task: its grid point's configuration on its block of seeds, one batched call."""
+    c = task.config
+    problem = build_problem(c)
+    model = build_participation(c, problem.n_clients)
+    res = simulate(
+        problem,
+        c["algorithm"],
+        model,
+        rounds=c["rounds"],
+        seeds=len(task.seed_ids),
+        seed=c["seed"],
+        seed_ids=list(task.seed_ids),
+        aggregation=c["aggregation"],
+        backend=c["backend"],
+        dtype=np.float32 if c["float32"] else None,
+        **{k: c[k] for k in ALGORITHM_KEYS},
+    )
+    return TaskResult(
+        error=np.asarray(res.rel_error, dtype=np.float64),
+        x_final=np.asarray(res.x_final, dtype=np.float64),
+        diverged=np.asarray(res.diverged, dtype=bool),
+        diverged_at=np.asarray(res.diverged_at, dtype=np.int64),
+        wall_time=float(res.wall_time),
+    )
+
+
+def check_spec(spec: Spec) -> int:
+    """Build every problem, participation model and algorithm the grid names, before any task.
+
+    A bad combination (``clients_per_round`` above a problem's N, an unknown topology, clusters
+    that do not divide N) is reported once, naming it, instead of failing on a worker.
+
+    Returns
+    -------
+    int
+        The largest problem dimension d over the grid (the length of ``x_final``'s last axis).
+
+    Raises
+    ------
+    FedTheoryError
+        The first combination that cannot be built, with the grid values that make it.
+    """
+    structural = (
+        "problem",
+        "problem_file",
+        "participation",
+        "clients_per_round",
+        "probabilities",
+        "clusters",
+        "algorithm",
+        "topology",
+    )
+    swept = spec.swept
+    keys = [k for k in structural if k in swept]
+    dim = 0
+    problems: dict = {}
+    for combo in itertools.product(*(swept[k] for k in keys)):
+        config = {
+            k: (v[0] if isinstance(v, tuple) else v) for k, v in spec.values.items()
+        }  # other swept keys at their first value: only the structural ones can fail here
+        config.update(zip(keys, combo, strict=True))
+        where = ", ".join(f"{k}={v!r}" for k, v in zip(keys, combo, strict=True))
+        try:
+            pkey = (config["problem"], config["problem_file"])
+            if pkey not in problems:
+                problems[pkey] = build_problem(config)
+            problem = problems[pkey]
+            build_participation(config, problem.n_clients)
+            make_algorithm(
+                config["algorithm"], problem=problem, **{k: config[k] for k in ALGORITHM_KEYS}
+            )
+        except FedTheoryError as exc:
+            raise FedTheoryError(f"{spec.source}{f' at {where}' if where else ''}: {exc}") from exc
+        dim = max(dim, int(problem.dim))
+    return dim
