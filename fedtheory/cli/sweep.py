@@ -1,4 +1,4 @@
-"""``fedtheory sweep``: a grid of simulations as Dask tasks in a resumable Zarr store (issue 15).
+"""``fedtheory sweep``: a grid of simulations as Dask tasks in a resumable Zarr store.
 
 Contract::
 
@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fedtheory.io import emit_json
+from fedtheory.cli.common import add_json, add_parser, json_to_stdout, write_json
 from fedtheory.sweep import run as run_sweep
 from fedtheory.sweep.engine import default_workers
 from fedtheory.sweep.spec import KEYS
 
-EXAMPLE = """\
-example spec (every key given as a list is swept; keys mirror fedtheory simulate's flags):
+#: An example spec for ``--help`` (every key given as a list is swept).
+SPEC_EXAMPLE = """\
+spec (keys mirror fedtheory simulate's flags; every key given as a list is swept):
 
     # focus_vs_scaffold.toml
     problem = "figure4"
@@ -34,37 +35,29 @@ example spec (every key given as a list is swept; keys mirror fedtheory simulate
     seeds = 20
     seed_block = 10
 
-    fedtheory sweep focus_vs_scaffold.toml --store runs/fvs --workers 8
-    python -c "import xarray; print(xarray.open_zarr('runs/fvs').error)"
-
 On a Slurm cluster, start workers with dask_jobqueue.SLURMCluster (pip install dask-jobqueue)
-and pass its scheduler_address as --scheduler.
-
-keys: {keys}
+and pass its scheduler_address as --scheduler. Keys: {keys}
 """
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults in --help (those that are values), and the example spec kept as written."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        if action.default is None or action.default is False or "(default" in (action.help or ""):
-            return action.help or ""
-        return super()._get_help_string(action)
-
-
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
+    p = add_parser(
+        subparsers,
         "sweep",
         help="run a grid of simulations on Dask into a resumable Zarr store",
         description=(
             "Run every grid point x block of seeds of a TOML sweep spec as a Dask task and\n"
             "write each task's region of a Zarr store as it finishes. xarray.open_zarr(DIR)\n"
             "opens it: error with one dimension per swept key plus seed and round, x_final,\n"
-            "diverged. Running the same command on the same store skips the complete tasks."
+            "diverged. Running the same command on the same store skips the complete tasks.\n\n"
+            + SPEC_EXAMPLE.format(keys=", ".join(KEYS))
         ),
-        epilog=EXAMPLE.format(keys=", ".join(KEYS)),
-        formatter_class=_Formatter,
+        examples=[
+            "fedtheory sweep focus_vs_scaffold.toml --store runs/fvs --workers 8",
+            "fedtheory sweep focus_vs_scaffold.toml --store runs/fvs --scheduler "
+            "tcp://head:8786 --json -",
+            "python -c \"import xarray; print(xarray.open_zarr('runs/fvs').error)\"",
+        ],
     )
     p.add_argument("spec", metavar="SPEC.toml", help="the sweep spec")
     p.add_argument("--store", metavar="DIR", required=True, help="Zarr store directory")
@@ -74,14 +67,13 @@ def register(subparsers: Any) -> None:
         type=int,
         metavar="N",
         default=default_workers(),
-        help="local Dask worker processes, one BLAS thread each (default: the cores available)",
+        help="local Dask worker processes, one BLAS thread each (default: the cores available, "
+        f"{default_workers()} here)",
     )
     where.add_argument(
         "--scheduler", metavar="ADDRESS", default=None, help="a running Dask scheduler's address"
     )
-    p.add_argument(
-        "--json", metavar="OUT", default=None, help="write the summary as JSON ('-': stdout)"
-    )
+    add_json(p, "the summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -94,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         progress=not args.no_progress,
     )
-    if args.json is not None:
-        emit_json(summary, args.json)
+    write_json(summary, args)
+    if json_to_stdout(args):
         return 0
     dims = ", ".join(f"{k}={v}" for k, v in summary["dims"].items())
     print(
