@@ -40,7 +40,10 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``fedtheory`` parser; with ``command`` (a name of :data:`SUBCOMMANDS`) only that
+    subcommand is registered, so a command imports what it uses and nothing else (the claim
+    catalog, sympy and the experiments are half the start-up of every other command)."""
     parser = Parser(
         prog="fedtheory",
         description=(
@@ -51,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fedtheory {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in SUBCOMMANDS if command not in SUBCOMMANDS else (command,):
         importlib.import_module(f"fedtheory.cli.{name}").register(sub)
     return parser
 
@@ -63,7 +66,10 @@ def fail(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # The first word that is not an option names the subcommand (the top level has only
+    # --help and --version); anything else builds the whole parser, for its help or its error.
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

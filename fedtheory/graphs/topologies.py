@@ -24,10 +24,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.spatial import cKDTree
 
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.validation import check_int, check_positive
@@ -261,6 +259,8 @@ def random_geometric(
     dim = check_int("dim", dim, minimum=1)
     r = default_radius(n, dim) if radius is None else check_positive("radius", radius)
     pts = _rng(seed).random((n, dim))
+    from scipy.spatial import cKDTree  # noqa: PLC0415  (0.2 s at start-up; only this graph)
+
     pairs = cKDTree(pts).query_pairs(r, output_type="ndarray")
     return adjacency_from_edges(pairs[:, 0], pairs[:, 1], n)
 
@@ -273,6 +273,8 @@ def from_networkx(G: Any) -> sp.csr_array:
 
     n = G.number_of_nodes()
     _check_n(n)
+    import networkx as nx  # noqa: PLC0415  (0.1 s at start-up; a user's graph brings it)
+
     A = nx.to_scipy_sparse_array(G, nodelist=list(G.nodes()), weight=None, format="coo")
     return adjacency_from_edges(A.row, A.col, n)
 
