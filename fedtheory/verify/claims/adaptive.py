@@ -424,6 +424,10 @@ def a4(ctx: Context):
 
     comps = sequential(draw, [str(c) for c in CONSTANTS], pl,
                        unit="Spearman correlation of rho and the metric")  # fmt: skip
+    for c in comps.values():  # a correlation lies in [-1, 1]: so does its interval
+        e = c.effect
+        c.effect = Effect(e.estimate, max(e.ci_low, -1.0), min(e.ci_high, 1.0), e.unit,
+                          e.confidence, e.n)  # fmt: skip
     verdicts = [verdict_of(c.effect) for c in comps.values()]
     verdict = unanimous(verdicts)
     items = {k: (c.effect, 1) for k, c in comps.items()}
