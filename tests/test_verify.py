@@ -261,17 +261,6 @@ def test_a_cheap_catalog_claim_runs_end_to_end():
     assert r.ran and r.verdict in VERDICTS and "ring 50" in r.measured
 
 
-def test_the_command_registers_the_catalog_in_a_fresh_process():
-    """``fedtheory verify --list`` in its own interpreter lists every claim: importing the CLI
-    registers the catalog (it once listed nothing outside the test process)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "fedtheory", "verify", "--list"],
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
-    listed = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
-    assert listed == CATALOG
-
-
 def test_unknown_claim_id_among_known_ones_names_it(capsys):
     assert main(["verify", "--only", "G1,X9", "--json", "-"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -18,9 +18,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.rates import fit_linear_rate, fit_power_law
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval, sequential
-from fedtheory.experiments.figure4 import LABELS, plot_figure4, rounds_to_tolerance, run_figure4
+from fedtheory.experiments.figure4 import plot_figure4, rounds_to_tolerance, run_figure4
 from fedtheory.io import pyplot
 from fedtheory.participation import default_markov_rates, make_participation
 from fedtheory.problems.nonconvex import NonPLProblem, PLProblem
@@ -215,7 +216,8 @@ def c2(ctx: Context):
             verdicts = {b: verdict_of(e) for b, e in effects.items()}
             n, test = 1, "one deterministic run (full participation): exact differences"
             parts = [
-                f"{LABELS[b]} {'never' if hits[b][0] > 500 else hits[b][0]}" for b in C2_BASELINES
+                f"{display_name(b)} {'never' if hits[b][0] > 500 else hits[b][0]}"
+                for b in C2_BASELINES
             ]
             measured = f"rounds to 1e-10: FOCUS {hits['focus'][0]}, " + ", ".join(parts)
             evidence = {"rounds_to_1e-10": {a: int(v[0]) for a, v in hits.items()}}
@@ -239,12 +241,14 @@ def c2(ctx: Context):
             test = pl.describe("paired t on per-seed differences")
             never = [b for b in C2_BASELINES if min(raw[b]) > 500]
             parts = [
-                ordered_text(c, "FOCUS", LABELS[b], "reaches 1e-10", "rounds before")
+                ordered_text(c, "FOCUS", display_name(b), "reaches 1e-10", "rounds before")
                 for b, c in comps.items()
                 if b not in never
             ]
             if never:
-                parts.append(f"{', '.join(LABELS[b] for b in never)}: never within 500 rounds")
+                parts.append(
+                    f"{', '.join(display_name(b) for b in never)}: never within 500 rounds"
+                )
             measured = "; ".join(parts)
             evidence = {
                 "focus_rounds_mean": float(np.mean(raw["focus"])),
