@@ -7,6 +7,7 @@ import numpy as np
 from fedtheory.analysis.stats import Comparison, Effect, SequentialPlan
 from fedtheory.io import pyplot, save_figure
 from fedtheory.verify.registry import Context
+from fedtheory.verify.result import verdict_of
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -73,3 +74,17 @@ def ordered_text(comp: Comparison, ahead: str, behind: str, what: str, unit: str
         first, second, k, est = behind, ahead, comp.n_negative, -est
     hw = "inf" if not np.isfinite(half) else fmt(half)
     return f"{first} {what} {fmt(est)} +- {hw} {unit} {second} ({k} of {comp.n} seeds)"
+
+
+def decisive(effects: dict, verdict: str, *, null: float = 0.0, claimed: int = 1):
+    """The key of the part behind a combined verdict (the effect a row reports): among the parts
+    whose own verdict is ``verdict`` (all parts when none is), the one whose estimate lies
+    closest to ``null``: the narrowest win, the mildest failure, the most undecided."""
+    keys = [k for k, e in effects.items() if verdict_of(e, null=null, claimed=claimed) == verdict]
+    keys = keys or list(effects)
+
+    def distance(k) -> float:
+        e = effects[k].estimate
+        return float("inf") if e is None else abs(e - null)
+
+    return min(keys, key=distance)

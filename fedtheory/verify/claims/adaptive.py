@@ -36,7 +36,7 @@ from fedtheory.io import pyplot
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import random_quadratic
 from fedtheory.simulation import simulate
-from fedtheory.verify.claims._common import fmt, interval, ordered_text, plan, save
+from fedtheory.verify.claims._common import decisive, fmt, interval, ordered_text, plan, save
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import (
     FAILS,
@@ -78,18 +78,6 @@ def k_exponent(curves: list, Ks: tuple, stat, confidence: float) -> Effect:
         return float(np.polyfit(lk, y, 1)[0])
 
     return jackknife_interval(slope, data, confidence, "exponent of the metric in K")
-
-
-def _pick(effects: dict, verdict: str, null: float) -> object:
-    """The setting behind a combined verdict: among those with that verdict (all of them when
-    none has it), the one whose estimate lies closest to ``null``."""
-    keys = [k for k, e in effects.items() if verdict_of_key(e, null) == verdict] or list(effects)
-    return min(keys, key=lambda k: abs(effects[k][0].estimate - null))
-
-
-def verdict_of_key(item, null: float) -> str:
-    effect, claimed = item
-    return verdict_of(effect, null=null, claimed=claimed)
 
 
 @claim(
@@ -230,23 +218,23 @@ def a2(ctx: Context):
             effect=sweep[(SIGMA_G[-1], CONSTANTS[1])]["effect"],
             test=test,
         )
-    top = {c: (sweep[(SIGMA_G[-1], c)]["effect"], 1) for c in CONSTANTS}
-    dilemma = unanimous([verdict_of(e, claimed=1) for e, _ in top.values()])
-    kd = _pick(top, dilemma, 0.0)
+    top = {c: sweep[(SIGMA_G[-1], c)]["effect"] for c in CONSTANTS}
+    dilemma = unanimous([verdict_of(e, claimed=1) for e in top.values()])
+    kd = decisive(top, dilemma)
     per_sg = {}
     for sg in SIGMA_G:
         per_sg[sg] = unanimous(
             [verdict_of(sweep[(sg, c)]["effect"], null=0.5, claimed=-1) for c in CONSTANTS]
         )
     rate = all_of(list(per_sg.values()))
-    rate_items = {(sg, c): (sweep[(sg, c)]["effect"], -1) for sg in SIGMA_G for c in CONSTANTS}
-    kr = _pick(rate_items, rate, 0.5)
+    rate_items = {(sg, c): sweep[(sg, c)]["effect"] for sg in SIGMA_G for c in CONSTANTS}
+    kr = decisive(rate_items, rate, null=0.5, claimed=-1)
     n = _seeds(ctx)
     return [
         combined(
             dilemma,
             f"K exponent at sigma_g 20 (c = {', '.join(f'{c:g}' for c in CONSTANTS)}): "
-            + ", ".join(interval(e, signed=True) for e, _ in top.values())
+            + ", ".join(interval(e, signed=True) for e in top.values())
             + "; at sigma_g 0: "
             + ", ".join(interval(sweep[(0.0, c)]["effect"], signed=True) for c in CONSTANTS),
             sub="dilemma",
@@ -254,7 +242,7 @@ def a2(ctx: Context):
             "(004 Sec. 3)",
             criterion="at sigma_g = 20 the K exponent's interval above 0 at every c (below 0 at "
             "every c: fails)",
-            effect=top[kd][0],
+            effect=top[kd],
             seeds=n,
             test=test,
             figure=fig,
@@ -262,13 +250,16 @@ def a2(ctx: Context):
         ),
         combined(
             rate,
-            "K exponent per sigma_g (c = 0.01, 0.02, 0.05): " + trend,
+            "per sigma_g = 0, 1, 5, 20 (three c each): "
+            + ", ".join(per_sg[sg] for sg in SIGMA_G)
+            + f"; decisive: sigma_g {kr[0]:g}, c = {kr[1]:g}: "
+            + interval(rate_items[kr], signed=True),
             sub="rate",
             stated="FedAMSGrad, partial participation: avg ||grad f||^2 = O(sqrt(K)/sqrt(RM)) "
             "(K exponent at most +1/2)",
             criterion="per sigma_g: interval below +1/2 at every c (above at every c: fails); "
             "holds when every sigma_g holds, fails when one fails",
-            effect=rate_items[kr][0].shifted(0.5, "K exponent - 1/2"),
+            effect=rate_items[kr].shifted(0.5, "K exponent - 1/2"),
             seeds=n,
             test=test,
             figure=fig,
@@ -326,10 +317,10 @@ def a3(ctx: Context):
     out = []
     for alg in ("afga", "hafed"):
         for topo in ("complete", "ring"):
-            items = {c: (fit[(alg, topo, c)][0], -1) for c in CONSTANTS}
+            items = {c: fit[(alg, topo, c)][0] for c in CONSTANTS}
             cur = fit[(alg, topo, CONSTANTS[0])][1]
             text = "K exponent (c = 0.01, 0.02, 0.05): " + ", ".join(
-                interval(e, signed=True) for e, _ in items.values()
+                interval(e, signed=True) for e in items.values()
             )
             if alg == "afga" and topo == "complete":
                 text += f"; R exponent {interval(r_exp, signed=True)}"
@@ -338,7 +329,7 @@ def a3(ctx: Context):
                 "K": list(Ks),
                 "R": R_STUDY,
                 "rho": cur.rho[0],
-                "exponents": {str(c): e.to_dict() for c, (e, _) in items.items()},
+                "exponents": {str(c): e.to_dict() for c, e in items.items()},
                 "metric_per_K": {
                     str(c): [
                         float(metric[alg](np.nanmean(g, axis=0)))
@@ -351,11 +342,11 @@ def a3(ctx: Context):
             sub = f"{alg}-{topo}"
             stated = f"{LABEL[alg]} on the {topo} graph: K exponent at most -1/2"
             violated = sorted({v for o in cur.outside for v in o})
-            verdicts = [verdict_of(e, null=-0.5, claimed=-1) for e, _ in items.values()]
+            verdicts = [verdict_of(e, null=-0.5, claimed=-1) for e in items.values()]
             verdict = unanimous(verdicts)
-            key = _pick(items, verdict, -0.5)
+            key = decisive(items, verdict, null=-0.5, claimed=-1)
             common = dict(sub=sub, stated=stated, evidence=ev, figure=fig, seeds=n, test=test,
-                          effect=items[key][0])  # fmt: skip
+                          effect=items[key])  # fmt: skip
             if violated:
                 out.append(outside("; ".join(violated), text, **common))
             else:
@@ -430,8 +421,7 @@ def a4(ctx: Context):
                           e.confidence, e.n)  # fmt: skip
     verdicts = [verdict_of(c.effect) for c in comps.values()]
     verdict = unanimous(verdicts)
-    items = {k: (c.effect, 1) for k, c in comps.items()}
-    key = _pick(items, verdict, 0.0)
+    key = decisive({k: c.effect for k, c in comps.items()}, verdict)
     text = "; ".join(
         f"c = {k}: Spearman {interval(c.effect, signed=True)} ({c.n} seeds)"
         for k, c in comps.items()

@@ -27,7 +27,7 @@ from fedtheory.participation import default_markov_rates, make_participation
 from fedtheory.problems.nonconvex import NonPLProblem, PLProblem
 from fedtheory.problems.quadratic import figure4_problem, random_quadratic
 from fedtheory.simulation import simulate
-from fedtheory.verify.claims._common import fmt, interval, ordered_text, plan, save
+from fedtheory.verify.claims._common import decisive, fmt, interval, ordered_text, plan, save
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import (
     FAILS,
@@ -163,7 +163,8 @@ def c1(ctx: Context):
             "measured contraction per round: "
             + ", ".join(f"{k} {fmt(v.estimate, 4)}" for k, v in rates.items()),
             sub="rate",
-            stated="003 Thm 1's rate (a number for this problem and step size)",
+            stated="003 Thm 1's rate for this problem and step: lost from the available text "
+            "(only 'if [.]' survives, lines 126-139)",
             evidence={k: v.to_dict() for k, v in rates.items()},
         )
     )
@@ -264,7 +265,7 @@ def c2(ctx: Context):
                 },
             }
         verdict = all_of(list(verdicts.values()))
-        key = _decisive(effects, verdicts, verdict)
+        key = decisive(effects, verdict)
         out.append(
             combined(
                 verdict,
@@ -285,14 +286,6 @@ def c2(ctx: Context):
             )
         )
     return out
-
-
-def _decisive(effects: dict, verdicts: dict, verdict: str) -> str:
-    """The comparison that decides a regime's verdict: a failing one, else an undecided one,
-    else the narrowest win (smallest estimate among those with that verdict)."""
-    want = {FAILS: FAILS, INCONCLUSIVE: INCONCLUSIVE}.get(verdict)
-    keys = [k for k in effects if want is None or verdicts[k] == want]
-    return min(keys, key=lambda k: effects[k].estimate)
 
 
 @claim(
