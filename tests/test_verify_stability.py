@@ -9,11 +9,13 @@ import pytest
 
 from fedtheory.verify import FAILS, HOLDS, VERDICTS, Context, run
 
-#: claim -> base seeds (C2 and A5 flipped with the seed before their verdicts read intervals).
+#: claim -> base seeds: C2 flipped at base seeds 0-5 and A5 at 0-2 before their verdicts read
+#: intervals; the others are checked at a few seeds (the test's time is kept to about a minute
+#: per worker).
 CASES = {
     "C2": range(6),
-    "A5": range(6),
-    "A4": range(3),
+    "A5": range(3),
+    "A4": range(2),
     "C4": range(3),
     "C5": range(3),
     "F2": range(3),
