@@ -543,7 +543,9 @@ def a5(ctx: Context):
             verdict = verdict_of(e)
             text = ordered_text(comp, better, worse, "ends", "lower in ||grad f||^2 than")
             text += f" (means: {worse} {mean[worse]}, {better} {mean[better]})"
-            criterion = f"interval of {worse} - {better} (last-5-rounds metric) above 0 (below 0: fails)"  # fmt: skip
+            criterion = (
+                f"interval of {worse} - {better} (last-5-rounds metric) above 0 (below 0: fails)"
+            )
         out.append(
             combined(verdict, text, sub=r, stated=what, criterion=criterion, effect=e,
                      seeds=comp.n, test=test,

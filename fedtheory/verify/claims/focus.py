@@ -192,10 +192,9 @@ def c2(ctx: Context):
     Statistic, per seed and baseline B: (rounds for B to reach ||x - x*|| / ||x*|| < 1e-10) -
     (rounds for FOCUS), both algorithms on the same seed ids (same participation draws); a seed
     that does not reach 1e-10 within 500 rounds counts 501 (a lower bound). Test: paired t,
-    sequential plan:
-    blocks of 20 seeds up to 100 (quick) / 50 up to 400 (full); paired t intervals at level
-    1 - 0.05 / (looks x 5 baselines) (Bonferroni); a baseline stops drawing once its interval
-    excludes 0, and the regime stops once one interval lies below 0.
+    sequential plan: blocks of 20 seeds up to 100 (quick) / 50 up to 400 (full); intervals at
+    level 1 - 0.05 / (looks x 5 baselines) (Bonferroni); a baseline stops drawing once its
+    interval excludes 0, and the regime stops once one interval lies below 0.
 
     Criterion, per regime: ``holds`` when every baseline's interval lies above 0 (FOCUS is
     faster than each), ``fails`` when one lies below 0 (that baseline is faster),
@@ -433,15 +432,15 @@ def _sg_floor(eta: float, sigma: float, rounds: int, seeds: int, seed: int):
 )
 def c5(ctx: Context):
     """SG-FOCUS on a heterogeneous quadratic (N = 10, d = 5, condition 10, problem seed 0) with
-    additive Gaussian gradient noise sigma, uniform 3 of 10, K = 3; R = 800 (quick) / 1500 (full)
-    rounds at eta >= 0.01 and R 0.01 / eta below (the same eta R: the transient of a smaller
-    step lasts longer), 8 / 30 seeds (the same seed ids at every grid point). Floor per seed: the mean of
-    ||x_r - x*||^2 / ||x*||^2 over the second half of the rounds (the window past the transient,
-    fixed beforehand). Grid: eta in {0.005, 0.01, 0.02} at sigma = 0.1; sigma in {0, 0.03, 0.1,
-    0.3} at eta = 0.01. Exponents are per-seed log-log slopes with 95% Student-t intervals over
-    seeds (the test). The paper's formulas (Thm 3-5) are lost; first-order theory of stochastic gradient
-    methods on quadratics puts the floor at ~ eta sigma^2 (exponent 1 in eta, 1 in sigma^2), shown
-    for reference, not judged.
+    additive Gaussian gradient noise sigma, uniform 3 of 10, K = 3; R = 800 (quick) / 1500
+    (full) rounds at eta >= 0.01 and R 0.01 / eta below (the same eta R: the transient of a
+    smaller step lasts longer), 8 / 30 seeds (the same seed ids at every grid point). Floor per
+    seed: the mean of ||x_r - x*||^2 / ||x*||^2 over the second half of the rounds (the window
+    past the transient, fixed beforehand). Grid: eta in {0.005, 0.01, 0.02} at sigma = 0.1;
+    sigma in {0, 0.03, 0.1, 0.3} at eta = 0.01. Test: per-seed log-log slopes, 95% Student-t
+    intervals over seeds. The paper's formulas (Thm 3-5) are lost; first-order theory of
+    stochastic gradient methods on quadratics puts the floor at ~ eta sigma^2 (exponent 1 in
+    eta, 1 in sigma^2), shown for reference, not judged.
 
     Criteria. ``C5/vanishing``: ``holds`` when at sigma = 0 every seed's final relative error is
     below 1e-10 (exact convergence) and the interval of the floor's exponent in sigma^2 lies

@@ -38,9 +38,10 @@ def n1(ctx: Context):
     Statistic per seed and adjacent pair (A, B) of the stated order (CAFGA-AFGA,
     AFGA-FedAMSGrad, FedAMSGrad-FedAvg): final accuracy of A minus B, final accuracy being the
     mean test accuracy of the last 5 rounds; both run the same seed ids of the base seed (same
-    data partition, initial network per seed). Test: paired t, sequential plan: blocks of 3 seeds up to 6
-    (quick) / 4 up to 24 (full), Student-t intervals at level 1 - 0.05 / looks (each pair its own
-    row); a pair stops drawing once decided.
+    data partition, initial network per seed). Test: paired t, sequential plan: blocks of 3
+    seeds up to 6 (quick) / 4 up to 24 (full), Student-t intervals at level 1 - 0.05 / looks
+    (each pair its own row); a pair stops drawing once decided. The figure ``nn_n1`` shows the
+    quick tier's six seeds, run in the same blocks (the same bits).
 
     Criterion per pair: ``holds`` when the interval lies above 0 (A more accurate than B, as
     stated), ``fails`` when it lies below 0, ``inconclusive`` otherwise.
