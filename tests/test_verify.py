@@ -10,11 +10,15 @@ import sys
 import matplotlib.pyplot as plt
 import pytest
 
+from fedtheory.analysis.stats import Effect
 from fedtheory.cli import main
 from fedtheory.verify import (
     FAILS,
     HOLDS,
+    INCONCLUSIVE,
+    INVARIANT,
     NOT_RUN,
+    NOT_STATED,
     OUTSIDE,
     REGISTRY,
     VERDICTS,
@@ -22,11 +26,15 @@ from fedtheory.verify import (
     Context,
     Outcome,
     all_claims,
+    invariant,
     judge,
+    judge_effect,
+    not_stated,
     outside,
     run,
 )
-from fedtheory.verify.claims.adaptive import table7_outcome
+
+EX = dict(effect=Effect.exact(1.0, "unit"), test="exact")
 
 CATALOG = [f"G{i}" for i in range(1, 6)]
 CATALOG += [f"P{i}" for i in range(1, 5)] + [f"F{i}" for i in range(1, 4)]
@@ -49,12 +57,44 @@ def test_every_claim_states_its_threshold_in_its_docstring():
 
 
 def test_judge_and_outside_compute_the_verdict():
-    assert judge(True, 1.0, criterion="x").verdict == HOLDS
-    assert judge(False, 1.0, criterion="x").verdict == FAILS
-    o = outside("rho > M/(M+N)", 0.99)
+    assert judge(True, 1.0, criterion="x", **EX).verdict == HOLDS
+    assert judge(False, 1.0, criterion="x", **EX).verdict == FAILS
+    o = outside("rho > M/(M+N)", 0.99, **EX)
     assert o.verdict == OUTSIDE and o.evidence["violated_assumption"] == "rho > M/(M+N)"
+    assert o.reason == "rho > M/(M+N)"
     with pytest.raises(ValueError, match="verdict must be one of"):
-        Outcome(1.0, "probably")
+        Outcome(1.0, "probably", **EX)
+
+
+def test_a_verdict_needs_its_effect_and_test_but_not_stated_does_not():
+    with pytest.raises(ValueError, match="needs its effect and the test"):
+        judge(True, 1.0, criterion="x", effect=None, test="t")
+    with pytest.raises(ValueError, match="needs its effect and the test"):
+        Outcome(1.0, INCONCLUSIVE, effect=Effect.exact(0.0, "u"), test="")
+    o = not_stated("003 Thm 1: the rate is lost", "rho 0.9")
+    assert o.verdict == NOT_STATED and o.reason == "003 Thm 1: the rate is lost"
+
+
+def test_the_interval_rule_reads_the_side_of_the_null_value():
+    up, down, tie = (Effect(2.0, 1.0, 3.0, "u"), Effect(-2.0, -3.0, -1.0, "u"),
+                     Effect(0.0, 0.0, 0.0, "u"))  # fmt: skip
+    kw = dict(criterion="c", test="t")
+    assert judge_effect(up, "m", **kw).verdict == HOLDS
+    assert judge_effect(down, "m", **kw).verdict == FAILS
+    assert judge_effect(tie, "m", **kw).verdict == INCONCLUSIVE  # a tie is never a fails
+    # a claim "at most -1/2" (an upper bound on an exponent)
+    assert judge_effect(Effect(-0.8, -0.9, -0.7, "u"), "m", null=-0.5, claimed=-1,
+                        **kw).verdict == HOLDS  # fmt: skip
+    assert judge_effect(Effect(-0.4, -0.45, -0.35, "u"), "m", null=-0.5, claimed=-1,
+                        **kw).verdict == FAILS  # fmt: skip
+    assert judge_effect(Effect(-0.5, -0.6, -0.4, "u"), "m", null=-0.5, claimed=-1,
+                        **kw).verdict == INCONCLUSIVE  # fmt: skip
+
+
+def test_a_violated_invariant_is_a_crash_not_a_verdict():
+    assert invariant(True, "ok", criterion="c", **EX).verdict == INVARIANT
+    with pytest.raises(AssertionError, match="invariant violated"):
+        invariant(False, "residual 1e-3", criterion="c", **EX)
 
 
 def _crash(ctx):
@@ -67,13 +107,23 @@ def _missing(ctx):
 
 def _regimes(ctx):
     return [
-        judge(True, 0.5, criterion="always", sub="a"),
-        outside("K < 1", 2.0, sub="b", stated="per regime"),
+        judge(True, 0.5, criterion="always", sub="a", **EX),
+        outside("K < 1", 2.0, sub="b", stated="per regime", **EX),
     ]
 
 
 def _fails(ctx):
-    return judge(1.0 > 2.0, 1.0, criterion="1 > 2")
+    return judge(1.0 > 2.0, 1.0, criterion="1 > 2", effect=Effect(-1.0, -1.5, -0.5, "u", 0.95, 7),
+                 seeds=7, test="paired t")  # fmt: skip
+
+
+def _invariant_ok(ctx):
+    return [invariant(True, 1e-16, criterion="residual < 1e-10", **EX, sub="inv"),
+            not_stated("Thm 9: formula lost", "rho 0.5", sub="lost")]  # fmt: skip
+
+
+def _invariant_broken(ctx):
+    return invariant(False, 1e-3, criterion="residual < 1e-10", **EX)
 
 
 def _figure(ctx):
@@ -83,13 +133,14 @@ def _figure(ctx):
     ax.plot([0, 1], [1, 0])
     fig.savefig(path, dpi=40)
     plt.close(fig)
-    return judge(True, 1, criterion="drawn", figure=str(path))
+    return judge(True, 1, criterion="drawn", figure=str(path), **EX)
 
 
 @pytest.fixture
 def extra_claims(monkeypatch):
     all_claims()  # register the catalog first
-    claims = (("Z1", _crash), ("Z2", _missing), ("Z3", _regimes), ("Z4", _figure), ("Z5", _fails))
+    claims = (("Z1", _crash), ("Z2", _missing), ("Z3", _regimes), ("Z4", _figure), ("Z5", _fails),
+              ("Z6", _invariant_ok), ("Z7", _invariant_broken))  # fmt: skip
     for cid, fn in claims:
         monkeypatch.setitem(REGISTRY, cid, Claim(cid, "test", f"test claim {cid}", fn))
 
@@ -146,9 +197,30 @@ def test_json_contract_and_exit_zero_when_every_claim_ran(extra_claims, capsys):
     data = json.loads(out)  # stdout holds the JSON only: no table, no progress bar
     assert isinstance(data, list) and [d["id"] for d in data] == ["Z3/a", "Z3/b", "Z5"]
     for d in data:
-        assert {"id", "verdict", "stated", "measured"} <= d.keys()
+        assert {"id", "verdict", "stated", "measured", "reason", "effect", "seeds", "test"} <= (
+            d.keys()
+        )
         assert d["verdict"] in VERDICTS
         assert isinstance(d["stated"], str) and isinstance(d["measured"], str | int | float)
+        assert {"estimate", "ci_low", "ci_high", "unit"} <= d["effect"].keys()
+    z5 = data[-1]
+    assert z5["effect"] == {"estimate": -1.0, "ci_low": -1.5, "ci_high": -0.5, "unit": "u",
+                            "confidence": 0.95}  # fmt: skip
+    assert z5["seeds"] == 7 and z5["test"] == "paired t" and z5["reason"] is None
+
+
+def test_invariants_and_not_stated_are_kept_apart(extra_claims, capsys):
+    assert main(["verify", "--only", "Z5,Z6"]) == 0
+    out = capsys.readouterr().out
+    table, _, rest = out.partition("Not verdicts about the papers")
+    assert "Z5" in table and "Z6" not in table
+    assert "Z6/inv" in rest and "invariant" in rest and "Z6/lost" in rest and "not stated" in rest
+    assert "claims about the papers: 1 fails; 1 invariant, 1 not stated" in out
+
+
+def test_a_broken_invariant_makes_verify_exit_one(extra_claims, capsys):
+    assert main(["verify", "--only", "Z7"]) == 1
+    assert "claim Z7 could not run: InvariantViolation" in capsys.readouterr().err
 
 
 def test_a_crash_is_recorded_and_exits_non_zero(extra_claims, tmp_path, capsys):
@@ -183,14 +255,13 @@ def test_table_lists_stated_measured_verdict(extra_claims, capsys):
     assert "Z5/table7" in out or "Z5" in out
 
 
-def test_a6_reads_the_papers_own_table():
-    """000 Table 7 reports FedAMSGrad 76.0 h < CAFGA 76.22 h at 70%: the stated ranking fails."""
-    o = table7_outcome()
-    assert o.verdict == FAILS and "FedAMSGrad 76 h < CAFGA 76.22 h" in o.measured
-    assert o.sub == "table7"
-
-
 def test_a_cheap_catalog_claim_runs_end_to_end():
     """G1 through the CLI: the paper's ring gaps (a few milliseconds of graph work)."""
     (r,) = run("G1", Context())
     assert r.ran and r.verdict in VERDICTS and "ring 50" in r.measured
+
+
+def test_unknown_claim_id_among_known_ones_names_it(capsys):
+    assert main(["verify", "--only", "G1,X9", "--json", "-"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown claim id X9" in err[0]

@@ -28,8 +28,10 @@ def register(subparsers) -> None:
         help="check the papers' claims numerically (table of stated / measured / verdict)",
         description=(
             "Run the claim catalog (docs/claims.md): each claim's experiment, its stated and "
-            "measured values and a verdict computed from the measurement. Exit 0 when every "
-            "claim ran (whatever its verdict), 1 when one crashed, 2 for bad input."
+            "measured values and a verdict computed from the measurement (holds, fails, "
+            "inconclusive, outside assumptions, invariant, not stated; the JSON adds effect, "
+            "seeds and test). Exit 0 when every claim ran (whatever its verdict), 1 when one "
+            "crashed, 2 for bad input."
         ),
         examples=[
             "fedtheory verify",

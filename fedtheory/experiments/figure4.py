@@ -183,6 +183,48 @@ def _fedavg_checks(problem, res, model, lr, K, name) -> dict[str, Any]:
     }
 
 
+def rounds_to_tolerance(
+    regime: str,
+    algorithms: tuple[str, ...] = ALGORITHMS,
+    *,
+    seed: int = 0,
+    seed_ids: list[int] | None = None,
+    tol: float = 1e-10,
+    rounds: int = 500,
+    local_steps: int = 3,
+    baselines: str = "paper",
+) -> dict[str, np.ndarray]:
+    """Per seed, the first round at which ||x_r - x*|| / ||x*|| < ``tol``, per algorithm.
+
+    The Figure 4 problem and ``regime``'s participation and step size (:data:`REGIMES`); every
+    algorithm runs the same ``seed_ids`` of root ``seed``, so they see the same participation
+    draws: the per-seed differences are paired. A seed that does not reach ``tol`` within
+    ``rounds`` rounds (or diverges) gets ``rounds + 1``, a lower bound of its true value.
+    Under full participation there is no randomness: one run, whatever ``seed_ids``.
+
+    Returns
+    -------
+    dict of str to ndarray (seeds,) of int
+    """
+    if baselines not in BASELINE_OPTIONS:
+        raise ValueError(f"baselines must be 'paper' or 'notebook', got {baselines!r}")
+    problem = figure4_problem()
+    name, m, lr = REGIMES[regime]
+    p = problem.participation_p if name == "weighted" else None
+    model = make_participation(name, problem.n_clients, m, p)
+    ids = [0] if name == "full" else list(seed_ids if seed_ids is not None else [0])
+    out = {}
+    for alg in algorithms:
+        res = simulate(
+            problem, alg, model, rounds=rounds, seeds=len(ids), seed=seed, seed_ids=ids, lr=lr,
+            local_steps=local_steps, metrics=["rel_error"],
+            **BASELINE_OPTIONS[baselines].get(alg, {}),
+        )  # fmt: skip
+        below = np.asarray(res.rel_error) < tol  # NaN (diverged) compares False
+        out[alg] = np.where(below.any(axis=1), below.argmax(axis=1), rounds + 1)
+    return out
+
+
 def _first_below(curve: np.ndarray, tol: float) -> int | None:
     """The first round at which ``curve`` is below ``tol`` (None if never)."""
     hit = np.flatnonzero(np.asarray(curve) < tol)

@@ -4,19 +4,50 @@ Every algorithm runs on the local-steps study's problem with its theorem step-si
 (:mod:`fedtheory.experiments.local_steps`), and the per-round times of a
 :class:`~fedtheory.analysis.comm_time.CommTimeModel` (000 Appendix B.1.1: 1.8 s client to
 client, 18 s client to server) turn rounds into hours.
+
+The schedules carry different Theta-factors (AFGA's server step c N sqrt(K) / M against
+FedAMSGrad's c sqrt(K M)), so one constant c is not a fair comparison: :func:`tune_constant`
+gives each algorithm the same tuning budget (the same grid of c, on seeds disjoint from the
+evaluation's) for its own schedule, and :func:`hours_to_target` evaluates the chosen constant.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fedtheory.algorithms.registry import info
-from fedtheory.analysis.comm_time import CommTimeModel, rank_by_time
+from fedtheory.analysis.comm_time import CommTimeModel, rank_by_time, rounds_to_target
 from fedtheory.errors import AssumptionError
 from fedtheory.experiments.local_steps import participation_for, step_sizes, study_problem
 from fedtheory.simulation import simulate
 
-__all__ = ["run_time_to_target"]
+__all__ = ["Tuning", "hours_to_target", "run_time_to_target", "tune_constant"]
+
+#: 000 Setting 1 (Table 7): N = 100 clients, M = 5 per round, C = 5 clusters, K = 24, ring.
+SETTING1 = {"n_clients": 100, "clients_per_round": 5, "clusters": 5, "local_steps": 24,
+            "topology": "ring"}  # fmt: skip
+
+
+def _simulate(prob: Any, algorithm: str, *, c: float, c_l: float, rounds: int, local_steps: int,
+              n_clients: int, clients_per_round: int, clusters: int, topology: str, seed: int,
+              seed_ids: Sequence[int]) -> Any:  # fmt: skip
+    """One algorithm with its theorem schedule at constants (c, c_l); the gossip settings only
+    go to the algorithms that read them."""
+    N, M, C, K = n_clients, clients_per_round, clusters, local_steps
+    eta, eta_l = step_sizes(algorithm, R=rounds, K=K, M=M, N=N, clusters=C, c=c, c_l=c_l)
+    alg = info(algorithm)
+    settings = {"lr": eta_l, "local_steps": K, "global_lr": eta, "topology": topology,
+                "clusters": C if alg.clustered else None}  # fmt: skip
+    accepted = alg.accepted()
+    settings = {k: v for k, v in settings.items() if k in accepted and v is not None}
+    ids = list(seed_ids)
+    return simulate(prob, algorithm, participation_for(algorithm, N, M, C), rounds=rounds,
+                    seeds=len(ids), seed=seed, seed_ids=ids, metrics=["grad_norm2"],
+                    **settings)  # fmt: skip
 
 
 def run_time_to_target(
@@ -35,14 +66,16 @@ def run_time_to_target(
     seed: int = 0,
     **study_kw: Any,
 ) -> dict:
-    """Simulated counterpart of 000 Table 7 (claim A6): time to each target per algorithm.
+    """Simulated counterpart of 000 Table 7: time to each target per algorithm (one constant).
 
-    Every algorithm runs on the study problem (:func:`fedtheory.experiments.local_steps.study_problem`)
-    with its theorem step-size schedule (:func:`fedtheory.experiments.local_steps.step_sizes`; keywords
-    ``c_global``, ``c_local``, ``dim``, ``problem``, ``sigma``, ``sigma_g`` as in
-    :func:`~fedtheory.experiments.local_steps.run_local_steps_study`) in 000's Setting 1 by default
-    (N = 100, M = 5, C = 5 clusters, K = 24), and the per-round times of ``model`` turn rounds
-    into hours. Returns ``{"targets": {target: [TimeToTarget, ...] fastest first}, ...}``.
+    Every algorithm runs on the study problem (:func:`~fedtheory.experiments.local_steps.
+    study_problem`) with its theorem step-size schedule (:func:`~fedtheory.experiments.
+    local_steps.step_sizes`; keywords ``c_global``, ``c_local``, ``dim``, ``problem``,
+    ``sigma``, ``sigma_g``) in 000's Setting 1 by default (N = 100, M = 5, C = 5 clusters,
+    K = 24), and the per-round times of ``model`` turn rounds into hours. Returns
+    ``{"targets": {target: [TimeToTarget, ...] fastest first}, ...}``. One constant c for every
+    schedule favours the schedule with the largest Theta-factor: claim A6 tunes each
+    (:func:`tune_constant`).
     """
     kw = dict(study_kw)
     c, c_l = kw.pop("c_global", 0.05), kw.pop("c_local", 0.5)
@@ -52,18 +85,99 @@ def run_time_to_target(
     )  # fmt: skip
     if kw:
         raise AssumptionError(f"unknown keywords {sorted(kw)}")
-    results = {}
-    for a in algorithms:
-        eta, eta_l = step_sizes(a, R=rounds, K=local_steps, M=clients_per_round, N=n_clients,
-                                clusters=clusters, c=c, c_l=c_l)  # fmt: skip
-        results[a] = simulate(
-            prob, a, participation_for(a, n_clients, clients_per_round, clusters), rounds=rounds,
-            seeds=seeds, seed=seed, lr=eta_l, local_steps=local_steps, global_lr=eta,
-            topology=topology if info(a).gossip else None,
-            clusters=clusters if info(a).clustered else None,
+    results = {
+        a: _simulate(
+            prob,
+            a,
+            c=c,
+            c_l=c_l,
+            rounds=rounds,
+            local_steps=local_steps,
+            n_clients=n_clients,
+            clients_per_round=clients_per_round,
+            clusters=clusters,
+            topology=topology,
+            seed=seed,
+            seed_ids=range(seeds),
         )  # fmt: skip
+        for a in algorithms
+    }
     return {
         "model": model or CommTimeModel(),
         "results": results,
         "targets": {t: rank_by_time(results, t, model=model, metric=metric) for t in targets},
     }
+
+
+def hours_to_target(
+    algorithm: str,
+    c: float,
+    target: float,
+    *,
+    seed: int = 0,
+    seed_ids: Sequence[int] = (0,),
+    rounds: int = 300,
+    c_l: float = 0.5,
+    sigma: float = 1.0,
+    sigma_g: float = 1.0,
+    dim: int = 10,
+    model: CommTimeModel | None = None,
+    **setting: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hours for ``algorithm`` (constant ``c`` in its schedule) to reach
+    ||grad f(x_r)||^2 <= ``target``, per seed (inf: not within ``rounds``), and the final
+    metric per seed (mean over the last 10 rounds). ``setting`` overrides :data:`SETTING1`."""
+    cfg = {**SETTING1, **setting}
+    unknown = sorted(set(cfg) - set(SETTING1))
+    if unknown:
+        raise AssumptionError(f"unknown setting keywords {unknown}: choose from {list(SETTING1)}")
+    prob = study_problem("pl", cfg["n_clients"], dim, sigma=sigma, sigma_g=sigma_g)
+    res = _simulate(prob, algorithm, c=c, c_l=c_l, rounds=rounds, seed=seed, seed_ids=seed_ids,
+                    **cfg)  # fmt: skip
+    g = np.asarray(res.grad_norm2)
+    per_round = (model or CommTimeModel()).round_time(algorithm, cfg["local_steps"])
+    hours = rounds_to_target(g, target) * per_round / 3600.0
+    with np.errstate(all="ignore"):
+        final = np.nanmean(g[:, -10:], axis=1)
+    return hours, final
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The result of :func:`tune_constant`: the chosen c and every grid point's score."""
+
+    algorithm: str
+    c: float
+    grid: tuple
+    median_hours: tuple
+    median_final: tuple
+    seed: int
+    seed_ids: tuple
+
+
+def tune_constant(
+    algorithm: str,
+    grid: Sequence[float],
+    target: float,
+    *,
+    seed: int = 0,
+    seed_ids: Sequence[int] = (1000, 1001),
+    **kw: Any,
+) -> Tuning:
+    """Pick the constant c of ``algorithm``'s schedule from ``grid`` on the tuning seeds.
+
+    Criterion: the smallest median (over ``seed_ids``) hours to ``target``; when no grid value
+    reaches it in more than half of the seeds, the smallest median final metric. Equal scores
+    keep the first grid value. Keywords go to :func:`hours_to_target`.
+    """
+    hours, finals = [], []
+    for c in grid:
+        h, f = hours_to_target(algorithm, c, target, seed=seed, seed_ids=seed_ids, **kw)
+        hours.append(float(np.median(h)))
+        finals.append(float(np.nanmedian(f)))
+    if np.isfinite(hours).any():
+        best = int(np.argmin(hours))
+    else:
+        best = int(np.nanargmin(finals))
+    return Tuning(algorithm, float(grid[best]), tuple(float(c) for c in grid), tuple(hours),
+                  tuple(finals), int(seed), tuple(int(i) for i in seed_ids))  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fedtheory._version import __version__
 from fedtheory.io import jsonable
-from fedtheory.verify.result import ClaimResult
+from fedtheory.verify.result import PAPER_VERDICTS, VERDICTS, ClaimResult
 
 COLUMNS = (("claim", 13), ("source", 17), ("stated", 38), ("measured", 46), ("verdict", 19))
 
@@ -25,32 +25,66 @@ def _cell(value) -> str:
     return str(value)
 
 
+def _measured(r: ClaimResult) -> str:
+    """The measured cell, with the exact value next to it where one is computed."""
+    text = _cell(r.measured)
+    return f"{text}; exact: {r.exact}" if r.exact else text
+
+
 def format_table(results: list[ClaimResult]) -> str:
-    """A fixed-width table (claim, source, stated, measured, verdict), long cells wrapped."""
+    """A fixed-width table (claim, source, stated, measured, verdict), long cells wrapped.
+
+    Verdicts about the papers come first; implementation invariants and formulas the available
+    text does not state follow in a block of their own.
+    """
+    paper = [r for r in results if r.about_paper]
+    other = [r for r in results if not r.about_paper]
+    lines = _rows(paper)
+    if other:
+        lines += ["", "Not verdicts about the papers (implementation invariants; formulas the "
+                  "available text does not state):", *_rows(other)]  # fmt: skip
+    return "\n".join(lines)
+
+
+def _rows(results: list[ClaimResult]) -> list[str]:
     widths = [w for _, w in COLUMNS]
     sep = "-+-".join("-" * w for w in widths)
     lines = [" | ".join(name.ljust(w) for name, w in COLUMNS).rstrip(), sep]
     for r in results:
-        cells = [r.id, r.source, r.stated, _cell(r.measured), verdict_label(r)]
+        cells = [r.id, r.source, r.stated, _measured(r), verdict_label(r)]
         wrapped = [textwrap.wrap(_cell(c), w) or [""] for c, w in zip(cells, widths, strict=True)]
         for i in range(max(len(x) for x in wrapped)):
             row = [
                 (x[i] if i < len(x) else "").ljust(w) for x, w in zip(wrapped, widths, strict=True)
             ]
             lines.append(" | ".join(row).rstrip())
-    return "\n".join(lines)
+    return lines
 
 
 def summary(results: list[ClaimResult]) -> str:
+    """Counts per verdict: the papers' claims first, then invariants, not stated, crashes."""
     counts: dict[str, int] = {}
     for r in results:
         counts[verdict_label(r)] = counts.get(verdict_label(r), 0) + 1
-    return ", ".join(f"{v}: {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+    paper = ", ".join(f"{counts[v]} {v}" for v in PAPER_VERDICTS if counts.get(v))
+    rest = [f"{counts[v]} {v}" for v in VERDICTS if v not in PAPER_VERDICTS and counts.get(v)]
+    if counts.get("CRASHED"):
+        rest.append(f"{counts['CRASHED']} CRASHED")
+    return f"claims about the papers: {paper or 'none'}" + ("; " + ", ".join(rest) if rest else "")
 
 
 def to_json(results: list[ClaimResult]) -> list[dict]:
     """The JSON contract: a list of objects with at least id, verdict, stated, measured."""
     return [r.to_dict() for r in results]
+
+
+def _effect_text(effect: dict | None) -> str:
+    """``estimate [ci_low, ci_high] unit`` of a result's effect (empty when there is none)."""
+    if not effect or effect.get("estimate") is None:
+        return ""
+    lo, hi = effect.get("ci_low"), effect.get("ci_high")
+    ci = "" if lo is None or hi is None or lo == hi else f" [{lo:.4g}, {hi:.4g}]"
+    return f"{effect['estimate']:.4g}{ci} {effect.get('unit', '')}".rstrip()
 
 
 def _img(path: str | None, seen: set) -> str:
@@ -67,7 +101,14 @@ def _img(path: str | None, seen: set) -> str:
 
 def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
     """A self-contained HTML page: the table, then each claim's evidence with figures inline."""
-    colors = {"holds": "#d4f4dd", "fails": "#f8d0d0", "outside assumptions": "#fff1c2"}
+    colors = {
+        "holds": "#d4f4dd",
+        "fails": "#f8d0d0",
+        "inconclusive": "#e6e6f8",
+        "outside assumptions": "#fff1c2",
+        "invariant": "#dfeff7",
+        "not stated": "#eeeeee",
+    }
     rows, details, seen = [], [], set()
     for r in results:
         label = verdict_label(r)
@@ -77,7 +118,7 @@ def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
             "<tr>"
             f'<td><a href="#{anchor}">{html.escape(r.id)}</a></td>'
             f"<td>{html.escape(r.source)}</td><td>{html.escape(str(r.stated))}</td>"
-            f"<td>{html.escape(_cell(r.measured))}</td>"
+            f"<td>{html.escape(_measured(r))}</td>"
             f'<td style="background:{color}">{html.escape(label)}</td></tr>'
         )
         body = json.dumps(jsonable(r.evidence), indent=2)
@@ -85,6 +126,9 @@ def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
             f"<p><b>{k}:</b> {html.escape(str(v))}</p>"
             for k, v in (
                 ("criterion", r.criterion),
+                ("effect", _effect_text(r.effect)),
+                ("seeds", r.seeds),
+                ("test", r.test),
                 ("uncertainty", r.uncertainty),
                 ("reason", r.reason),
                 ("seconds", f"{r.seconds:.2f}"),

@@ -1,66 +1,191 @@
-"""What a claim check returns: stated, measured, verdict and evidence.
+"""What a claim check returns: stated, measured, verdict, and how the verdict was reached.
 
-A verdict is computed from a measurement, never written in. The helpers below turn a measured
-condition into a verdict (:func:`judge`) and mark a setting that violates the theorem's
-hypotheses (:func:`outside`). A check that cannot run (a crash, a module that does not import)
-has no verdict: it is recorded as not run and makes ``fedtheory verify`` exit non-zero.
+A verdict is computed from a measurement, never written in. Six words (docs/claims.md):
+
+- ``holds`` / ``fails``: the measurement supports / contradicts the claim as the paper states
+  it. For a random experiment this means a confidence interval excludes the null value on the
+  claimed / the opposite side (:func:`judge_effect`); for an exact computation, a tolerance
+  (:func:`judge`).
+- ``inconclusive``: the interval contains the null value after the tier's seed budget (a tie
+  included), or a target was not reached within the horizon.
+- ``outside assumptions``: the setting violates a hypothesis of the theorem (:func:`outside`).
+- ``invariant``: a property of the implementation (e.g. FOCUS's tracking identity), kept apart
+  from the claims about the papers (:func:`invariant`). A violated invariant is a bug: it
+  raises, and the runner records a crash.
+- ``not stated``: the paper's formula is not in the available text (:func:`not_stated`, naming
+  the theorem and what is lost).
+
+Every outcome carries the decision rule fixed before measuring (``criterion``, also in the
+claim's docstring), the effect with its interval and unit (:class:`~fedtheory.analysis.stats.
+Effect`), the number of seeds and the test used. A check that cannot run (a crash, a module
+that does not import, a violated invariant) has no verdict: it is recorded as not run and makes
+``fedtheory verify`` exit non-zero.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fedtheory.analysis.stats import Effect
 from fedtheory.io import jsonable
 
 HOLDS = "holds"
 FAILS = "fails"
+INCONCLUSIVE = "inconclusive"
 OUTSIDE = "outside assumptions"
+INVARIANT = "invariant"
+NOT_STATED = "not stated"
 NOT_RUN = "not run"  # the check crashed: no verdict (fedtheory verify exits 1)
-VERDICTS = (HOLDS, FAILS, OUTSIDE)
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, OUTSIDE, INVARIANT, NOT_STATED)
+#: Verdicts about what the papers state (the others describe the implementation or the text).
+PAPER_VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, OUTSIDE)
+
+
+class InvariantViolation(AssertionError):
+    """An implementation invariant does not hold: a bug, recorded as a crash, not a verdict."""
 
 
 @dataclass
 class Outcome:
     """The measurement of one claim (or one regime of it), with its verdict.
 
-    Build it with :func:`judge` or :func:`outside`, not by writing a verdict in.
+    Build it with :func:`judge`, :func:`judge_effect`, :func:`outside`, :func:`invariant` or
+    :func:`not_stated`, not by writing a verdict in.
+
+    Attributes
+    ----------
+    measured : str or number
+        What the table shows.
+    verdict : str
+        One of :data:`VERDICTS`.
+    criterion : str
+        The decision rule, fixed before measuring.
+    effect : Effect
+        The effect with its interval and unit (a degenerate interval for an exact value).
+    seeds : int or None
+        Seeds behind the verdict (None: no random draw).
+    test : str
+        How the interval was obtained.
+    exact : str or None
+        The exact value where one is computed (e.g. from a closed form), next to ``measured``.
     """
 
     measured: Any
     verdict: str
     evidence: dict = field(default_factory=dict)
     criterion: str = ""
+    effect: Effect | None = None
+    seeds: int | None = None
+    test: str = ""
+    exact: str | None = None
     uncertainty: str | None = None
     figure: str | None = None
     sub: str | None = None  # regime suffix: "uniform" makes the id "C2/uniform"
     stated: str | None = None  # overrides the claim's statement for this regime
+    reason: str | None = None  # why: the violated assumption, what is not stated, ...
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.verdict != NOT_STATED and (self.effect is None or not self.test):
+            raise ValueError(
+                f"a {self.verdict!r} outcome needs its effect and the test used "
+                f"(effect={self.effect!r}, test={self.test!r})"
+            )
 
 
-def judge(ok: bool, measured: Any, *, criterion: str, **kw: Any) -> Outcome:
+def judge(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str,
+          **kw: Any) -> Outcome:  # fmt: skip
     """``holds`` when the measured condition ``ok`` is true, ``fails`` otherwise.
 
-    ``criterion`` states the threshold in words (it was fixed before looking at results and is
-    repeated in the claim's docstring).
+    For exact computations (closed forms, deterministic runs, a property checked on every
+    sample): there is no sampling error to weigh. ``criterion`` states the threshold in words
+    (fixed before looking at results and repeated in the claim's docstring).
     """
-    return Outcome(measured, HOLDS if bool(ok) else FAILS, criterion=criterion, **kw)
+    return Outcome(measured, HOLDS if bool(ok) else FAILS, criterion=criterion, effect=effect,
+                   test=test, **kw)  # fmt: skip
+
+
+def verdict_of(effect: Effect, *, null: float = 0.0, claimed: int = 1) -> str:
+    """The interval rule: ``holds`` when the interval excludes ``null`` on the ``claimed`` side
+    (+1: above, -1: below), ``fails`` when it excludes it on the other side, else
+    ``inconclusive`` (an interval that contains the null value, a tie, decides nothing)."""
+    if claimed not in (1, -1):
+        raise ValueError(f"claimed must be +1 or -1, got {claimed}")
+    side = effect.side(null)
+    return HOLDS if side == claimed else FAILS if side == -claimed else INCONCLUSIVE
+
+
+def judge_effect(effect: Effect, measured: Any, *, criterion: str, test: str, null: float = 0.0,
+                 claimed: int = 1, **kw: Any) -> Outcome:  # fmt: skip
+    """An outcome by the interval rule (:func:`verdict_of`)."""
+    return Outcome(measured, verdict_of(effect, null=null, claimed=claimed),
+                   criterion=criterion, effect=effect, test=test, **kw)  # fmt: skip
+
+
+def judge_equivalence(effect: Effect, measured: Any, *, low: float, high: float,
+                      criterion: str, test: str, **kw: Any) -> Outcome:  # fmt: skip
+    """``holds`` when the interval lies inside [low, high] ("comes close"), ``fails`` when it
+    lies wholly outside, ``inconclusive`` otherwise (two one-sided tests)."""
+    side = effect.within(low, high)
+    verdict = HOLDS if side == 1 else FAILS if side == -1 else INCONCLUSIVE
+    return Outcome(measured, verdict, criterion=criterion, effect=effect, test=test, **kw)
+
+
+def all_of(verdicts: Sequence[str]) -> str:
+    """A claim that needs every part (e.g. FOCUS beats every baseline): ``fails`` when one part
+    fails, ``holds`` when all hold, else ``inconclusive``."""
+    vs = list(verdicts)
+    if FAILS in vs:
+        return FAILS
+    return HOLDS if vs and all(v == HOLDS for v in vs) else INCONCLUSIVE
+
+
+def unanimous(verdicts: Sequence[str]) -> str:
+    """One verdict over settings that must agree (e.g. three step-size constants): the common
+    verdict, or ``inconclusive`` when it hinges on the setting."""
+    vs = set(verdicts)
+    return vs.pop() if len(vs) == 1 else INCONCLUSIVE
+
+
+def combined(verdict: str, measured: Any, *, criterion: str, effect: Effect, test: str,
+             **kw: Any) -> Outcome:  # fmt: skip
+    """An outcome whose verdict was combined from parts by :func:`all_of` or :func:`unanimous`
+    (each part judged by the interval rule)."""
+    if verdict not in (HOLDS, FAILS, INCONCLUSIVE):
+        raise ValueError(f"a combined verdict is holds, fails or inconclusive, got {verdict!r}")
+    return Outcome(measured, verdict, criterion=criterion, effect=effect, test=test, **kw)
 
 
 def outside(reason: str, measured: Any, **kw: Any) -> Outcome:
     """The setting violates an assumption of the theorem; ``reason`` names which."""
     ev = dict(kw.pop("evidence", {}))
     ev["violated_assumption"] = reason
-    return Outcome(measured, OUTSIDE, evidence=ev, **kw)
+    return Outcome(measured, OUTSIDE, evidence=ev, reason=reason, **kw)
+
+
+def invariant(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str,
+              **kw: Any) -> Outcome:  # fmt: skip
+    """An implementation invariant: ``invariant`` when it holds; raises
+    :class:`InvariantViolation` (a crash, never a verdict) when it does not."""
+    if not ok:
+        raise InvariantViolation(f"invariant violated: {measured} (criterion: {criterion})")
+    return Outcome(measured, INVARIANT, criterion=criterion, effect=effect, test=test, **kw)
+
+
+def not_stated(what: str, measured: Any, **kw: Any) -> Outcome:
+    """The paper's formula is not in the available text; ``what`` names the theorem and what is
+    lost. ``measured`` may still report the measurement (for a later exact or stated value)."""
+    return Outcome(measured, NOT_STATED, reason=what, **kw)
 
 
 @dataclass
 class ClaimResult:
     """One row of the verification report (the JSON contract: ``id``, ``verdict``, ``stated``,
-    ``measured``, plus the rest)."""
+    ``measured``, ``reason``, ``effect`` {estimate, ci_low, ci_high, unit}, ``seeds``, ``test``,
+    plus the rest)."""
 
     id: str
     source: str
@@ -69,13 +194,22 @@ class ClaimResult:
     verdict: str
     evidence: dict = field(default_factory=dict)
     criterion: str = ""
+    effect: dict = field(default_factory=lambda: Effect.none().to_dict())
+    seeds: int | None = None
+    test: str | None = None
+    exact: str | None = None
     uncertainty: str | None = None
     figure: str | None = None
     tier: str = "quick"
     seconds: float = 0.0
     ran: bool = True
-    reason: str | None = None  # which assumption is violated, or why the check did not run
+    reason: str | None = None  # the violated assumption, what is not stated, or the crash
     error: str | None = None  # the crash, when the check could not run
+
+    @property
+    def about_paper(self) -> bool:
+        """False for implementation invariants and formulas the text does not state."""
+        return self.verdict in PAPER_VERDICTS or not self.ran
 
     def to_dict(self) -> dict:
         return jsonable(asdict(self))

@@ -6,6 +6,7 @@ import time
 import traceback
 from collections.abc import Iterable
 
+from fedtheory.analysis.stats import Effect
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import progress
 from fedtheory.verify.registry import Claim, Context, all_claims
@@ -74,18 +75,21 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
     dt = (time.perf_counter() - t0) / max(len(outcomes), 1)
     results = []
     for o in outcomes:
-        ev = dict(o.evidence)
         results.append(
             ClaimResult(
                 id=f"{claim.id}/{o.sub}" if o.sub else claim.id,
                 stated=o.stated or claim.stated,
                 measured=o.measured,
                 verdict=o.verdict,
-                evidence=ev,
+                evidence=dict(o.evidence),
                 criterion=o.criterion,
+                effect=(o.effect or Effect.none()).to_dict(),
+                seeds=o.seeds,
+                test=o.test or None,
+                exact=o.exact,
                 uncertainty=o.uncertainty,
                 figure=o.figure,
-                reason=ev.get("violated_assumption"),
+                reason=o.reason,
                 seconds=dt,
                 **base,
             )

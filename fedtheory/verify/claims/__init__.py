@@ -7,15 +7,21 @@ Adding a claim::
 
     @claim("C7", source="003 Sec. 6", stated="what the paper says, in one line")
     def c7(ctx: Context):
-        # docstring: the experiment, and "Criterion:" with the threshold fixed beforehand
+        # docstring: the experiment, "Criterion:" with the rule fixed before measuring, and the
+        # test (which interval, how many seeds)
         ...
-        return judge(measured_value < 1e-10, f"measured {measured_value:.2e}",
-                     criterion="relative error < 1e-10")
+        effect = mean_interval(per_seed_differences, 0.95, "rounds (B - A)")
+        return judge_effect(effect, f"A is {effect.text()} rounds ahead", seeds=n,
+                            criterion="interval above 0 (below 0: fails)",
+                            test="paired t over seeds (95%)")
 
-``judge`` turns the measured condition into ``holds``/``fails``, ``outside`` marks a setting
-that violates the theorem's hypotheses; return a list with ``sub=`` for per-regime entries
-(``C7/uniform``). ``ctx.pick(quick, full)`` sizes the two tiers; ``ctx.figure_path(id)`` is
-where to draw (None when no figure is wanted).
+``judge_effect`` reads the interval (``holds`` / ``fails`` / ``inconclusive``), ``judge`` an exact
+computation against a tolerance, ``outside`` marks a setting that violates the theorem's
+hypotheses, ``invariant`` a property of the implementation, ``not_stated`` a formula the paper's
+text does not give (:mod:`fedtheory.verify.result`); comparisons between algorithms sample seeds
+sequentially (:func:`fedtheory.analysis.stats.sequential`). Return a list with ``sub=`` for
+per-regime entries (``C7/uniform``). ``ctx.pick(quick, full)`` sizes the two tiers;
+``ctx.figure_path(id)`` is where to draw (None when no figure is wanted).
 """
 
 from fedtheory.verify.claims import adaptive, fedavg_bias, focus, graphs, nn, participation

@@ -12,14 +12,15 @@ import numpy as np
 
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, weighted_optimum
 from fedtheory.analysis.rates import fit_power_law
+from fedtheory.analysis.stats import Effect, mean_interval
 from fedtheory.experiments.fedavg_floor import floor_problem, measure_floors
 from fedtheory.io import pyplot
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_probabilities
 from fedtheory.simulation import simulate
-from fedtheory.verify.claims._common import fmt, save
+from fedtheory.verify.claims._common import EXACT_TEST, fmt, save
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import judge
+from fedtheory.verify.result import FAILS, HOLDS, INCONCLUSIVE, combined, judge, judge_effect
 
 N = 10
 
@@ -63,6 +64,8 @@ def f1(ctx: Context):
         gap < 1e-10 and bias > 1e-6,
         f"||x_R - x_bar||/||x_bar|| = {fmt(gap)}; ||x_bar - x*||/||x*|| = {fmt(bias)}",
         criterion="gap to the closed-form fixed point < 1e-10 and its distance to x* > 1e-6",
+        effect=Effect.exact(gap, "||x_R - x_bar|| / ||x_bar||"),
+        test=EXACT_TEST + " (full participation: one deterministic run)",
         evidence={
             "lr": eta,
             "local_steps": k,
@@ -85,8 +88,11 @@ def f2(ctx: Context):
     """FedAvg, weighted sampling of 3 of 10 without replacement (p: the Figure 4 recipe), K = 2,
     eta in {0.3, 0.1, 0.03, 0.01}; q = the participation model's exact effective weights.
 
-    Criterion: ||x_q* - x*|| / ||x*|| > 1e-3 (the limit is not zero), and at the smallest eta the
-    measured floor is within 10% of it.
+    Criterion: ||x_q* - x*|| / ||x*|| > 1e-3 (the limit is not zero; else ``fails``), and at
+    the smallest eta the floor's relative gap (floor - limit) / limit, per seed, has its 95%
+    Student-t interval inside [-10%, +10%] (``holds``), wholly outside it (``fails``), or
+    neither (``inconclusive``). Test: Student-t interval over seeds of the per-seed relative
+    gap, read as an equivalence test (two one-sided tests).
     """
     prob = _problem()
     model = make_participation("weighted", N, 3, p=figure4_probabilities(N))
@@ -94,8 +100,10 @@ def f2(ctx: Context):
     target = _rel(weighted_optimum(prob, q.value), prob.x_star)
     etas = ctx.pick((0.3, 0.1, 0.03, 0.01), (0.3, 0.1, 0.03, 0.01, 0.003))
     rows = _floors(prob, model, etas, 2, ctx.pick(8, 20), ctx.seed)
-    last = rows[-1][2].mean()
-    rel_gap = abs(last - target) / target
+    gaps = (rows[-1][2] - target) / target
+    gap = mean_interval(gaps, 0.95, "relative gap (floor - limit) / limit at the smallest eta")
+    side = gap.within(-0.1, 0.1)
+    verdict = FAILS if target <= 1e-3 else {1: HOLDS, -1: FAILS, 0: INCONCLUSIVE}[side]
     fig_path = ctx.figure_path("F2")
     if fig_path is not None:
         fig, ax = pyplot().subplots(figsize=(5.5, 4))
@@ -113,12 +121,17 @@ def f2(ctx: Context):
         )
         ax.legend(fontsize=8)
         fig_path = save(fig, fig_path)
-    return judge(
-        target > 1e-3 and rel_gap <= 0.1,
+    return combined(
+        verdict,
         "floor "
         + ", ".join(f"{fmt(f.mean())} (eta {e:g})" for e, _, f in rows)
-        + f" -> ||x_q*-x*||/||x*|| = {fmt(target)} ({rel_gap:.1%} off)",
-        criterion="limit > 1e-3 and floor at the smallest eta within 10% of ||x_q*-x*||/||x*||",
+        + f" -> ||x_q*-x*||/||x*|| = {fmt(target)} ({gap.estimate:+.1%} "
+        f"[{gap.ci_low:+.1%}, {gap.ci_high:+.1%}] off)",
+        criterion="limit > 1e-3, and the 95% interval of the relative gap at the smallest eta "
+        "inside +-10% (wholly outside: fails)",
+        effect=gap,
+        seeds=int(gaps.size),
+        test="Student-t interval over seeds (95%), equivalence margin +-10%",
         figure=fig_path,
         uncertainty="floor standard error over seeds: "
         + ", ".join(fmt(f.std(ddof=1) / np.sqrt(f.size)) for _, _, f in rows),
@@ -139,24 +152,30 @@ def f2(ctx: Context):
 )
 def f3(ctx: Context):
     """Two parts. Uniform 3 of 10, K = 1, eta in {0.3, 0.1, 0.03}: criterion, the fitted
-    power-law exponent of the floor in eta has its 95% lower confidence bound > 0 (it shrinks).
+    power-law exponent of the floor in eta has its 95% interval above 0 (it shrinks: ``holds``),
+    below 0 (``fails``) or neither (``inconclusive``).
     Identical f_i (``identical=True``), weighted 3 of 10 (non-uniform), K = 3, eta = 0.1:
     criterion, every seed's final ||x - x*|| / ||x*|| < 1e-10.
+    Test (uniform part): per-seed log-log slopes of the floor on eta, Student-t interval over
+    seeds (95%); the identical part checks every seed.
     """
     prob = _problem()
     etas = ctx.pick((0.3, 0.1, 0.03), (0.3, 0.1, 0.03, 0.01))
     rows = _floors(prob, make_participation("uniform", N, 3), etas, 1, ctx.pick(8, 20), ctx.seed)
     floors = np.stack([f for _, _, f in rows], axis=1)  # (seeds, etas)
     pw = fit_power_law(np.array(etas), floors)
-    uni = judge(
-        pw.ci_low > 0,
+    expo = Effect(pw.exponent, pw.ci_low, pw.ci_high, "exponent of the floor in eta",
+                  pw.confidence, int(floors.shape[0]))  # fmt: skip
+    uni = judge_effect(
+        expo,
         "floor "
         + ", ".join(f"{fmt(f.mean())} (eta {e:g})" for e, _, f in rows)
         + f"; exponent {pw.exponent:.2f} [{pw.ci_low:.2f}, {pw.ci_high:.2f}]",
         sub="uniform-K1",
         stated="uniform participation, K = 1: the floor shrinks with eta",
-        criterion="95% lower bound of the floor's exponent in eta > 0",
-        uncertainty="Student-t interval over seeds",
+        criterion="95% interval of the floor's exponent in eta above 0 (below 0: fails)",
+        seeds=int(floors.shape[0]),
+        test="per-seed log-log slopes, Student-t interval over seeds (95%)",
         evidence={
             "floors": {str(e): f for e, _, f in rows},
             "exponent": pw.exponent,
@@ -184,6 +203,9 @@ def f3(ctx: Context):
         sub="identical",
         stated="identical f_i: exact convergence under any participation",
         criterion="every seed's final ||x - x*||/||x*|| < 1e-10",
+        effect=Effect.exact(final.max(), "largest final ||x - x*|| / ||x*|| over the seeds"),
+        seeds=int(final.size),
+        test="every seed checked (a universal claim: one seed above 1e-10 is a counter-example)",
         evidence={"final_error": final, "rounds": rounds, "lr": eta, "local_steps": k},
     )
     return [uni, ident]

@@ -5,6 +5,11 @@ K = 3) with the paper's most conservative step size 1e-4 (its arbitrary-particip
 for every participation model; "exact convergence" means relative error ||x - x*|| / ||x*||
 below 1e-10 (a threshold fixed from the meaning of "exact", far above float64 round-off and far
 below any FedAvg floor).
+
+Random experiments are judged by confidence intervals (:mod:`fedtheory.analysis.stats`,
+:func:`fedtheory.verify.result.verdict_of`): an interval that excludes the null value on the
+claimed side gives ``holds``, on the other side ``fails``, else ``inconclusive``. Seeds of one
+comparison are paired: every algorithm runs the same seed ids of the base seed.
 """
 
 from __future__ import annotations
@@ -13,22 +18,34 @@ from functools import lru_cache
 
 import numpy as np
 
-from fedtheory.analysis.rates import error_floor, fit_linear_rate, fit_power_law
-from fedtheory.experiments.figure4 import plot_figure4, run_figure4
+from fedtheory.algorithms.registry import display_name
+from fedtheory.analysis.rates import fit_linear_rate, fit_power_law
+from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval, sequential
+from fedtheory.experiments.figure4 import plot_figure4, rounds_to_tolerance, run_figure4
 from fedtheory.io import pyplot
 from fedtheory.participation import default_markov_rates, make_participation
-from fedtheory.problems.logistic import random_logistic
-from fedtheory.problems.nonconvex import PLProblem
+from fedtheory.problems.nonconvex import NonPLProblem, PLProblem
 from fedtheory.problems.quadratic import figure4_problem, random_quadratic
 from fedtheory.simulation import simulate
-from fedtheory.verify.claims._common import fmt, mean_se, save
+from fedtheory.verify.claims._common import decisive, fmt, interval, ordered_text, plan, save
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import judge
+from fedtheory.verify.result import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    all_of,
+    combined,
+    invariant,
+    judge,
+    not_stated,
+    verdict_of,
+)
 
 EXACT = 1e-10
 K = 3
 LR = 1e-4  # 003 Figure 4, arbitrary participation (the smallest of the paper's step sizes)
 REGIMES_C1 = ("full", "uniform", "weighted", "bernoulli", "markov")
+C2_BASELINES = ("fedavg", "scaffold", "fedau", "mifa", "scaffnew")
 
 
 def _model(regime: str, n: int, p: np.ndarray):
@@ -61,6 +78,16 @@ def _c1_sizes(ctx: Context) -> tuple[int, int]:
     return ctx.pick(600, 1000), ctx.pick(3, 20)
 
 
+def _rates(err: np.ndarray, min_error: float = 1e-13) -> tuple[Effect, list]:
+    """Per-seed geometric fits of the error curves ``err`` (seeds, R + 1): the mean contraction
+    factor with its 95% Student-t interval over seeds (exact with one deterministic run)."""
+    fits = [fit_linear_rate(e, min_error=min_error) for e in err]
+    rho = np.array([f.rho for f in fits])
+    unit = "contraction factor per round"
+    eff = Effect.exact(rho[0], unit) if rho.size == 1 else mean_interval(rho, 0.95, unit)
+    return eff, fits
+
+
 @claim(
     "C1",
     source="003 Thm 1",
@@ -68,45 +95,79 @@ def _c1_sizes(ctx: Context) -> tuple[int, int]:
 )
 def c1(ctx: Context):
     """Per participation regime (full, uniform 4/16, weighted 4/16, Bernoulli and Markov with
-    mean 4/16) on the Figure 4 problem, constant step 1e-4, K = 3.
+    mean 4/16) on the Figure 4 problem, constant step 1e-4, K = 3; each seed's error curve is
+    fitted by a geometric rate (before its floor).
 
-    Criterion: every seed's final relative error below 1e-10, and a geometric fit of the median
-    error curve (before its floor) with contraction rho < 1 and r^2 >= 0.9.
+    Criterion, per regime: ``holds`` when every seed's final relative error is below 1e-10,
+    every per-seed fit has r^2 >= 0.9 and the 95% Student-t interval of the contraction factor
+    over seeds lies below 1; ``fails`` when that interval lies above 1 (no contraction);
+    ``inconclusive`` otherwise (e.g. contracting but not at 1e-10 within the horizon). Full
+    participation is deterministic: one run, an exact rate. Test: per-seed least-squares fits of
+    log error on the round, Student-t interval of the mean factor over seeds (95%).
+
+    ``C1/rate`` is ``not stated``: Theorem 1's rate and step-size condition are lost from the
+    available text, so the measured rates have no stated number to meet (the exact rate on
+    these quadratics is the exact-oracle issue's).
     """
     rounds, seeds = _c1_sizes(ctx)
     fig_path = ctx.figure_path("C1")
     ax = pyplot().subplots(figsize=(6, 4))[1] if fig_path else None
-    out = []
+    out, rates = [], {}
     for regime in REGIMES_C1:
         _, res = _focus_run(regime, rounds, seeds, ctx.seed)
         err = np.asarray(res.rel_error)
         if ax is not None:
             ax.semilogy(np.nanmedian(err, axis=0), label=regime)
         final = err[:, -1]
-        fit = fit_linear_rate(np.nanmedian(err, axis=0))
-        ok = bool(np.all(final < EXACT) and fit.rho < 1 and fit.r2 >= 0.9)
+        rate, fits = _rates(err)
+        rates[regime] = rate
+        r2 = min(f.r2 for f in fits)
+        side = rate.side(1.0)
+        exact = bool(np.all(final < EXACT))
+        verdict = (
+            HOLDS if exact and r2 >= 0.9 and side == -1 else FAILS if side == 1 else INCONCLUSIVE
+        )
         out.append(
-            judge(
-                ok,
+            combined(
+                verdict,
                 f"final error max {fmt(np.nanmax(final))} over {err.shape[0]} seeds; "
-                f"rate {fit.rho:.4f}/round (r^2 {fit.r2:.3f})",
+                f"rate {interval(rate) if rate.n else fmt(rate.estimate)}/round "
+                f"(min r^2 {r2:.3f})",
                 sub=regime,
                 figure=str(fig_path) if fig_path else None,
                 stated=f"FOCUS, {regime} participation: exact linear convergence, constant step",
-                criterion="max final ||x-x*||/||x*|| < 1e-10; geometric fit rho < 1, r^2 >= 0.9",
-                uncertainty=f"final error range [{fmt(np.nanmin(final))}, {fmt(np.nanmax(final))}]",
+                criterion="every seed's final ||x-x*||/||x*|| < 1e-10, per-seed geometric fits "
+                "r^2 >= 0.9 and the 95% interval of the contraction factor below 1 (above 1: "
+                "fails)",
+                effect=rate,
+                seeds=int(err.shape[0]),
+                test="per-seed geometric fits, Student-t interval over seeds (95%)"
+                if rate.n
+                else "one deterministic run (full participation): exact fit",
                 evidence={
                     "problem": "003 Figure 4 least squares (N=16, d=50)",
                     "lr": LR,
                     "local_steps": K,
                     "rounds": rounds,
-                    "seeds": int(err.shape[0]),
                     "final_error": final,
-                    "rate": {"rho": fit.rho, "r2": fit.r2, "window": [fit.start, fit.stop]},
+                    "rho_per_seed": [f.rho for f in fits],
+                    "r2_per_seed": [f.r2 for f in fits],
                     "median_curve_every_10": np.nanmedian(err, axis=0)[::10],
                 },
             )
         )
+    out.append(
+        not_stated(
+            "003 Thm 1: the linear rate and the step-size condition are lost from the available "
+            "text (only 'if [.]' survives, lines 126-139); no number to compare with",
+            "measured contraction per round: "
+            + ", ".join(f"{k} {fmt(v.estimate, 4)}" for k, v in rates.items()),
+            sub="rate",
+            stated="003 Thm 1's rate for this problem and step: lost from the available text "
+            "(only 'if [.]' survives, lines 126-139)",
+            evidence={k: v.to_dict() for k, v in rates.items()},
+        )
+    )
     if ax is not None:
         ax.axhline(EXACT, color="k", ls=":", lw=0.8)
         ax.set(
@@ -125,45 +186,101 @@ def c1(ctx: Context):
     stated="FOCUS beats FedAvg, SCAFFOLD, FedAU, MIFA, Scaffnew in all three regimes",
 )
 def c2(ctx: Context):
-    """``run_figure4`` (the paper's problem, step sizes and K = 3, 500 rounds).
+    """The paper's Figure 4 problem, step sizes and K = 3, 500 rounds, in each regime (full,
+    uniform 4 of 16, arbitrary = weighted 4 of 16).
 
-    Criterion, per regime: for every baseline, FOCUS's median error curve reaches 1e-10 in
-    strictly fewer rounds than the baseline's, or the baseline never reaches 1e-10 while FOCUS
-    does. (Final errors at machine precision, ~1e-16, carry no ranking.) Draws the three panels
-    with ``plot_figure4`` when a figure folder is given.
+    Statistic, per seed and baseline B: (rounds for B to reach ||x - x*|| / ||x*|| < 1e-10) -
+    (rounds for FOCUS), both algorithms on the same seed ids (same participation draws); a seed
+    that does not reach 1e-10 within 500 rounds counts 501 (a lower bound). Test: paired t,
+    sequential plan: blocks of 20 seeds up to 100 (quick) / 50 up to 400 (full); intervals at
+    level 1 - 0.05 / (looks x 5 baselines) (Bonferroni); a baseline stops drawing once its
+    interval excludes 0, and the regime stops once one interval lies below 0.
+
+    Criterion, per regime: ``holds`` when every baseline's interval lies above 0 (FOCUS is
+    faster than each), ``fails`` when one lies below 0 (that baseline is faster),
+    ``inconclusive`` otherwise (a tie included). Full participation has no randomness: one
+    run, exact differences (a tie, 0 rounds, is ``inconclusive``). Draws the paper's three
+    panels (``plot_figure4``) when a figure folder is given.
     """
-    data = run_figure4(rounds=500, seeds=ctx.pick(3, 20), seed=ctx.seed)
     fig_path = ctx.figure_path("C2")
     if fig_path is not None:
+        data = run_figure4(rounds=500, seeds=ctx.pick(3, 20), seed=ctx.seed)
         pyplot().close(plot_figure4(data, fig_path))
+    pl = plan(ctx, (20, 100), (50, 400), comparisons=len(C2_BASELINES))
+    unit = "rounds to 1e-10 (baseline - FOCUS)"
     out = []
-    for regime, reg in data["regimes"].items():
-        final = reg["final"]
-        hit = {alg: f.get("rounds_to_1e-10") for alg, f in final.items()}
-        focus = hit.get("focus")
-        losers, beaten = [], []
-        for alg, h in hit.items():
-            if alg == "focus":
-                continue
-            wins = focus is not None and (h is None or focus < h)
-            (beaten if wins else losers).append(alg)
-        parts = [f"{a} {'never' if h is None else h}" for a, h in hit.items()]
+    for regime in ("full", "uniform", "arbitrary"):
+        if regime == "full":
+            hits = rounds_to_tolerance(regime, ("focus", *C2_BASELINES))
+            effects = {b: Effect.exact(hits[b][0] - hits["focus"][0], unit) for b in C2_BASELINES}
+            verdicts = {b: verdict_of(e) for b, e in effects.items()}
+            n, test = 1, "one deterministic run (full participation): exact differences"
+            parts = [
+                f"{display_name(b)} {'never' if hits[b][0] > 500 else hits[b][0]}"
+                for b in C2_BASELINES
+            ]
+            measured = f"rounds to 1e-10: FOCUS {hits['focus'][0]}, " + ", ".join(parts)
+            evidence = {"rounds_to_1e-10": {a: int(v[0]) for a, v in hits.items()}}
+        else:
+            raw: dict = {a: [] for a in ("focus", *C2_BASELINES)}
+
+            def draw(ids, active, regime=regime, raw=raw):
+                hits = rounds_to_tolerance(regime, ("focus", *active), seed=ctx.seed,
+                                           seed_ids=ids)  # fmt: skip
+                for a, v in hits.items():
+                    raw[a].extend(v.tolist())
+                return {b: hits[b] - hits["focus"] for b in active}
+
+            comps = sequential(
+                draw, C2_BASELINES, pl, unit=unit,
+                stop=lambda c: any(x.side < 0 for x in c.values()),
+            )  # fmt: skip
+            effects = {b: c.effect for b, c in comps.items()}
+            verdicts = {b: verdict_of(c.effect) for b, c in comps.items()}
+            n = max(c.n for c in comps.values())
+            test = pl.describe("paired t on per-seed differences")
+            never = [b for b in C2_BASELINES if min(raw[b]) > 500]
+            parts = [
+                ordered_text(c, "FOCUS", display_name(b), "reaches 1e-10", "rounds before")
+                for b, c in comps.items()
+                if b not in never
+            ]
+            if never:
+                parts.append(
+                    f"{', '.join(display_name(b) for b in never)}: never within 500 rounds"
+                )
+            measured = "; ".join(parts)
+            evidence = {
+                "focus_rounds_mean": float(np.mean(raw["focus"])),
+                **{
+                    b: {
+                        "differences": c.values,
+                        "seed_ids": c.seed_ids,
+                        "looks": c.looks,
+                        "history": c.history,
+                        "effect": c.effect.to_dict(),
+                    }
+                    for b, c in comps.items()
+                },
+            }
+        verdict = all_of(list(verdicts.values()))
+        key = decisive(effects, verdict)
         out.append(
-            judge(
-                not losers,
-                "rounds to 1e-10: "
-                + ", ".join(parts)
-                + (f"; not beaten: {', '.join(losers)}" if losers else ""),
+            combined(
+                verdict,
+                measured,
                 sub=regime,
-                criterion="FOCUS reaches 1e-10 in strictly fewer rounds than every baseline",
-                uncertainty=f"median over {reg['seeds']} seeds",
+                criterion="every baseline's interval of (its rounds - FOCUS's rounds) to 1e-10 "
+                "above 0 (one below 0: fails)",
+                effect=effects[key],
+                seeds=n,
+                test=test,
                 figure=str(fig_path) if fig_path else None,
                 evidence={
-                    "lr": reg["lr"],
-                    "participation": reg["participation"],
-                    "rounds_to_1e-10": hit,
-                    "final": final,
-                    "checks": reg["checks"],
+                    "lr": {"full": 6e-4, "uniform": 1.5e-4, "arbitrary": 1e-4}[regime],
+                    "decisive_baseline": key,
+                    "verdicts": verdicts,
+                    "comparisons": evidence,
                 },
             )
         )
@@ -176,10 +293,13 @@ def c2(ctx: Context):
     stated="server tracker y = sum of the clients' latest stored gradients at every round",
 )
 def c3(ctx: Context):
-    """The runner's tracking residual ||y - sum_i g_prev_i|| at every round of the C1 runs.
+    """An implementation invariant, not evidence about the paper: the identity holds by
+    telescoping for any correct implementation (docs/algorithms.md Sec. 4), so this checks the
+    code. The runner's tracking residual ||y - sum_i g_prev_i|| at every round of the C1 runs.
 
     Criterion: max over rounds, seeds and regimes of the residual below 1e-10 times the scale
-    N ||grad f(x_0)|| (float64 round-off of a sum of N gradients, not an algebraic gap).
+    N ||grad f(x_0)|| (float64 round-off of a sum of N gradients, not an algebraic gap): the
+    verdict is ``invariant``; a larger residual is a bug and makes the check crash.
     """
     rounds, seeds = _c1_sizes(ctx)
     rel = {}
@@ -188,13 +308,27 @@ def c3(ctx: Context):
         scale = prob.n_clients * np.sqrt(np.asarray(res.grad_norm2)[:, 0].max())
         rel[regime] = float(np.nanmax(res.tracking) / scale)
     worst = max(rel.values())
-    return judge(
+    return invariant(
         worst < 1e-10,
         f"max ||y - sum g_prev|| / (N ||grad f(x0)||) = {fmt(worst)} over {len(rel)} regimes, "
         f"{rounds} rounds",
         criterion="relative tracking residual < 1e-10 at every round",
+        effect=Effect.exact(worst, "max ||y - sum g_prev|| / (N ||grad f(x0)||)"),
+        test="every round, seed and regime checked (an identity up to round-off)",
+        seeds=seeds,
         evidence={"relative_residual_by_regime": rel, "rounds": rounds},
     )
+
+
+def _running_min_exponent(g2: np.ndarray, Rs: np.ndarray) -> Effect:
+    """Exponent of min_{r <= R} E||grad f(x_r)||^2 in R (E: the seed mean), with a 95%
+    delete-one-seed jackknife interval; ``g2`` is (seeds, rounds + 1)."""
+
+    def slope(x: np.ndarray) -> float:
+        run_min = np.minimum.accumulate(x.mean(axis=0))[Rs]
+        return float(np.polyfit(np.log(Rs), np.log(run_min), 1)[0])
+
+    return jackknife_interval(slope, g2, 0.95, "exponent of min_r E||grad f(x_r)||^2 in R")
 
 
 @claim(
@@ -206,72 +340,89 @@ def c4(ctx: Context):
     """FOCUS, uniform 3 of 10 clients, K = 3, eta = 1/(2 K N L).
 
     PL: the Karimi et al. (2016) PL function (non-convex f_i, f PL with x* known). Criterion:
-    (f(x_R) - f*) / (f(x_0) - f*) < 1e-10 for every seed and a geometric fit with r^2 >= 0.9.
-    Non-convex: logistic regression plus the smooth non-convex regularizer. Criterion: the
-    power-law exponent of min_{r<=R} ||grad f(x_r)||^2 in R (fitted over R where it is above
-    1e-20, i.e. above round-off) has its 95% upper confidence bound <= -0.9 (at least 1/R).
+    ``holds`` when (f(x_R) - f*) / (f(x_0) - f*) < 1e-10 for every seed and the 95% Student-t
+    interval of the per-seed geometric rate lies below 1; ``fails`` when it lies above 1;
+    ``inconclusive`` otherwise.
+
+    Non-convex: ``NonPLProblem`` (a sum of non-convex robust losses psi(t) = t^4/(1 + t^2)^2
+    with a degenerate minimum: smooth, not PL; gradient descent on it is sublinear, ~1/R^3),
+    N = 10, d = 5, heterogeneity 1, problem seed 0; R = 2000 (quick) / 8000 (full) rounds, 8 /
+    20 seeds. Metric, the one the theorem bounds: min_{r <= R} E||grad f(x_r)||^2 (E: the seed
+    mean). Window past the transient, fixed beforehand: the exponent in R is fitted over 7
+    log-spaced horizons in [R/8, R]; 95% delete-one-seed jackknife interval. Read as an upper
+    bound O(1/R): ``holds`` when the interval lies below -1, ``fails`` when it lies above -1,
+    ``inconclusive`` when it contains -1. FedAvg (K = 3, lr 1/(2 K L)) on the same problem and
+    seeds is reported as a control: its heterogeneity floor flattens the running minimum, so
+    its exponent stays far above -1 (the test can fail).
     """
     n, seeds = 10, ctx.pick(3, 10)
     pl = PLProblem(n, 5, heterogeneity=1.0, seed=ctx.seed)
     eta = 1 / (2 * K * n * pl.L)
-    res = simulate(
-        pl,
-        "focus",
-        "uniform",
-        rounds=ctx.pick(1000, 2000),
-        seeds=seeds,
-        seed=ctx.seed,
-        lr=eta,
-        local_steps=K,
-        participation_m=3,
-    )
+    res = simulate(pl, "focus", "uniform", rounds=ctx.pick(1000, 2000), seeds=seeds,
+                   seed=ctx.seed, lr=eta, local_steps=K, participation_m=3)  # fmt: skip
     so = np.asarray(res.subopt)
     ratio = so[:, -1] / so[:, 0]
-    fit = fit_linear_rate(np.nanmedian(so / so[:, :1], axis=0), min_error=1e-14)
-    pl_out = judge(
-        bool(np.all(ratio < EXACT) and fit.r2 >= 0.9),
-        f"(f - f*) reduced by {fmt(np.nanmax(ratio))} (worst seed); rate {fit.rho:.3f}/round "
-        f"(r^2 {fit.r2:.3f})",
+    rate, fits = _rates(so / so[:, :1], min_error=1e-14)
+    exact = bool(np.all(ratio < EXACT))
+    side = rate.side(1.0)
+    pl_verdict = HOLDS if exact and side == -1 else FAILS if side == 1 else INCONCLUSIVE
+    pl_out = combined(
+        pl_verdict,
+        f"(f - f*) reduced by {fmt(np.nanmax(ratio))} (worst seed); rate {interval(rate)}/round",
         sub="PL",
-        criterion="(f(x_R)-f*)/(f(x_0)-f*) < 1e-10 on every seed; geometric fit r^2 >= 0.9",
+        criterion="(f(x_R)-f*)/(f(x_0)-f*) < 1e-10 on every seed and the 95% interval of the "
+        "geometric rate below 1 (above 1: fails)",
+        effect=rate,
+        seeds=seeds,
+        test="per-seed geometric fits, Student-t interval over seeds (95%)",
         evidence={
             "lr": eta,
             "rounds": res.rounds,
             "ratio": ratio,
-            "rate": {"rho": fit.rho, "r2": fit.r2},
+            "r2_per_seed": [f.r2 for f in fits],
+        },  # fmt: skip
+    )
+    nonpl = NonPLProblem(n, 5, heterogeneity=1.0, seed=0)
+    rounds, seeds = ctx.pick(2000, 8000), ctx.pick(8, 20)
+    Rs = np.unique(np.geomspace(rounds / 8, rounds, 7).astype(int))
+    common = dict(rounds=rounds, seeds=seeds, seed=ctx.seed, local_steps=K, participation_m=3,
+                  metrics=["grad_norm2"])  # fmt: skip
+    focus = simulate(nonpl, "focus", "uniform", lr=1 / (2 * K * n * nonpl.L), **common)
+    fedavg = simulate(nonpl, "fedavg", "uniform", lr=1 / (2 * K * nonpl.L), **common)
+    expo = _running_min_exponent(np.asarray(focus.grad_norm2), Rs)
+    control = _running_min_exponent(np.asarray(fedavg.grad_norm2), Rs)
+    nc_out = combined(
+        verdict_of(expo, null=-1.0, claimed=-1),
+        f"exponent of min_r ||grad f||^2 in R: FOCUS {interval(expo, signed=True)} (bound -1); "
+        f"control FedAvg {interval(control, signed=True)}",
+        sub="nonconvex",
+        criterion="95% interval of the exponent in R over [R/8, R] below -1 (above -1: fails)",
+        effect=expo,
+        seeds=seeds,
+        test="slope of log min_r (seed-mean ||grad f||^2) on log R, delete-one-seed jackknife, "
+        "Student-t (95%)",
+        evidence={
+            "problem": "NonPLProblem(N=10, d=5, heterogeneity=1, seed=0): psi(t) = t^4/(1+t^2)^2",
+            "lr": 1 / (2 * K * n * nonpl.L),
+            "rounds": rounds,
+            "R": Rs,
+            "running_min_of_mean": np.minimum.accumulate(focus.grad_norm2.mean(0))[Rs],
+            "control_fedavg": control.to_dict(),
         },
     )
-    lg = random_logistic(n, 50, 5, lam=0.0, ncvx=1.0, seed=ctx.seed)
-    eta = 1 / (2 * K * n * lg.L)
-    rounds = ctx.pick(1000, 3000)
-    res = simulate(
-        lg,
-        "focus",
-        "uniform",
-        rounds=rounds,
-        seeds=seeds,
-        seed=ctx.seed,
-        lr=eta,
-        local_steps=K,
-        participation_m=3,
-    )
-    run_min = np.minimum.accumulate(np.asarray(res.grad_norm2), axis=1)
-    Rs = np.unique(np.geomspace(10, rounds, 12).astype(int))
-    Rs = Rs[np.all(run_min[:, Rs] > 1e-20, axis=0)]
-    if Rs.size >= 3:
-        pw = fit_power_law(Rs, run_min[:, Rs])
-        ok, expo = pw.ci_high <= -0.9, f"{pw.exponent:.2f} [{pw.ci_low:.2f}, {pw.ci_high:.2f}]"
-    else:  # below round-off after 10 rounds already: faster than any power
-        pw, ok, expo = None, True, "below 1e-20 within 10 rounds"
-    nc_out = judge(
-        ok,
-        f"exponent of min_r ||grad f||^2 in R: {expo}",
-        sub="nonconvex",
-        criterion="95% upper bound of the fitted exponent <= -0.9 (O(1/R) or faster)",
-        uncertainty="Student-t interval over seeds",
-        evidence={"lr": eta, "rounds": rounds, "R": Rs, "running_min_mean": run_min[:, Rs].mean(0)},
-    )
     return [pl_out, nc_out]
+
+
+def _sg_floor(eta: float, sigma: float, rounds: int, seeds: int, seed: int):
+    """SG-FOCUS on the C5 quadratic for ``rounds * max(1, 0.01 / eta)`` rounds (the same
+    eta R at every eta below 0.01): per-seed floor (mean of ||x_r - x*||^2 / ||x*||^2 over the
+    second half of the rounds) and the error curves."""
+    rounds = int(round(rounds * max(1.0, 0.01 / eta)))
+    prob = random_quadratic(10, 5, condition=10, heterogeneity=1.0, noise=sigma, seed=0)
+    res = simulate(prob, "sg-focus", "uniform", rounds=rounds, seeds=seeds, seed=seed, lr=eta,
+                   local_steps=K, participation_m=3, metrics=["rel_error"])  # fmt: skip
+    err = np.asarray(res.rel_error)
+    return (err[:, rounds // 2 :] ** 2).mean(axis=1), err
 
 
 @claim(
@@ -280,67 +431,98 @@ def c4(ctx: Context):
     stated="SG-FOCUS converges linearly to a floor that grows with eta and the noise variance",
 )
 def c5(ctx: Context):
-    """SG-FOCUS on a heterogeneous quadratic (N = 10, d = 5, condition 10) with additive
-    Gaussian gradient noise, uniform 3 of 10, K = 3; floor = median of the last 10% of rounds.
+    """SG-FOCUS on a heterogeneous quadratic (N = 10, d = 5, condition 10, problem seed 0) with
+    additive Gaussian gradient noise sigma, uniform 3 of 10, K = 3; R = 800 (quick) / 1500
+    (full) rounds at eta >= 0.01 and R 0.01 / eta below (the same eta R: the transient of a
+    smaller step lasts longer), 8 / 30 seeds (the same seed ids at every grid point). Floor per
+    seed: the mean of ||x_r - x*||^2 / ||x*||^2 over the second half of the rounds (the window
+    past the transient, fixed beforehand). Grid: eta in {0.005, 0.01, 0.02} at sigma = 0.1;
+    sigma in {0, 0.03, 0.1, 0.3} at eta = 0.01. Test: per-seed log-log slopes, 95% Student-t
+    intervals over seeds. The paper's formulas (Thm 3-5) are lost; first-order theory of
+    stochastic gradient methods on quadratics puts the floor at ~ eta sigma^2 (exponent 1 in
+    eta, 1 in sigma^2), shown for reference, not judged.
 
-    Criterion: mean floor (over seeds) strictly increasing along eta in {0.005, 0.01, 0.02} at
-    sigma = 0.1, and along sigma in {0.03, 0.1, 0.3} at eta = 0.01, each increase larger than
-    twice its standard error; and the noise-free start decays geometrically (r^2 >= 0.9).
+    Criteria. ``C5/vanishing``: ``holds`` when at sigma = 0 every seed's final relative error is
+    below 1e-10 (exact convergence) and the interval of the floor's exponent in sigma^2 lies
+    above 0 (the floor vanishes as sigma -> 0); ``fails`` when that interval lies below 0;
+    ``inconclusive`` otherwise (an inexact sigma = 0 run within the horizon included).
+    ``C5/eta`` and ``C5/noise``: the floor's exponent in eta (in sigma^2) has its interval above 0
+    (``holds``: it grows), below 0 (``fails``), else ``inconclusive``. Every verdict also needs
+    the transient to be over: the noise-free run's squared error at round R/2 below 1% of the
+    floor at each grid point, else ``inconclusive``.
     """
     seeds, rounds = ctx.pick(8, 30), ctx.pick(800, 1500)
+    etas, sigmas = (0.005, 0.01, 0.02), (0.03, 0.1, 0.3)
+    floors_eta = {e: _sg_floor(e, 0.1, rounds, seeds, ctx.seed)[0] for e in etas}
+    floors_sig = {s: _sg_floor(0.01, s, rounds, seeds, ctx.seed)[0] for s in sigmas}
+    clean = {e: _sg_floor(e, 0.0, rounds, seeds, ctx.seed)[1] for e in etas}
+    transient = {e: float(np.max(c[:, c.shape[1] // 2] ** 2)) for e, c in clean.items()}
+    settled = all(transient[e] < 0.01 * floors_eta[e].min() for e in etas) and (
+        transient[0.01] < 0.01 * min(f.min() for f in floors_sig.values())
+    )
+    exact0 = float(clean[0.01][:, -1].max())
+    fe = fit_power_law(np.array(etas), np.stack([floors_eta[e] for e in etas], axis=1))
+    fs = fit_power_law(np.array(sigmas) ** 2, np.stack([floors_sig[s] for s in sigmas], axis=1))
+    e_eta = Effect(fe.exponent, fe.ci_low, fe.ci_high, "exponent of the floor in eta",
+                   fe.confidence, seeds)  # fmt: skip
+    e_sig = Effect(fs.exponent, fs.ci_low, fs.ci_high, "exponent of the floor in sigma^2",
+                   fs.confidence, seeds)  # fmt: skip
+    test = "per-seed log-log slopes over the grid, Student-t interval over seeds (95%)"
+    ev = {
+        "rounds": {str(e): c.shape[1] - 1 for e, c in clean.items()},
+        "seeds": seeds,
+        "floors_eta": {str(k): v for k, v in floors_eta.items()},
+        "floors_sigma": {str(k): v for k, v in floors_sig.items()},
+        "noise_free_sq_error_at_R/2": transient,
+        "sigma0_final_error_max": exact0,
+        "transient_over": settled,
+    }
 
-    def floors(eta: float, sigma: float):
-        prob = random_quadratic(10, 5, condition=10, heterogeneity=1.0, noise=sigma, seed=0)
-        res = simulate(
-            prob,
-            "sg-focus",
-            "uniform",
-            rounds=rounds,
+    def gate(verdict: str) -> str:
+        return verdict if settled else INCONCLUSIVE
+
+    v_sig = verdict_of(e_sig)
+    vanish = all_of([HOLDS if exact0 < EXACT else INCONCLUSIVE, v_sig])
+    mean_f = lambda d: ", ".join(f"{k:g}: {fmt(v.mean())}" for k, v in d.items())  # noqa: E731
+    return [
+        combined(
+            gate(vanish),
+            f"sigma = 0: final error max {fmt(exact0)}; floor at sigma = {mean_f(floors_sig)}; "
+            f"exponent in sigma^2 {interval(e_sig)}",
+            sub="vanishing",
+            stated="SG-FOCUS's floor vanishes as the noise sigma -> 0 (exact at sigma = 0)",
+            criterion="sigma = 0 exact (< 1e-10, every seed) and the 95% interval of the "
+            "exponent in sigma^2 above 0 (below 0: fails); transient over at R/2",
+            effect=e_sig,
             seeds=seeds,
-            seed=ctx.seed,
-            lr=eta,
-            local_steps=K,
-            participation_m=3,
-        )
-        err = np.asarray(res.rel_error)
-        return np.array([error_floor(e) for e in err]), err
-
-    def increasing(grid, values):
-        steps = []
-        for (_, a), (_, b) in zip(values[:-1], values[1:], strict=True):
-            diff = b.mean() - a.mean()
-            se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
-            steps.append(bool(diff > 2 * se))
-        return all(steps)
-
-    out = []
-    for name, grid, make in (
-        ("eta", (0.005, 0.01, 0.02), lambda v: floors(v, 0.1)),
-        ("noise", (0.03, 0.1, 0.3), lambda v: floors(0.01, v)),
-    ):
-        vals = [(v, make(v)) for v in grid]
-        fl = [(v, f) for v, (f, _) in vals]
-        fit = fit_linear_rate(np.nanmedian(vals[0][1][1], axis=0))
-        ok = increasing(grid, fl) and fit.r2 >= 0.9
-        ms = [mean_se(f) for _, f in fl]
-        out.append(
-            judge(
-                ok,
-                f"floor at {name} = "
-                + ", ".join(f"{v:g}: {fmt(m)}" for (v, _), (m, _) in zip(fl, ms, strict=True))
-                + f"; initial rate r^2 {fit.r2:.3f}",
-                sub=name,
-                criterion="floor increases along the grid by > 2 standard errors at each step",
-                uncertainty="standard error over seeds: " + ", ".join(fmt(s) for _, s in ms),
-                evidence={
-                    "grid": grid,
-                    "floors": {str(v): f for v, f in fl},
-                    "rounds": rounds,
-                    "seeds": seeds,
-                },
-            )
-        )
-    return out
+            test=test,
+            evidence=ev,
+        ),
+        combined(
+            gate(verdict_of(e_eta)),
+            f"floor at eta = {mean_f(floors_eta)}; exponent in eta {interval(e_eta)} "
+            "(first-order theory: 1)",
+            sub="eta",
+            criterion="95% interval of the floor's exponent in eta above 0 (below 0: fails); "
+            "transient over at R/2",
+            effect=e_eta,
+            seeds=seeds,
+            test=test,
+            evidence=ev,
+        ),
+        combined(
+            gate(v_sig),
+            f"floor at sigma = {mean_f(floors_sig)}; exponent in sigma^2 {interval(e_sig)} "
+            "(first-order theory: 1)",
+            sub="noise",
+            criterion="95% interval of the floor's exponent in sigma^2 above 0 (below 0: "
+            "fails); transient over at R/2",
+            effect=e_sig,
+            seeds=seeds,
+            test=test,
+            evidence=ev,
+        ),
+    ]
 
 
 @claim(
@@ -361,5 +543,8 @@ def c6(ctx: Context):
         bool(np.all(final < EXACT)),
         f"final error max {fmt(np.nanmax(final))} after {rounds} rounds ({final.size} seeds)",
         criterion="every seed's ||x_R - x*||/||x*|| < 1e-10",
+        effect=Effect.exact(np.nanmax(final), "largest final ||x - x*|| / ||x*|| over the seeds"),
+        seeds=int(final.size),
+        test="every seed checked (a universal claim: one seed above 1e-10 is a counter-example)",
         evidence={"a": 0.02, "b": 0.06, "rounds": rounds, "final_error": final},
     )

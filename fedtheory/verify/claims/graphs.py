@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedtheory.analysis.stats import Effect
 from fedtheory.graphs.conditions import PAPER_SETTINGS, evaluate_setting
 from fedtheory.graphs.families import mixing_matrix
 from fedtheory.graphs.spectral import spectral_gap
 from fedtheory.graphs.validate import components
-from fedtheory.verify.claims._common import fmt
+from fedtheory.verify.claims._common import EXACT_TEST, fmt
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import judge, outside
 
@@ -39,10 +40,13 @@ def g1(ctx: Context):
     got = {n: spectral_gap(mixing_matrix("ring", n)).rho_norm for n in stated}
     complete = spectral_gap(mixing_matrix("complete", 50)).rho_norm
     ok = all(abs(got[n] - stated[n]) <= 5e-4 for n in stated) and abs(complete) < 1e-12
+    worst = max(abs(got[n] - stated[n]) for n in stated)
     return judge(
         ok,
         ", ".join(f"ring {n}: {got[n]:.4f}" for n in stated) + f"; complete 50: {fmt(complete)}",
         criterion="|rho - stated| <= 5e-4 (three decimals); complete rho < 1e-12",
+        effect=Effect.exact(worst, "largest |rho - stated| over the three rings"),
+        test=EXACT_TEST,
         evidence={
             "ring": {str(n): got[n] for n in stated},
             "stated": stated,
@@ -76,6 +80,10 @@ def g2(ctx: Context):
         worst <= 1 + 1e-12 and abs(eye - 1) <= 1e-12,
         f"max ||W - J||_2 = {worst:.15f} over {count} random W; W = I: {eye:.15f}",
         criterion="max rho <= 1 + 1e-12; |rho(I) - 1| <= 1e-12",
+        effect=Effect.exact(worst - 1.0, "largest ||W - J||_2 - 1 over the samples"),
+        test=f"every sample checked ({count} random W from base seed {ctx.seed}); a single "
+        "W above 1 is a counter-example",
+        seeds=1,
         evidence={"samples": count, "max_rho": worst, "argmax": argworst, "identity": eye},
     )
 
@@ -121,6 +129,10 @@ def g3(ctx: Context):
         f"{count - len(mismatches)}/{count} agree ({disconnected} disconnected); "
         f"diag(W_2, I_4): {ce_nc} components, dim null = {ce_nd}",
         criterion="components == dim null(I - W) for every sample; counter-example flagged",
+        effect=Effect.exact(len(mismatches), "samples where components != dim null(I - W)"),
+        test=f"every sample checked ({count} random W from base seed {ctx.seed}); one "
+        "mismatch is a counter-example",
+        seeds=1,
         evidence={
             "samples": count,
             "disconnected": disconnected,
@@ -168,6 +180,9 @@ def g4(ctx: Context):
         f"symmetric: max |difference| {fmt(sym_gap)}; non-symmetric: largest "
         f"rho_norm - |lambda_2| = {best:.3f}",
         criterion="symmetric agree to 1e-10; a non-symmetric example differs by > 1e-3",
+        effect=Effect.exact(best, "largest rho_norm - |lambda_2| over the non-symmetric W"),
+        test=EXACT_TEST + "; random graphs and W from base seed " + str(ctx.seed),
+        seeds=1,
         evidence={
             "symmetric": sym,
             "non_symmetric": dict(list(nonsym.items())[:8]),
@@ -272,25 +287,17 @@ def g5(ctx: Context):
             n for n, *_ in checks
         )
         failed = [n for n, _, _, ok in checks if not ok]
+        margin = max(v - b for _, v, b, _ in checks)
+        common = dict(
+            sub=sub,
+            stated=stated,
+            evidence=evidence,
+            criterion="the ring meets every condition (else: outside the theorem's assumptions)",
+            effect=Effect.exact(margin, "largest rho - bound over the conditions (> 0: violated)"),
+            test=EXACT_TEST,
+        )
         if failed:
-            out.append(
-                outside(
-                    "ring violates " + "; ".join(failed),
-                    measured,
-                    sub=sub,
-                    stated=stated,
-                    evidence=evidence,
-                )
-            )
+            out.append(outside("ring violates " + "; ".join(failed), measured, **common))
         else:
-            out.append(
-                judge(
-                    True,
-                    measured,
-                    sub=sub,
-                    stated=stated,
-                    evidence=evidence,
-                    criterion="the ring meets the condition",
-                )
-            )
+            out.append(judge(True, measured, **common))
     return out
