@@ -15,6 +15,7 @@ Markov availability lives in :mod:`fedtheory.participation.markov`.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.errors import AssumptionError
+from fedtheory.io import read_array
 from fedtheory.participation.base import (
     EXACT_CLOSED_FORM,
     EXACT_DP,
@@ -43,7 +45,7 @@ from fedtheory.participation.exact import (
     subsets_of_size,
     weighted_without_replacement_law,
 )
-from fedtheory.validation import check_int
+from fedtheory.validation import as_real_array, check_int
 
 #: Largest number of support points an enumeration may have before Monte Carlo takes over.
 MAX_SUPPORT = 1 << MAX_ENUMERATION_CLIENTS
@@ -624,7 +626,7 @@ def _cluster_labels(clusters: Any) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 def _check_mask(name: str, mask: Any) -> np.ndarray:
     """A (R, N) participation mask: boolean, or 0/1 numbers; every client present somewhere."""
-    arr = np.asarray(mask)
+    arr = as_real_array(name, mask, dtype=None)
     if arr.ndim != 2:
         raise AssumptionError(
             f"{name} must be a 2-D (rounds x clients) array, got shape {arr.shape}"
@@ -670,13 +672,11 @@ class Trace(ParticipationModel):
     @classmethod
     def from_file(cls, path: str | Path, *, cycle: bool = False) -> Trace:
         """Load a trace from ``.npy`` or a text file (``.csv``/``.txt``, one row per round)."""
-        path = Path(path)
-        if path.suffix == ".npy":
-            arr = np.load(path, allow_pickle=False)
-        else:
-            delim = "," if path.suffix == ".csv" else None
-            arr = np.loadtxt(path, delimiter=delim, ndmin=2)
-        return cls(arr, cycle=cycle)
+        given = os.fsdecode(os.fspath(path))
+        arr = read_array(given, what="an R x N trace")
+        if arr.ndim == 1:  # one round
+            arr = arr[None, :]
+        return cls(_check_mask(f"the trace {given}", arr), cycle=cycle)
 
     @property
     def n_clients(self) -> int:

@@ -18,7 +18,7 @@ import numpy as np
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.problems.quadratic import _DeviceCache
-from fedtheory.validation import check_int, check_positive
+from fedtheory.validation import check_int, check_positive, check_seed
 
 Array = Any
 
@@ -56,7 +56,7 @@ class PLProblem:
         self.dim = check_int("the dimension", dim, minimum=1)
         check_positive("the heterogeneity", heterogeneity, allow_zero=True)
         self.noise = check_positive("the gradient noise sigma", noise, allow_zero=True)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed(seed))
         self.s = (2.0 * rng.standard_normal(self.dim)).astype(self.dtype)
         u = rng.standard_normal((self.n_clients, self.dim))
         self.u = (heterogeneity * (u - u.mean(axis=0))).astype(self.dtype)
