@@ -573,3 +573,34 @@ def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool 
     if arr.size == 0:
         raise FedTheoryError(f"cannot read {what} from {given}: the file holds no numbers")
     return arr
+
+
+def read_npz(path: str | os.PathLike, *, what: str = "an .npz archive") -> dict[str, np.ndarray]:
+    """The arrays of a user's ``.npz`` archive (``numpy.savez``; no pickled objects).
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist (``filename`` is ``path`` as given).
+    FedTheoryError
+        A folder, an empty file, a single ``.npy`` array, text or binary junk, a damaged archive
+        or one holding objects; the message names ``path`` as given and ``what`` was expected.
+    """
+    p = check_input_file(path)
+    given = os.fsdecode(os.fspath(path))
+    kind = _sniff(p)
+    if kind == "npy":
+        raise FedTheoryError(f"{given} is a single .npy array; expected {what}")
+    if kind != "npz":
+        empty = p.stat().st_size == 0
+        raise FedTheoryError(
+            f"{given} is {'empty' if empty else 'not a zip archive'}; expected {what}"
+        )
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            return {k: np.asarray(z[k]) for k in z.files}
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FedTheoryError(
+            f"{given} is not a readable .npz archive ({first}); expected {what}"
+        ) from None

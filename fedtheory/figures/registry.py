@@ -77,9 +77,9 @@ def generate_one(name: str, out_dir: str | Path = "figures", **overrides: Any) -
     plt = pyplot()
     spec = FIGURES[name]
     config = {**spec.config, **overrides}
+    out = check_output_dir(out_dir)  # a bad folder is refused before the figure is computed
     t0 = time.perf_counter()
     drawn, data = spec.build(dict(config))
-    out = check_output_dir(out_dir)
     paths = []
     if callable(drawn) and not hasattr(drawn, "savefig"):
         # The owning module's plotting function writes the file itself: ``drawn(path)``, into a
@@ -124,6 +124,7 @@ def generate(
         raise FedTheoryError(
             f"unknown figure {', '.join(unknown)}: choose from {', '.join(FIGURES)}"
         )
+    check_output_dir(out_dir)
     results = []
     for name in progress(names, desc="figures", unit="fig", disable=quiet):
         results.append(generate_one(name, out_dir))

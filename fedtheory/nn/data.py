@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.errors import AssumptionError
+from fedtheory.io import read_npz
 from fedtheory.validation import check_int, check_positive, check_seed
 
 __all__ = [
@@ -120,10 +121,11 @@ def load_dataset(
     DatasetError
         Missing arrays, wrong shapes or labels out of range (see :func:`check_dataset`).
     FileNotFoundError
-        No such file.
+        No such file (``filename`` is ``path`` as given).
+    FedTheoryError
+        Not an ``.npz`` archive (a ``.npy`` file, text, junk, a damaged archive), naming it.
     """
-    with np.load(Path(path), allow_pickle=False) as f:
-        arrays = {k: f[k] for k in f.files}
+    arrays = read_npz(path, what="an .npz archive with arrays x, y (and x_test, y_test)")
     missing = [k for k in ("x", "y") if k not in arrays]
     if missing:
         raise DatasetError(

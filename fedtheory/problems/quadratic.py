@@ -10,7 +10,6 @@ over the client axis; nothing loops over clients.
 from __future__ import annotations
 
 import os
-import zipfile
 from functools import cached_property
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError, FedTheoryError
-from fedtheory.io import check_input_file
+from fedtheory.io import read_npz
 from fedtheory.validation import as_real_array, check_finite, check_int, check_positive, check_seed
 
 Array = Any
@@ -333,7 +332,9 @@ class ProblemFile(LeastSquaresProblem):
 
     def __init__(self, path: str | os.PathLike, **kw: Any) -> None:
         self.path = os.fsdecode(os.fspath(path))
-        data = _read_npz(self.path)
+        data = read_npz(
+            self.path, what="an .npz archive (numpy.savez) with arrays A (N, n, d) and b (N, n)"
+        )
         for key in ("A", "b"):
             if key not in data:
                 raise FedTheoryError(f"{self.path} has no array {key!r} (it has {sorted(data)})")
@@ -356,29 +357,6 @@ class ProblemFile(LeastSquaresProblem):
                 f"(1/N) sum_i A_i^T A_i + lam I has rank {rank} < d = {d}); relative errors "
                 "need a unique x*: add a ridge weight lam > 0 to the file"
             )
-
-
-def _read_npz(path: str) -> dict[str, np.ndarray]:
-    """The arrays of the ``.npz`` archive ``path`` (no pickles), or an error naming it."""
-    p = check_input_file(path)
-    with open(p, "rb") as fh:
-        head = fh.read(6)
-    what = "an .npz archive (numpy.savez) with arrays A (N, n, d) and b (N, n)"
-    if head == b"\x93NUMPY":
-        raise FedTheoryError(f"{path} is a single .npy array; a problem file is {what}")
-    if not head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        kind = "empty" if not head else "not a zip archive"
-        raise FedTheoryError(f"{path} is {kind}; a problem file is {what}")
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            if not isinstance(z, np.lib.npyio.NpzFile):
-                raise ValueError("not an .npz archive")
-            return {k: np.asarray(z[k]) for k in z.files}
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FedTheoryError(
-            f"{path} is not a readable .npz archive with arrays A and b ({first})"
-        ) from None
 
 
 def figure4_probabilities(n: int = 16) -> np.ndarray:
