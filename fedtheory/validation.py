@@ -21,6 +21,10 @@ import numpy as np
 
 from fedtheory.errors import AssumptionError
 
+#: Bytes per entry a problem generator holds while it draws (the entries, their random draws
+#: and a float64 copy or two): the memory check of problem sizes.
+PROBLEM_BYTES = 32
+
 #: dtype kinds that are real numbers: bool, signed and unsigned integers, floats.
 REAL_KINDS = "biuf"
 
@@ -196,8 +200,8 @@ def available_memory() -> int:
 
 def format_bytes(n: float) -> str:
     """``1.2e10`` -> ``"11.2 GiB"``."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(n) < 1024 or unit == "EiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")

@@ -260,6 +260,12 @@ def mixing_matrix(
 
 def one_peer_exponential(n: int) -> list[Any]:
     """One period of the one-peer exponential graph (time-varying; Ying et al. 2021, Sec. 4)."""
+    n = check_int("n (number of nodes)", n, minimum=2)
+    tau = max(1, math.ceil(math.log2(n)))
+    check_memory(
+        f"one period of the one-peer exponential graph on {n} nodes",
+        T.BYTES_PER_NONZERO * 2.0 * n * tau,
+    )
     return [_output(W, "auto") for W in T.one_peer_exponential_matrices(n)]
 
 

@@ -20,6 +20,7 @@ from fedtheory.participation.models import (
     Trace,
     Uniform,
     Weighted,
+    check_clients,
 )
 from fedtheory.validation import check_finite, check_int
 
@@ -119,7 +120,7 @@ def make_participation(
     def need_n() -> int:
         if n is None:
             raise AssumptionError(f"participation {name!r} needs the number of clients N")
-        return check_int("number of clients N", n, minimum=1)
+        return check_clients(n)
 
     def need_m() -> int:
         if m is None:

@@ -45,7 +45,7 @@ from fedtheory.participation.exact import (
     subsets_of_size,
     weighted_without_replacement_law,
 )
-from fedtheory.validation import as_real_array, check_int
+from fedtheory.validation import as_real_array, check_int, check_memory
 
 #: Largest number of support points an enumeration may have before Monte Carlo takes over.
 MAX_SUPPORT = 1 << MAX_ENUMERATION_CLIENTS
@@ -64,8 +64,16 @@ def _check_m(
     return m
 
 
-def _check_n(n: Any) -> int:
-    return check_int("number of clients N", n, minimum=1)
+#: Bytes per client a model may hold in its per-client vectors (p, pi, q, their standard
+#: errors, ...), for the memory check of the number of clients.
+PER_CLIENT_BYTES = 64
+
+
+def check_clients(n: Any) -> int:
+    """The number of clients N: an integer >= 1 whose per-client vectors fit in memory."""
+    n = check_int("number of clients N", n, minimum=1)
+    check_memory(f"a participation model of {n} clients", PER_CLIENT_BYTES * float(n))
+    return n
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:
@@ -82,7 +90,7 @@ class Full(ParticipationModel):
     n: int
 
     def __post_init__(self):
-        object.__setattr__(self, "n", _check_n(self.n))
+        object.__setattr__(self, "n", check_clients(self.n))
 
     @property
     def n_clients(self) -> int:
@@ -122,7 +130,7 @@ class Uniform(ParticipationModel):
     m: int
 
     def __post_init__(self):
-        n = _check_n(self.n)
+        n = check_clients(self.n)
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "m", _check_m(self.m, n))
 
@@ -453,7 +461,7 @@ class Cyclic(ParticipationModel):
         if self.pattern is None:
             if self.n is None or self.m is None:
                 raise AssumptionError("Cyclic needs either (n, m) or an explicit pattern")
-            n = _check_n(self.n)
+            n = check_clients(self.n)
             m = _check_m(self.m, n)
             period = n // math.gcd(n, m)
             idx = (np.arange(period)[:, None] * m + np.arange(m)[None, :]) % n

@@ -18,7 +18,15 @@ import numpy as np
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.io import read_npz
-from fedtheory.validation import as_real_array, check_finite, check_int, check_positive, check_seed
+from fedtheory.validation import (
+    PROBLEM_BYTES,
+    as_real_array,
+    check_finite,
+    check_int,
+    check_memory,
+    check_positive,
+    check_seed,
+)
 
 Array = Any
 
@@ -429,6 +437,10 @@ def random_quadratic(
     """
     n_clients = check_int("the number of clients", n_clients, minimum=1)
     dim = check_int("the dimension", dim, minimum=1)
+    check_memory(
+        f"{n_clients} quadratics of dimension {dim} (N d^2 Hessian entries)",
+        PROBLEM_BYTES * float(n_clients) * dim * dim,
+    )
     check_positive("the condition number", condition)
     if condition < 1:
         raise AssumptionError(f"the condition number must be >= 1, got {condition}")
@@ -461,6 +473,13 @@ def random_least_squares(
 ) -> LeastSquaresProblem:
     """Synthetic federated least squares: client i draws rows A_i ~ N(0, I) (scaled per row as
     in 003 Figure 4) and labels b_i = A_i (x_o + heterogeneity * e_i) + label_noise * xi."""
+    n_clients = check_int("the number of clients", n_clients, minimum=1)
+    n_samples = check_int("the rows per client", n_samples, minimum=1)
+    dim = check_int("the dimension", dim, minimum=1)
+    check_memory(
+        f"least squares of {n_clients} clients x {n_samples} rows x dimension {dim}",
+        PROBLEM_BYTES * float(n_clients) * (n_samples * dim + dim * dim),
+    )
     rng = np.random.default_rng(check_seed(seed))
     A = rng.standard_normal((n_clients, n_samples, dim))
     A *= ((rng.random((n_clients, n_samples)) + 1) / 2)[..., None]

@@ -586,19 +586,21 @@ def simulate(
         dtype=dtype, divergence_bound=divergence_bound, average_from=average_from,
         record_every=record_every, metrics=metrics, **config,
     )  # fmt: skip
-    ids = list(range(check_int("the number of seeds", seeds, minimum=1)))
+    n_seeds = check_int("the number of seeds", seeds, minimum=1)
     if seed_ids is not None:
-        ids = [check_int(f"seed_ids[{k}]", i, minimum=0) for k, i in enumerate(seed_ids)]
+        seed_ids = [check_int(f"seed_ids[{k}]", i, minimum=0) for k, i in enumerate(seed_ids)]
+        n_seeds = len(seed_ids)
     N, d = int(problem.n_clients), int(problem.dim)
     itemsize = resolve_dtype(dtype).itemsize
     if seed_block is None:
         on_gpu = get_backend(backend) is not np
-        seed_block = len(ids) if on_gpu else max(1, BLOCK_BYTES // (N * d * itemsize))
+        seed_block = n_seeds if on_gpu else max(1, BLOCK_BYTES // (N * d * itemsize))
     seed_block = check_int("seed_block", seed_block, minimum=1)
     check_run_memory(
-        seeds=len(ids), rounds=check_int("the number of rounds R", rounds, minimum=0),
+        seeds=n_seeds, rounds=check_int("the number of rounds R", rounds, minimum=0),
         n_clients=N, dim=d, itemsize=itemsize, block=seed_block,
     )  # fmt: skip
+    ids = list(range(n_seeds)) if seed_ids is None else seed_ids
     if len(ids) <= seed_block:
         plan = plan_run(problem, algorithm, participation, seeds=len(ids), seed_ids=ids, **kw)
         return _result(plan, *run_rounds(plan, progress=progress))
