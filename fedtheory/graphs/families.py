@@ -147,7 +147,7 @@ def estimated_nonzeros(topology: str, n: int, **params: Any) -> float:
         dim = params.get("dim") or 2
         r = params.get("radius")
         r = T.default_radius(n, dim) if r is None else float(r)
-        if not math.isfinite(r):
+        if not math.isfinite(r) or r >= math.sqrt(dim):  # the ball covers the unit cube
             return float(n) * n
         ball = math.pi ** (dim / 2) / math.gamma(dim / 2 + 1) * r**dim
         return n + min(ball, 1.0) * n * (n - 1.0)

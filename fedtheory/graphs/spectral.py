@@ -481,7 +481,7 @@ def spectral_gap(
         n=n,
         rho_norm=float(rho),
         rho_lambda2=None if slem is None else float(min(slem, 1.0)),
-        one_minus_rho=float(max(g, 0.0)),
+        one_minus_rho=float(min(max(g, 0.0), 1.0)),  # 1 - rho lies in [0, 1] as rho does
         lambda2=l2,
         lambda_min=lmin,
         symmetric=sym,
