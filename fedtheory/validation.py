@@ -171,10 +171,32 @@ def check_probabilities(
 # Memory.
 
 
+def _cgroup_room() -> int | None:
+    """Bytes left under a container's memory limit (cgroup v2, else v1), or None."""
+    for limit, used in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
+    ):
+        try:
+            with open(limit) as fh:
+                text = fh.read().strip()
+            if text == "max" or int(text) >= 1 << 60:  # no limit
+                return None
+            with open(used) as fh:
+                return max(int(text) - int(fh.read().strip()), 0)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def available_memory() -> int:
     """Bytes this process may still allocate: ``MemAvailable`` of /proc/meminfo where it exists
-    (Linux), else the physical memory (``SC_PHYS_PAGES * SC_PAGE_SIZE``); the environment
-    variable ``FEDTHEORY_MEMORY_LIMIT`` (bytes) caps it."""
+    (Linux), else the physical memory (``SC_PHYS_PAGES * SC_PAGE_SIZE``), and no more than a
+    container's memory limit leaves; the environment variable ``FEDTHEORY_MEMORY_LIMIT`` (bytes)
+    caps it."""
     avail = None
     try:
         with open("/proc/meminfo") as fh:
@@ -189,6 +211,9 @@ def available_memory() -> int:
             avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError, AttributeError):
             avail = 1 << 62  # unknown: do not refuse
+    room = _cgroup_room()
+    if room is not None:
+        avail = min(avail, room)
     cap = os.environ.get("FEDTHEORY_MEMORY_LIMIT")
     if cap:
         try:
