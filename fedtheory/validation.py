@@ -1,17 +1,78 @@
-"""Input checks shared by every module. Each raises an error naming the violated assumption."""
+"""Input checks shared by every module. Each raises an error naming the violated assumption.
+
+- :func:`as_real_array`: a real numeric array; complex, object, string, byte or date dtypes are
+  refused naming the dtype (a complex matrix would otherwise lose its imaginary part silently).
+- :func:`check_finite`, :func:`check_positive`, :func:`check_int`, :func:`check_probabilities`,
+  :func:`check_tolerance`: numbers and vectors.
+- :func:`check_seed`: a seed is None, an integer >= 0, a ``numpy.random.Generator`` or a
+  ``SeedSequence``.
+- :func:`check_memory`: refuse an allocation whose estimate exceeds the memory this machine has
+  (:func:`available_memory`), saying the estimate.
+"""
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
 from typing import Any
 
 import numpy as np
 
 from fedtheory.errors import AssumptionError
 
+#: Bytes per entry a problem generator holds while it draws (the entries, their random draws
+#: and a float64 copy or two): the memory check of problem sizes.
+PROBLEM_BYTES = 32
+
+#: dtype kinds that are real numbers: bool, signed and unsigned integers, floats.
+REAL_KINDS = "biuf"
+
+_KIND_NAMES = {
+    "c": "complex",
+    "O": "object",
+    "U": "string",
+    "S": "bytes",
+    "V": "structured",
+    "M": "datetime",
+    "m": "timedelta",
+}
+
+
+def as_real_array(name: str, a: Any, *, dtype: Any = np.float64) -> np.ndarray:
+    """``a`` as a real array of ``dtype``; refuse complex, object, string and other non-real
+    dtypes (naming the dtype) and ragged nested lists.
+
+    Raises
+    ------
+    AssumptionError
+        ``"W must be a real numeric array, got complex128 (complex numbers are not accepted:
+        their imaginary part would be dropped)"``.
+    """
+    if type(a).__module__.startswith("cupy"):
+        a = a.get()
+    try:
+        raw = np.asarray(a)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise AssumptionError(f"{name} must be a rectangular numeric array ({exc})") from None
+    kind = raw.dtype.kind
+    if kind not in REAL_KINDS:
+        what = _KIND_NAMES.get(kind, str(raw.dtype))
+        extra = {
+            "c": " (complex numbers are not accepted: their imaginary part would be dropped)",
+            "U": " (numbers given as text: convert them first)",
+            "O": " (mixed or non-numeric entries)",
+        }.get(kind, "")
+        raise AssumptionError(
+            f"{name} must be a real numeric array, got {what} dtype {raw.dtype}{extra}"
+        )
+    return raw.astype(dtype, copy=False) if dtype is not None else raw
+
 
 def check_finite(name: str, a: Any) -> np.ndarray:
-    """``a`` as a float array; refuse NaN or inf, naming the first bad entry."""
-    arr = np.asarray(a, dtype=float)
+    """``a`` as a float array; refuse a non-real dtype and NaN or inf, naming the first bad
+    entry."""
+    arr = as_real_array(name, a)
     bad = ~np.isfinite(arr)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -19,18 +80,41 @@ def check_finite(name: str, a: Any) -> np.ndarray:
     return arr
 
 
+def _as_float(name: str, value: Any) -> float:
+    """A real scalar as a float; refuse strings, complex numbers, arrays and None."""
+    if isinstance(value, bool | np.bool_) or isinstance(value, str | bytes):
+        raise AssumptionError(f"{name} must be a real number, got {value!r}")
+    if isinstance(value, complex | np.complexfloating):
+        raise AssumptionError(f"{name} must be a real number, got the complex {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise AssumptionError(f"{name} must be a real number, got {value!r}") from None
+
+
 def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
     """A finite step size, variance or count that must be > 0 (or >= 0)."""
-    v = float(value)
+    v = _as_float(name, value)
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise AssumptionError(f"{name} must be finite and {bound}, got {value}")
     return v
 
 
+def check_tolerance(name: str, value: Any) -> float:
+    """A tolerance: finite and >= 0 (``atol=nan`` would make every comparison pass)."""
+    return check_positive(f"the tolerance {name}", value, allow_zero=True)
+
+
 def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
     """An integer count (rounds, local steps, clients) with an optional lower bound."""
-    if isinstance(value, bool) or int(value) != value:
+    if isinstance(value, bool | np.bool_ | str | bytes) or value is None:
+        raise AssumptionError(f"{name} must be an integer, got {value!r}")
+    try:
+        ok = math.isfinite(float(value)) and int(value) == value
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
         raise AssumptionError(f"{name} must be an integer, got {value!r}")
     v = int(value)
     if minimum is not None and v < minimum:
@@ -38,11 +122,38 @@ def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
     return v
 
 
+def check_seed(seed: Any, name: str = "the seed") -> Any:
+    """A seed for :func:`numpy.random.default_rng`: None, an integer >= 0, a sequence of them,
+    a Generator, BitGenerator or SeedSequence (returned unchanged; an integral float becomes an
+    int).
+
+    NumPy refuses a negative seed with a bare ``ValueError``; this names the argument.
+    """
+    if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
+        return seed
+    if isinstance(seed, np.random.BitGenerator):
+        return seed
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool | np.bool_):
+        if seed < 0:
+            raise AssumptionError(f"{name} must be an integer >= 0, got {seed}")
+        return int(seed)
+    if isinstance(seed, float) and seed.is_integer() and seed >= 0:
+        return int(seed)
+    if isinstance(seed, list | tuple | np.ndarray) and len(seed):  # entropy words
+        for k, s in enumerate(np.ravel(np.asarray(seed, dtype=object))):
+            check_seed(s, f"{name} (entry {k})")
+        return seed
+    raise AssumptionError(
+        f"{name} must be an integer >= 0, a numpy Generator or a SeedSequence, got {seed!r}"
+    )
+
+
 def check_probabilities(
     name: str, p: Any, *, n: int | None = None, sums_to_one: bool = False, atol: float = 1e-10
 ) -> np.ndarray:
     """A vector of probabilities in [0, 1] (optionally of length n, optionally summing to 1)."""
     arr = check_finite(name, p)
+    atol = check_tolerance("atol", atol)
     if arr.ndim != 1:
         raise AssumptionError(f"{name} must be a vector, got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
@@ -54,3 +165,85 @@ def check_probabilities(
     if sums_to_one and abs(arr.sum() - 1.0) > atol:
         raise AssumptionError(f"{name} must sum to 1, sums to {arr.sum():.12g}")
     return arr
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory.
+
+
+def _cgroup_room() -> int | None:
+    """Bytes left under a container's memory limit (cgroup v2, else v1), or None."""
+    for limit, used in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
+    ):
+        try:
+            with open(limit) as fh:
+                text = fh.read().strip()
+            if text == "max" or int(text) >= 1 << 60:  # no limit
+                return None
+            with open(used) as fh:
+                return max(int(text) - int(fh.read().strip()), 0)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: ``MemAvailable`` of /proc/meminfo where it exists
+    (Linux), else the physical memory (``SC_PHYS_PAGES * SC_PAGE_SIZE``), and no more than a
+    container's memory limit leaves; the environment variable ``FEDTHEORY_MEMORY_LIMIT`` (bytes)
+    caps it."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        avail = None
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            avail = 1 << 62  # unknown: do not refuse
+    room = _cgroup_room()
+    if room is not None:
+        avail = min(avail, room)
+    cap = os.environ.get("FEDTHEORY_MEMORY_LIMIT")
+    if cap:
+        try:
+            avail = min(avail, int(float(cap)))
+        except ValueError:
+            pass
+    return int(avail)
+
+
+def format_bytes(n: float) -> str:
+    """``1.2e10`` -> ``"11.2 GiB"``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if abs(n) < 1024 or unit == "EiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_memory(what: str, nbytes: float) -> None:
+    """Refuse ``what`` when its estimated ``nbytes`` exceed :func:`available_memory`.
+
+    Raises
+    ------
+    AssumptionError
+        ``"a dense 100000 x 100000 matrix needs about 74.5 GiB, more than the 21.3 GiB of memory
+        available"``.
+    """
+    avail = available_memory()
+    if nbytes > avail:
+        raise AssumptionError(
+            f"{what} needs about {format_bytes(nbytes)}, more than the {format_bytes(avail)} "
+            "of memory available on this machine"
+        )

@@ -50,6 +50,9 @@ def test_summary_json_then_resume(spec, tmp_path, capsys):
     assert code == 0, err
     assert out.startswith("sweep: 4 tasks, 4 already in the store, 0 run in ")
     written = tmp_path / "out" / "summary.json"
+    code, out, err = _run([str(spec), "--store", str(store), "--json", str(written)], capsys)
+    assert code == 2 and "the folder" in err and "does not exist" in err  # never made silently
+    written.parent.mkdir()
     code, out, _ = _run([str(spec), "--store", str(store), "--json", str(written)], capsys)
     assert code == 0 and out.startswith("sweep: 4 tasks")  # a file: the summary for a person
     assert json.loads(written.read_text())["tasks_skipped"] == 4

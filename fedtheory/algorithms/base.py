@@ -28,7 +28,7 @@ import numpy as np
 
 from fedtheory.backend import get_namespace
 from fedtheory.errors import AssumptionError
-from fedtheory.validation import check_int, check_positive
+from fedtheory.validation import check_int, check_positive, check_seed
 
 Array = Any
 
@@ -227,9 +227,16 @@ def seed_sequences(seed: int, n_seeds: int, seed_ids: Sequence[int] | None = Non
     Seed s of a run is ``SeedSequence(seed).spawn(...)[s]``, so a single-seed run of seed s
     (``seed_ids=[s]``) reproduces the batched run's seed s bit for bit.
     """
-    ids = list(range(n_seeds)) if seed_ids is None else [int(i) for i in seed_ids]
-    top = max(ids) + 1 if ids else 0
-    children = np.random.SeedSequence(int(seed)).spawn(top)
+    seed = check_seed(seed)
+    ids = (
+        list(range(n_seeds))
+        if seed_ids is None
+        else [check_int(f"seed_ids[{k}]", i, minimum=0) for k, i in enumerate(seed_ids)]
+    )
+    if not ids:
+        raise AssumptionError("seed_ids is empty: a run needs at least one seed")
+    top = max(ids) + 1
+    children = np.random.SeedSequence(seed).spawn(top)
     return [children[i] for i in ids]
 
 

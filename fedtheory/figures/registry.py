@@ -11,7 +11,15 @@ from typing import Any
 
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError
-from fedtheory.io import figure_bytes, jsonable, progress, pyplot, write_atomic
+from fedtheory.io import (
+    check_output_dir,
+    figure_bytes,
+    jsonable,
+    progress,
+    pyplot,
+    temporary_directory,
+    write_atomic,
+)
 
 
 @dataclass(frozen=True)
@@ -69,23 +77,21 @@ def generate_one(name: str, out_dir: str | Path = "figures", **overrides: Any) -
     plt = pyplot()
     spec = FIGURES[name]
     config = {**spec.config, **overrides}
+    out = check_output_dir(out_dir)  # a bad folder is refused before the figure is computed
     t0 = time.perf_counter()
     drawn, data = spec.build(dict(config))
-    out = Path(out_dir)
     paths = []
     if callable(drawn) and not hasattr(drawn, "savefig"):
-        # The owning module's plotting function writes the file itself: ``drawn(path)``.
-        for fmt in ("png", "pdf"):
-            target = out / f"{name}.{fmt}"
-            tmp = out / f".{name}.tmp.{fmt}"
-            out.mkdir(parents=True, exist_ok=True)
-            try:
-                drawn(tmp)
-                tmp.replace(target)  # atomic: never half a figure
-            finally:
-                tmp.unlink(missing_ok=True)
-                plt.close("all")
-            paths.append(target)
+        # The owning module's plotting function writes the file itself: ``drawn(path)``, into a
+        # scratch folder (always removed); the bytes then go through the one writer.
+        with temporary_directory(f"fedtheory-{name}-") as scratch:
+            for fmt in ("png", "pdf"):
+                try:
+                    drawn(scratch / f"{name}.{fmt}")
+                finally:
+                    plt.close("all")
+                data_bytes = (scratch / f"{name}.{fmt}").read_bytes()
+                paths.append(write_atomic(out / f"{name}.{fmt}", data_bytes))
     else:
         try:
             for fmt in ("png", "pdf"):
@@ -118,6 +124,7 @@ def generate(
         raise FedTheoryError(
             f"unknown figure {', '.join(unknown)}: choose from {', '.join(FIGURES)}"
         )
+    check_output_dir(out_dir)
     results = []
     for name in progress(names, desc="figures", unit="fig", disable=quiet):
         results.append(generate_one(name, out_dir))

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from fedtheory.errors import AssumptionError
-from fedtheory.graphs.families import family, mixing_matrix
-from fedtheory.graphs.spectral import spectral_gap
+from fedtheory.graphs.families import family
+from fedtheory.graphs.spectral import topology_gap
 from fedtheory.graphs.topologies import torus_shape
-from fedtheory.validation import check_int
+from fedtheory.validation import check_int, check_seed
 
 
 def afga_bound(N: int, M: int) -> float:
@@ -236,8 +236,7 @@ def _draw_gaps(
     the seed sequence ``(seed, n, stream)``; cached, as settings share their graph sizes."""
     out = np.empty((count, 2))
     for s, child in enumerate(np.random.SeedSequence([seed, n, stream]).spawn(count)):
-        W = mixing_matrix(topology, n, seed=np.random.default_rng(child), **dict(kw))
-        g = spectral_gap(W)
+        g = topology_gap(topology, n, seed=np.random.default_rng(child), **dict(kw))
         out[s] = g.rho_norm, g.one_minus_rho
     out.setflags(write=False)
     return out
@@ -261,6 +260,8 @@ def evaluate_setting(
     n clients each (``rho_max`` is their maximum). Random families use ``draws`` seeds derived
     from ``seed``.
     """
+    draws = check_int("the number of draws", draws, minimum=1)
+    seed = check_seed(seed)
     rows = []
     S = setting
     bA, bC, bH = afga_bound(S.N, S.M), cafga_bound(S.n, S.m), hafed_bound(S.n, S.m)
@@ -399,6 +400,8 @@ def paper_values(draws: int = 200, seed: int = 0, **kw: Any) -> list[PaperValue]
     stated value (where the paper's single graph would sit in our distribution);
     ``matches_3_decimals`` is None there, as a random graph has no single value.
     """
+    draws = check_int("the number of draws", draws, minimum=1)
+    seed = check_seed(seed)
     out = []
     for row in PAPER_RHO:
         fam = family(row["topology"])

@@ -8,6 +8,8 @@ Ying et al. for the static exponential graph, random symmetric weights for "comp
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,10 +17,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, UnknownOptionError
 from fedtheory.graphs import topologies as T
 from fedtheory.graphs.weights import apply_rule, lazy, random_weights
-from fedtheory.validation import check_int
+from fedtheory.validation import check_int, check_memory, check_seed
 
 DENSE_OUTPUT_MAX = 2048
 """``format="auto"`` returns a dense array up to this n and a CSR array above it."""
@@ -111,6 +113,57 @@ def family(name: str) -> Family:
     return FAMILIES[key]
 
 
+def family_parameters(topology: str) -> tuple[str, ...]:
+    """The keyword parameters the adjacency constructor of ``topology`` reads (besides n and
+    seed), e.g. ``("rows", "cols")`` for the torus."""
+    fam = family(topology)
+    if fam.default_weights == "exponential":
+        return ()
+    sig = inspect.signature(fam.adjacency).parameters
+    return tuple(k for k in sig if k not in ("n", "seed"))
+
+
+def estimated_nonzeros(topology: str, n: int, **params: Any) -> float:
+    """About how many non-zeros the mixing matrix of ``topology`` on n nodes has (diagonal
+    included; the expectation for random families), to refuse sizes that cannot fit in memory
+    before building anything."""
+    name = family(topology).name
+    log2n = math.ceil(math.log2(max(n, 2)))
+    if name in ("complete", "complete-random"):
+        return float(n) * n
+    if name in ("ring", "path", "star"):
+        return 3.0 * n
+    if name in ("torus", "grid"):
+        return 5.0 * n
+    if name in ("hypercube", "exponential"):
+        return (2.0 * log2n + 1.0) * n
+    if name == "identity":
+        return float(n)
+    if name == "erdos-renyi":
+        p = params.get("p")
+        p = min(1.0, 2.0 * math.log(n) / n) if p is None else float(p)
+        return n + p * n * (n - 1.0) if math.isfinite(p) else float(n)
+    if name == "random-geometric":
+        dim = params.get("dim") or 2
+        r = params.get("radius")
+        r = T.default_radius(n, dim) if r is None else float(r)
+        if not math.isfinite(r) or r >= math.sqrt(dim):  # the ball covers the unit cube
+            return float(n) * n
+        ball = math.pi ** (dim / 2) / math.gamma(dim / 2 + 1) * r**dim
+        return n + min(ball, 1.0) * n * (n - 1.0)
+    return float(n) * n  # unknown: assume dense
+
+
+def check_size(topology: str, n: int, *, dense: bool = False, **params: Any) -> None:
+    """Refuse a mixing matrix whose construction would not fit in memory, with the estimate
+    (about :data:`~fedtheory.graphs.topologies.BYTES_PER_NONZERO` bytes per non-zero while it is
+    built, plus ``8 n^2`` for a dense copy)."""
+    nnz = estimated_nonzeros(topology, n, **params)
+    need = T.BYTES_PER_NONZERO * nnz + (8.0 * n * n if dense else 0.0)
+    what = f"the {'dense ' if dense else ''}{family(topology).name} mixing matrix on {n} nodes"
+    check_memory(f"{what} ({nnz:.3g} non-zeros)", need)
+
+
 def _output(W: sp.csr_array, fmt: str) -> Any:
     if fmt not in ("auto", "dense", "sparse"):
         raise AssumptionError(f"format must be auto, dense or sparse, got {fmt!r}")
@@ -172,11 +225,19 @@ def mixing_matrix(
     Raises
     ------
     AssumptionError
-        Unknown topology or weight rule, n < 2, or a rule that does not fit the graph (e.g.
-        uniform-degree weights on an irregular graph).
+        Unknown topology or weight rule, n < 2, a negative seed, a rule that does not fit the
+        graph (e.g. uniform-degree weights on an irregular graph), or a size whose memory
+        estimate exceeds what this machine has (the message says the estimate; for the spectral
+        gap of a large named topology see :func:`~fedtheory.graphs.spectral.topology_gap`,
+        which answers from a closed form where one exists).
     """
     fam = family(topology)
     n = check_int("n (number of nodes)", n, minimum=2)
+    seed = check_seed(seed)
+    if format not in ("auto", "dense", "sparse"):
+        raise AssumptionError(f"format must be auto, dense or sparse, got {format!r}")
+    dense = format == "dense" or (format == "auto" and n <= DENSE_OUTPUT_MAX)
+    check_size(fam.name, n, dense=dense, **params)
     rule = weights or fam.default_weights
     if rule == "exponential":
         if fam.name != "exponential":
@@ -184,6 +245,13 @@ def mixing_matrix(
         W = T.static_exponential_matrix(n)
         return _output(lazy(W) if lazy_weights else W, format)
     kw = dict(params)
+    reads = family_parameters(fam.name)
+    stray = sorted(k for k, v in kw.items() if v is not None and k not in reads)
+    if stray:
+        raise UnknownOptionError(
+            f"topology {fam.name!r} does not read {', '.join(map(repr, stray))} "
+            f"(it reads {', '.join(reads) or 'no parameters besides n'})"
+        )
     if fam.name in ("erdos-renyi", "random-geometric"):
         kw["seed"] = seed
     A = fam.adjacency(n, **kw)
@@ -192,6 +260,12 @@ def mixing_matrix(
 
 def one_peer_exponential(n: int) -> list[Any]:
     """One period of the one-peer exponential graph (time-varying; Ying et al. 2021, Sec. 4)."""
+    n = check_int("n (number of nodes)", n, minimum=2)
+    tau = max(1, math.ceil(math.log2(n)))
+    check_memory(
+        f"one period of the one-peer exponential graph on {n} nodes",
+        T.BYTES_PER_NONZERO * 2.0 * n * tau,
+    )
     return [_output(W, "auto") for W in T.one_peer_exponential_matrices(n)]
 
 
@@ -204,7 +278,10 @@ def clustered(
     with its own child seed. Returns ``(W, labels)`` with ``labels[i]`` the cluster of node i.
     """
     C = check_int("C (number of clusters)", C, minimum=1)
-    seeds = np.random.SeedSequence(seed).spawn(C)
+    n = check_int("n (nodes per cluster)", n, minimum=2)
+    nnz = C * estimated_nonzeros(topology, n, **kw)
+    check_memory(f"{C} clusters of {n} nodes ({nnz:.3g} non-zeros)", T.BYTES_PER_NONZERO * nnz)
+    seeds = np.random.SeedSequence(check_seed(seed)).spawn(C)
     blocks = [
         sp.csr_array(
             mixing_matrix(topology, n, seed=np.random.default_rng(s), format="sparse", **kw)

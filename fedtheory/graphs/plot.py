@@ -16,7 +16,8 @@ from fedtheory.graphs.families import family, mixing_matrix
 from fedtheory.graphs.spectral import spectral_gap
 from fedtheory.graphs.topologies import torus_shape
 from fedtheory.graphs.validate import check_mixing_matrix
-from fedtheory.io import pyplot, save_figure
+from fedtheory.io import check_figure_path, pyplot, save_figure
+from fedtheory.validation import check_int, check_seed
 
 LABEL_MAX_NODES = 40
 """Edge weights are written on the edges up to this many nodes."""
@@ -34,6 +35,8 @@ def draw_mixing_graph(
     to :data:`LABEL_MAX_NODES` nodes).
     """
 
+    check_figure_path(path)  # before any drawing: a bad suffix or folder costs nothing
+    seed = check_seed(seed)
     W = check_mixing_matrix(W)
     n = W.shape[0]
     if n > DRAW_MAX_NODES:
@@ -113,6 +116,8 @@ def rho_versus_n(
     Sizes where a family does not exist (hypercube off powers of 2, torus without an r x c
     factorization with r, c >= 3) are skipped.
     """
+    seed = check_seed(seed)
+    draws = check_int("the number of draws", draws, minimum=1)
     out: dict[str, dict[str, list[float]]] = {}
     for name in families:
         fam = family(name)

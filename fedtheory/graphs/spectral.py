@@ -41,10 +41,22 @@ import scipy.sparse.linalg as sla
 from scipy.sparse.csgraph import reverse_cuthill_mckee, shortest_path
 
 from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.graphs.closedforms import closed_form
+from fedtheory.graphs.families import estimated_nonzeros, family, mixing_matrix
 from fedtheory.graphs.validate import DEFAULT_ATOL, check_mixing_matrix, components, is_symmetric
+from fedtheory.validation import check_int, check_memory, check_seed, check_tolerance
 
 DENSE_MAX = 500
 """Largest n for which ``method="auto"`` uses the dense path."""
+
+DENSE_BYTES = 64
+"""Bytes per entry of W the dense path may hold at once (copies of W, W - J, W^T W,
+eigenvectors and LAPACK workspace: about eight n x n float64 arrays)."""
+
+CLOSED_FORM_NONZEROS = 10**7
+""":func:`topology_gap` with ``method="auto"`` answers from the closed form (where one exists)
+once the mixing matrix would have more non-zeros than this, e.g. complete graphs above 3162
+nodes, rings above 3.3 million."""
 
 NO_THEOREM = (
     "W is disconnected ({k} components): null(I - W) != span(1) and rho = 1, so no gossip "
@@ -371,8 +383,10 @@ def spectral_gap(
     Raises
     ------
     AssumptionError
-        If W is not square, not finite, has a negative entry, or is not doubly stochastic (the
-        message names the first offending row or column).
+        If W has a complex, object or string dtype, is not square, not finite, has a negative
+        entry, or is not doubly stochastic (the message names the first offending row or
+        column); a NaN or negative ``atol``/``tol``; a negative seed; the dense path for an n
+        whose memory estimate exceeds what this machine has (the message says the estimate).
 
     Notes
     -----
@@ -385,12 +399,19 @@ def spectral_gap(
     >>> round(spectral_gap(mixing_matrix("ring", 50)).rho_norm, 3)  # 000 Sec. 6.2
     0.995
     """
-    W = check_mixing_matrix(W, kind="doubly", atol=atol)
-    n = int(W.shape[0])
     if method not in ("auto", "dense", "sparse"):
         raise FedTheoryError(f"unknown method {method!r}: choose auto, dense or sparse")
+    tol = check_tolerance("tol", tol)
+    dense_max = check_int("dense_max", dense_max, minimum=0)
+    seed = check_seed(seed)
+    if not isinstance(seed, int):
+        raise AssumptionError(f"the seed of spectral_gap must be an integer >= 0, got {seed!r}")
+    W = check_mixing_matrix(W, kind="doubly", atol=atol)
+    n = int(W.shape[0])
     if method == "auto":
         method = "dense" if n <= dense_max else "sparse"
+    if method == "dense":
+        check_memory(f"the dense spectral gap of a {n} x {n} matrix", DENSE_BYTES * n * n)
     sym = is_symmetric(W, atol)
     k, _ = components(W)
     if k > 1:
@@ -460,7 +481,7 @@ def spectral_gap(
         n=n,
         rho_norm=float(rho),
         rho_lambda2=None if slem is None else float(min(slem, 1.0)),
-        one_minus_rho=float(max(g, 0.0)),
+        one_minus_rho=float(min(max(g, 0.0), 1.0)),  # 1 - rho lies in [0, 1] as rho does
         lambda2=l2,
         lambda_min=lmin,
         symmetric=sym,
@@ -469,6 +490,97 @@ def spectral_gap(
         n_components=1,
         method=how,
         warnings=tuple(warn),
+    )
+
+
+#: Named topologies whose default weights have a closed-form gap, and whether W is symmetric.
+CLOSED_FORM_FAMILIES = {
+    "ring": True,
+    "complete": True,
+    "torus": True,
+    "hypercube": True,
+    "exponential": False,
+}
+
+
+def topology_gap(
+    topology: str,
+    n: int,
+    *,
+    weights: str | None = None,
+    lazy_weights: bool = False,
+    alpha: float | None = None,
+    seed: Any = None,
+    method: str = "auto",
+    solver: str = "auto",
+    atol: float = DEFAULT_ATOL,
+    tol: float = 1e-12,
+    **params: Any,
+) -> SpectralGap:
+    """The spectral gap of the named topology on n nodes, from its closed form when it has one
+    and building the matrix would be costly, else from the matrix.
+
+    ``fedtheory spectral TOPOLOGY -N n`` asks this: ``topology_gap("complete", 100_000)``
+    answers rho = 0 at once, where the matrix would hold 10^10 non-zeros.
+
+    Parameters
+    ----------
+    topology, n, weights, lazy_weights, alpha, seed, **params
+        As for :func:`~fedtheory.graphs.families.mixing_matrix`.
+    method : {"auto", "closed-form", "dense", "sparse"}
+        ``auto``: the closed form (:mod:`fedtheory.graphs.closedforms`) when the family's
+        default weights are used, it has one on n nodes (ring, complete, torus, hypercube,
+        exponential for n a power of 2) and the matrix would have more than
+        :data:`CLOSED_FORM_NONZEROS` non-zeros; otherwise :func:`spectral_gap` of the matrix
+        (``dense``/``sparse`` choose its path). ``closed-form`` insists on the closed form.
+    solver, atol, tol
+        As for :func:`spectral_gap`.
+
+    Raises
+    ------
+    AssumptionError
+        As :func:`~fedtheory.graphs.families.mixing_matrix` and :func:`spectral_gap`; also
+        ``method="closed-form"`` where there is none.
+    """
+    fam = family(topology)
+    n = check_int("n (number of nodes)", n, minimum=2)
+    if method not in ("auto", "closed-form", "dense", "sparse"):
+        raise FedTheoryError(
+            f"unknown method {method!r}: choose auto, closed-form, dense or sparse"
+        )
+    default = weights in (None, fam.default_weights) and not lazy_weights and alpha is None
+    cf = None
+    if default and fam.name in CLOSED_FORM_FAMILIES and method in ("auto", "closed-form"):
+        cf = closed_form(fam.name, n, **{k: v for k, v in params.items() if v is not None})
+    if method == "closed-form" and cf is None:
+        raise AssumptionError(
+            f"no closed form for the {fam.name} topology on {n} nodes with these weights "
+            f"(closed forms: {', '.join(CLOSED_FORM_FAMILIES)} with their default weights)"
+        )
+    big = estimated_nonzeros(fam.name, n, **params) > CLOSED_FORM_NONZEROS
+    if cf is not None and (method == "closed-form" or big):
+        check_tolerance("atol", atol)
+        rho_cf, gap = cf
+        return SpectralGap(
+            n=n,
+            rho_norm=float(rho_cf),
+            rho_lambda2=float(rho_cf),
+            one_minus_rho=float(gap),
+            lambda2=None,
+            lambda_min=None,
+            symmetric=CLOSED_FORM_FAMILIES[fam.name],
+            doubly_stochastic=True,
+            connected=True,
+            n_components=1,
+            method=f"closed form of the {fam.name} with its default weights "
+            "(graphs.closedforms, derived with sympy); no matrix built",
+        )
+    W = mixing_matrix(
+        fam.name, n, weights=weights, lazy_weights=lazy_weights, alpha=alpha, seed=seed,
+        format="dense" if method == "dense" else "auto", **params,
+    )  # fmt: skip
+    return spectral_gap(
+        W, method="auto" if method == "closed-form" else method, solver=solver, atol=atol, tol=tol
     )
 
 
@@ -564,6 +676,8 @@ def sequence_gap(Ws: Any, **kw: Any) -> SequenceGap:
     mats = [check_mixing_matrix(W, atol=kw.get("atol", DEFAULT_ATOL)) for W in Ws]
     if not mats:
         raise AssumptionError("the sequence of mixing matrices is empty")
+    n = mats[0].shape[0]
+    check_memory(f"the dense product of {len(mats)} {n} x {n} matrices", DENSE_BYTES * n * n)
     P = np.eye(mats[0].shape[0])
     for W in mats:
         P = (W.toarray() if sp.issparse(W) else W) @ P

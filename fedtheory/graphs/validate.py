@@ -19,19 +19,21 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import LinearOperator
 
-from fedtheory.backend import to_numpy
 from fedtheory.errors import AssumptionError
+from fedtheory.validation import as_real_array, check_tolerance
 
 DEFAULT_ATOL = 1e-10
 
 
 def as_matrix(W: Any, name: str = "W") -> np.ndarray | sp.csr_array:
-    """``W`` as a float64 NumPy array or CSR array; refuse non-square, NaN/inf and empty input."""
+    """``W`` as a float64 NumPy array or CSR array; refuse a complex, object or string dtype
+    (naming it), non-square, NaN/inf and empty input."""
     if sp.issparse(W):
+        as_real_array(name, np.empty(0, dtype=W.dtype))  # refuse a complex or object dtype
         M = sp.csr_array(W, dtype=np.float64)
         data = M.data
     else:
-        M = np.asarray(to_numpy(W), dtype=np.float64)
+        M = as_real_array(name, W)
         data = M
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise AssumptionError(f"{name} must be a square matrix, got shape {M.shape}")
@@ -105,14 +107,17 @@ def neg_violation(W: Any, atol: float = 0.0, name: str = "W") -> str | None:
     return f"{name} has a negative entry {name}[{i}, {j}] = {v:.6g} (weights must lie in [0, 1])"
 
 
-def _as_stack(M: Any) -> list:
+def _as_stack(M: Any, name: str = "W") -> list:
     """The matrices of ``M``: one dense or sparse matrix, a LinearOperator (made dense), or the
     (n, n) slices of a dense stack (..., n, n)."""
     if sp.issparse(M):
+        as_real_array(name, np.empty(0, dtype=M.dtype))
         return [sp.csr_array(M)]
     if isinstance(M, LinearOperator):
         return [M @ np.eye(M.shape[1])]
-    arr = np.asarray(to_numpy(M), dtype=np.float64)
+    arr = as_real_array(name, M)
+    if arr.ndim < 2:
+        raise AssumptionError(f"{name} must be a matrix or a stack of them, got shape {arr.shape}")
     return [arr] if arr.ndim == 2 else list(arr.reshape((-1, *arr.shape[-2:])))
 
 
@@ -129,7 +134,8 @@ def check_stochastic(
     checks = {"row": (1,), "column": (0,), "doubly": (1, 0)}
     if kind not in checks:
         raise AssumptionError(f"kind must be one of {', '.join(checks)}, got {kind!r}")
-    mats = _as_stack(M)
+    atol = check_tolerance("atol", atol)
+    mats = _as_stack(M, name)
     for k, W in enumerate(mats):
         where = "" if len(mats) == 1 else f" (matrix {k} of the stack)"
         msg = neg_violation(W, atol, name)
@@ -191,7 +197,9 @@ class StochasticityReport:
 
 
 def stochasticity_report(W: Any, atol: float = DEFAULT_ATOL) -> StochasticityReport:
-    """Report (never raise, beyond non-square or non-finite input) on Assumption 4.5."""
+    """Report (never raise, beyond non-square or non-finite input or a bad ``atol``) on
+    Assumption 4.5."""
+    atol = check_tolerance("atol", atol)
     W = as_matrix(W)
     v = [neg_violation(W), row_violation(W, atol), col_violation(W, atol)]
     k, _ = components(W)
@@ -224,16 +232,18 @@ def check_mixing_matrix(
     kind : {"doubly", "row", "column"}
         Which stochasticity to require (Assumption 4.5 needs "doubly").
     atol : float
-        Tolerance on row/column sums.
+        Tolerance on row/column sums (finite, >= 0).
     require_connected : bool
         Also require ``null(I - W) = span(1)``.
 
     Raises
     ------
     AssumptionError
-        Naming the first violation: non-square, non-finite, negative entry, the first row or
-        column whose sum is not 1, or the number of connected components.
+        Naming the first violation: a complex, object or string dtype, non-square, non-finite,
+        negative entry, the first row or column whose sum is not 1, or the number of connected
+        components; or a NaN, infinite or negative ``atol``.
     """
+    atol = check_tolerance("atol", atol)
     W = as_matrix(W)
     check_stochastic(W, kind, atol=atol)
     if require_connected:

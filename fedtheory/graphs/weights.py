@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedtheory.errors import AssumptionError
+from fedtheory.validation import check_seed
 
 WEIGHT_RULES = ("uniform", "metropolis", "max-degree", "laplacian", "random")
 
@@ -121,7 +122,7 @@ def random_weights(
     """
     A = sp.csr_array(A, dtype=np.float64)
     n = A.shape[0]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     U = sp.triu(A, k=1, format="coo")
     w = rng.random(U.nnz)
     B = sp.csr_array((w, (U.row, U.col)), shape=(n, n))

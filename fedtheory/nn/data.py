@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from fedtheory.errors import AssumptionError
-from fedtheory.validation import check_int, check_positive
+from fedtheory.io import read_npz
+from fedtheory.validation import check_int, check_positive, check_seed
 
 __all__ = [
     "DatasetError",
@@ -120,10 +121,11 @@ def load_dataset(
     DatasetError
         Missing arrays, wrong shapes or labels out of range (see :func:`check_dataset`).
     FileNotFoundError
-        No such file.
+        No such file (``filename`` is ``path`` as given).
+    FedTheoryError
+        Not an ``.npz`` archive (a ``.npy`` file, text, junk, a damaged archive), naming it.
     """
-    with np.load(Path(path), allow_pickle=False) as f:
-        arrays = {k: f[k] for k in f.files}
+    arrays = read_npz(path, what="an .npz archive with arrays x, y (and x_test, y_test)")
     missing = [k for k in ("x", "y") if k not in arrays]
     if missing:
         raise DatasetError(
@@ -480,7 +482,7 @@ def federated_mnist1d(
     """MNIST-1D over ``n_clients`` clients: Dirichlet(alpha) label partition (000 Section 6;
     ``alpha=None`` for an i.i.d. split), partition drawn from ``default_rng(seed)``."""
     d = mnist1d(num_samples=num_samples, seed=data_seed)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     if alpha is None:
         parts = iid_partition(d["y"].shape[0], n_clients, rng)
     else:
@@ -501,7 +503,7 @@ def federated_from_arrays(
     """Split a centralized data set (``x``, ``y`` and optionally ``x_test``, ``y_test``, as from
     :func:`load_dataset`) over clients: Dirichlet(alpha) labels or i.i.d. (``alpha=None``).
     Without a test split, a seeded random ``test_fraction`` of the rows is held out."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     X, y = check_dataset(d["x"], d["y"], n_classes=n_classes, name="training split")
     if "x_test" in d:
         xt, yt = check_dataset(
@@ -533,7 +535,7 @@ def federated_synthetic(
 ) -> FederatedData:
     """LEAF Synthetic(alpha, beta) stacked; the last ``test_fraction`` of every device's rows
     form the (pooled) test set, the rest the device's training shard."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     devices = leaf_synthetic(alpha, beta, n_clients, rng, **kw)
     train, xt, yt = [], [], []
     for X, y in devices:

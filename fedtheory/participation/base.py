@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.errors import AssumptionError
-from fedtheory.validation import check_int, check_probabilities
+from fedtheory.validation import check_int, check_memory, check_probabilities, check_seed
 
 RULES = ("mean", "weighted", "unbiased")
 
@@ -81,10 +81,11 @@ def exact_estimate(value: Any, method: str) -> Estimate:
 
 
 def make_rng(seed: Any) -> np.random.Generator:
-    """``numpy.random.default_rng(seed)``; a Generator passes through unchanged."""
+    """``numpy.random.default_rng(seed)``; a Generator passes through unchanged; a negative
+    seed is refused naming it."""
     if isinstance(seed, np.random.Generator):
         return seed
-    return np.random.default_rng(seed)
+    return np.random.default_rng(check_seed(seed))
 
 
 def check_rule(rule: str) -> str:
@@ -164,8 +165,17 @@ class ParticipationModel(abc.ABC):
         return None
 
     # -- shared machinery --------------------------------------------------------------------
+    #: Peak bytes per drawn (seed, round, client) entry: random keys, their partition, the mask.
+    SAMPLE_BYTES = 24
+
     def _check_sample_args(self, rounds: int, seeds: int) -> tuple[int, int]:
-        return check_int("rounds", rounds, minimum=0), check_int("seeds", seeds, minimum=1)
+        rounds, seeds = check_int("rounds", rounds, minimum=0), check_int("seeds", seeds, minimum=1)
+        size = float(seeds) * rounds * self.n_clients
+        check_memory(
+            f"{seeds} x {rounds} x {self.n_clients} participation draws (seeds x rounds x clients)",
+            self.SAMPLE_BYTES * size,
+        )
+        return rounds, seeds
 
     def weights(self, draw: Any, rule: str = "mean") -> np.ndarray:
         """FedAvg aggregation weights for a draw, zero off S (003, Section 3.1).

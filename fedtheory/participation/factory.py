@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fedtheory.errors import AssumptionError, UnknownOptionError
+from fedtheory.io import read_array
 from fedtheory.participation.base import ParticipationModel
 from fedtheory.participation.markov import Markov, default_markov_rates
 from fedtheory.participation.models import (
@@ -18,6 +20,7 @@ from fedtheory.participation.models import (
     Trace,
     Uniform,
     Weighted,
+    check_clients,
 )
 from fedtheory.validation import check_finite, check_int
 
@@ -37,15 +40,23 @@ NAMES = tuple(ACCEPTS)
 
 
 def load_vector(path: str | Path, name: str = "probabilities") -> np.ndarray:
-    """A 1-D float vector from ``.npy`` or a text file; NaN/inf are refused naming the entry."""
-    path = Path(path)
-    if path.suffix == ".npy":
-        arr = np.load(path, allow_pickle=False)
-    else:
-        arr = np.loadtxt(path, delimiter="," if path.suffix == ".csv" else None, ndmin=1)
-    arr = check_finite(f"{name} ({path.name})", arr)
+    """A 1-D float vector from ``.npy`` or a text file (:func:`fedtheory.io.read_array`).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file (``filename`` is ``path`` as given: the command line says
+        ``no such file: PATH``).
+    FedTheoryError
+        A folder, an empty file, non-numeric text, binary junk, an ``.npz`` archive.
+    AssumptionError
+        A complex, string or object dtype, NaN/inf (naming the entry), or not a vector.
+    """
+    given = os.fsdecode(os.fspath(path))
+    arr = read_array(given, what=f"a vector of {name}")
+    arr = check_finite(f"{name} ({given})", arr)
     if arr.ndim != 1:
-        raise AssumptionError(f"{name} ({path.name}) must be a vector, got shape {arr.shape}")
+        raise AssumptionError(f"{name} ({given}) must be a vector, got shape {arr.shape}")
     return arr
 
 
@@ -97,10 +108,10 @@ def make_participation(
             f"{name} participation does not use {', '.join(what.get(k, repr(k)) for k in stray)}"
             f" (it reads {reads})"
         )
-    if isinstance(p, str | Path):
+    if isinstance(p, str | os.PathLike):
         p = load_vector(p)
     if p is not None:
-        p = np.asarray(p, dtype=np.float64)
+        p = check_finite("probabilities p", p)
         if n is not None and p.shape != (int(n),):
             raise AssumptionError(
                 f"probabilities have {p.size} entries but the number of clients is {n}"
@@ -109,7 +120,7 @@ def make_participation(
     def need_n() -> int:
         if n is None:
             raise AssumptionError(f"participation {name!r} needs the number of clients N")
-        return check_int("number of clients N", n, minimum=1)
+        return check_clients(n)
 
     def need_m() -> int:
         if m is None:

@@ -15,6 +15,7 @@ Markov availability lives in :mod:`fedtheory.participation.markov`.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.errors import AssumptionError
+from fedtheory.io import read_array
 from fedtheory.participation.base import (
     EXACT_CLOSED_FORM,
     EXACT_DP,
@@ -43,7 +45,7 @@ from fedtheory.participation.exact import (
     subsets_of_size,
     weighted_without_replacement_law,
 )
-from fedtheory.validation import check_int
+from fedtheory.validation import as_real_array, check_int, check_memory
 
 #: Largest number of support points an enumeration may have before Monte Carlo takes over.
 MAX_SUPPORT = 1 << MAX_ENUMERATION_CLIENTS
@@ -62,8 +64,16 @@ def _check_m(
     return m
 
 
-def _check_n(n: Any) -> int:
-    return check_int("number of clients N", n, minimum=1)
+#: Bytes per client a model may hold in its per-client vectors (p, pi, q, their standard
+#: errors, ...), for the memory check of the number of clients.
+PER_CLIENT_BYTES = 64
+
+
+def check_clients(n: Any) -> int:
+    """The number of clients N: an integer >= 1 whose per-client vectors fit in memory."""
+    n = check_int("number of clients N", n, minimum=1)
+    check_memory(f"a participation model of {n} clients", PER_CLIENT_BYTES * float(n))
+    return n
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:
@@ -80,7 +90,7 @@ class Full(ParticipationModel):
     n: int
 
     def __post_init__(self):
-        object.__setattr__(self, "n", _check_n(self.n))
+        object.__setattr__(self, "n", check_clients(self.n))
 
     @property
     def n_clients(self) -> int:
@@ -120,7 +130,7 @@ class Uniform(ParticipationModel):
     m: int
 
     def __post_init__(self):
-        n = _check_n(self.n)
+        n = check_clients(self.n)
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "m", _check_m(self.m, n))
 
@@ -451,7 +461,7 @@ class Cyclic(ParticipationModel):
         if self.pattern is None:
             if self.n is None or self.m is None:
                 raise AssumptionError("Cyclic needs either (n, m) or an explicit pattern")
-            n = _check_n(self.n)
+            n = check_clients(self.n)
             m = _check_m(self.m, n)
             period = n // math.gcd(n, m)
             idx = (np.arange(period)[:, None] * m + np.arange(m)[None, :]) % n
@@ -624,7 +634,7 @@ def _cluster_labels(clusters: Any) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 def _check_mask(name: str, mask: Any) -> np.ndarray:
     """A (R, N) participation mask: boolean, or 0/1 numbers; every client present somewhere."""
-    arr = np.asarray(mask)
+    arr = as_real_array(name, mask, dtype=None)
     if arr.ndim != 2:
         raise AssumptionError(
             f"{name} must be a 2-D (rounds x clients) array, got shape {arr.shape}"
@@ -670,13 +680,11 @@ class Trace(ParticipationModel):
     @classmethod
     def from_file(cls, path: str | Path, *, cycle: bool = False) -> Trace:
         """Load a trace from ``.npy`` or a text file (``.csv``/``.txt``, one row per round)."""
-        path = Path(path)
-        if path.suffix == ".npy":
-            arr = np.load(path, allow_pickle=False)
-        else:
-            delim = "," if path.suffix == ".csv" else None
-            arr = np.loadtxt(path, delimiter=delim, ndmin=2)
-        return cls(arr, cycle=cycle)
+        given = os.fsdecode(os.fspath(path))
+        arr = read_array(given, what="an R x N trace")
+        if arr.ndim == 1:  # one round
+            arr = arr[None, :]
+        return cls(_check_mask(f"the trace {given}", arr), cycle=cycle)
 
     @property
     def n_clients(self) -> int:

@@ -25,7 +25,7 @@ from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError
 from fedtheory.nn.data import leaf_synthetic
 from fedtheory.problems.quadratic import _DeviceCache
-from fedtheory.validation import check_finite, check_int, check_positive
+from fedtheory.validation import check_finite, check_int, check_positive, check_seed
 
 Array = Any
 
@@ -158,7 +158,7 @@ def random_logistic(
 ) -> LogisticProblem:
     """Heterogeneous logistic data as in the FOCUS authors' notebook: rows
     diag((u + 1)/2) G, client models x_o + heterogeneity * e_i, labels from the logistic law."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     A = rng.standard_normal((n_clients, n_samples, dim))
     A *= ((rng.random((n_clients, n_samples)) + 1) / 2)[..., None]
     xs = rng.standard_normal(dim) + heterogeneity * rng.standard_normal((n_clients, dim))
@@ -299,7 +299,7 @@ def leaf_synthetic_problem(
     device sizes are available from :func:`fedtheory.nn.data.leaf_synthetic` directly.
     """
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     s = check_int("samples per device", samples, minimum=1)
     dev = leaf_synthetic(
         alpha, beta, n_clients, rng, n_features=n_features, n_classes=n_classes, samples=s, iid=iid

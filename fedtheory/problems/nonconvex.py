@@ -22,7 +22,7 @@ import numpy as np
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.problems.quadratic import _DeviceCache
-from fedtheory.validation import check_int, check_positive
+from fedtheory.validation import PROBLEM_BYTES, check_int, check_memory, check_positive, check_seed
 
 Array = Any
 
@@ -58,9 +58,13 @@ class PLProblem:
         self.dtype = resolve_dtype(dtype)
         self.n_clients = check_int("the number of clients", n_clients, minimum=1)
         self.dim = check_int("the dimension", dim, minimum=1)
+        check_memory(
+            f"a problem of {self.n_clients} clients x dimension {self.dim}",
+            PROBLEM_BYTES * float(self.n_clients) * self.dim,
+        )
         check_positive("the heterogeneity", heterogeneity, allow_zero=True)
         self.noise = check_positive("the gradient noise sigma", noise, allow_zero=True)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed(seed))
         self.s = (2.0 * rng.standard_normal(self.dim)).astype(self.dtype)
         u = rng.standard_normal((self.n_clients, self.dim))
         self.u = (heterogeneity * (u - u.mean(axis=0))).astype(self.dtype)

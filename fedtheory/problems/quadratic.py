@@ -17,7 +17,16 @@ import numpy as np
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError, FedTheoryError
-from fedtheory.validation import check_finite, check_int, check_positive
+from fedtheory.io import read_npz
+from fedtheory.validation import (
+    PROBLEM_BYTES,
+    as_real_array,
+    check_finite,
+    check_int,
+    check_memory,
+    check_positive,
+    check_seed,
+)
 
 Array = Any
 
@@ -314,37 +323,48 @@ class ProblemFile(LeastSquaresProblem):
     """A user's least-squares / ridge problem from an ``.npz`` file.
 
     The file holds ``A`` (N, n, d), ``b`` (N, n) (or (N, n, 1)) and optionally a scalar ``lam``
-    (f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2).
+    (f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2). Its minimizer x* must be unique, since
+    every error the simulator reports is relative to it: a file whose mean Hessian
+    (1/N) sum_i A_i^T A_i + lam I is singular (too few rows, collinear columns, lam = 0) is
+    refused, naming its rank, rather than giving all-NaN error curves.
 
     Raises
     ------
     FileNotFoundError
-        The file does not exist.
+        The file does not exist (``filename`` is the path as given).
     FedTheoryError / AssumptionError
-        Not an npz archive, a missing array, wrong shapes, NaN/inf entries, lam < 0.
+        A folder, a ``.npy`` file or text instead of an ``.npz`` archive, a damaged archive, a
+        missing array, a complex, string or object dtype, wrong shapes, NaN/inf entries,
+        lam < 0, or no unique minimizer; every message names the path.
     """
 
     def __init__(self, path: str | os.PathLike, **kw: Any) -> None:
-        self.path = os.fspath(path)
-        if not os.path.exists(self.path):
-            raise FileNotFoundError(2, "No such file or directory", self.path)
-        try:
-            with np.load(self.path, allow_pickle=False) as z:
-                data = {k: np.asarray(z[k]) for k in z.files}
-        except (ValueError, OSError) as exc:
-            raise FedTheoryError(f"{self.path} is not a readable .npz archive ({exc})") from None
+        self.path = os.fsdecode(os.fspath(path))
+        data = read_npz(
+            self.path, what="an .npz archive (numpy.savez) with arrays A (N, n, d) and b (N, n)"
+        )
         for key in ("A", "b"):
             if key not in data:
                 raise FedTheoryError(f"{self.path} has no array {key!r} (it has {sorted(data)})")
         lam = data.get("lam", 0.0)
         if np.ndim(lam) != 0:
             raise AssumptionError(f"lam in {self.path} must be a scalar, got shape {np.shape(lam)}")
-        for key in ("A", "b"):
-            if not np.issubdtype(data[key].dtype, np.number):
-                raise AssumptionError(
-                    f"{key} in {self.path} must be numeric, got {data[key].dtype}"
-                )
-        super().__init__(data["A"], data["b"], float(lam), **kw)
+        lam = as_real_array(f"lam in {self.path}", lam)
+        super().__init__(
+            as_real_array(f"A in {self.path}", data["A"]),
+            as_real_array(f"b in {self.path}", data["b"]),
+            float(lam),
+            **kw,
+        )
+        if self.x_star is None:
+            N, n, d = self.A.shape
+            rank = int(np.linalg.matrix_rank(self.H_mean))
+            why = f"only {N * n} rows for d = {d}" if N * n < d else "collinear columns"
+            raise AssumptionError(
+                f"{self.path}: the minimizer x* is not unique ({why}: the mean Hessian "
+                f"(1/N) sum_i A_i^T A_i + lam I has rank {rank} < d = {d}); relative errors "
+                "need a unique x*: add a ridge weight lam > 0 to the file"
+            )
 
 
 def figure4_probabilities(n: int = 16) -> np.ndarray:
@@ -417,11 +437,15 @@ def random_quadratic(
     """
     n_clients = check_int("the number of clients", n_clients, minimum=1)
     dim = check_int("the dimension", dim, minimum=1)
+    check_memory(
+        f"{n_clients} quadratics of dimension {dim} (N d^2 Hessian entries)",
+        PROBLEM_BYTES * float(n_clients) * dim * dim,
+    )
     check_positive("the condition number", condition)
     if condition < 1:
         raise AssumptionError(f"the condition number must be >= 1, got {condition}")
     check_positive("the heterogeneity", heterogeneity, allow_zero=True)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     lam = np.logspace(-np.log10(condition), 0.0, dim)
     nq = 1 if identical else n_clients
     Q = np.linalg.qr(rng.standard_normal((nq, dim, dim)))[0]
@@ -449,7 +473,14 @@ def random_least_squares(
 ) -> LeastSquaresProblem:
     """Synthetic federated least squares: client i draws rows A_i ~ N(0, I) (scaled per row as
     in 003 Figure 4) and labels b_i = A_i (x_o + heterogeneity * e_i) + label_noise * xi."""
-    rng = np.random.default_rng(seed)
+    n_clients = check_int("the number of clients", n_clients, minimum=1)
+    n_samples = check_int("the rows per client", n_samples, minimum=1)
+    dim = check_int("the dimension", dim, minimum=1)
+    check_memory(
+        f"least squares of {n_clients} clients x {n_samples} rows x dimension {dim}",
+        PROBLEM_BYTES * float(n_clients) * (n_samples * dim + dim * dim),
+    )
+    rng = np.random.default_rng(check_seed(seed))
     A = rng.standard_normal((n_clients, n_samples, dim))
     A *= ((rng.random((n_clients, n_samples)) + 1) / 2)[..., None]
     x_o = rng.standard_normal(dim)

@@ -39,7 +39,7 @@ from fedtheory.errors import AssumptionError
 from fedtheory.io import progress as progress_bar
 from fedtheory.participation import Full, ParticipationModel, make_participation
 from fedtheory.simulation.metrics import RUNNER_METRICS, Metric, select_metrics
-from fedtheory.validation import check_int, check_positive
+from fedtheory.validation import check_int, check_memory, check_positive
 
 Array = Any
 
@@ -48,6 +48,33 @@ Array = Any
 #: compute (issue 14): the fixed per-round cost of a few hundred array calls is then shared by
 #: more seeds, and the per-client GEMMs keep enough rows (measured: 40, 125 and 250 seeds).
 BLOCK_BYTES = 768 * 1024
+
+#: Peak bytes per (seed, round, client) of a plan: the participation draw and its float64
+#: weights, and the sampler's random keys and partition while drawing.
+PLAN_BYTES = 25
+#: (S, N, d) arrays a round may hold at once (client models, gradients, control variates,
+#: optimizer moments and temporaries), an over-estimate for the memory check.
+STATE_COPIES = 12
+
+
+def check_run_memory(
+    *, seeds: int, rounds: int, n_clients: int, dim: int, itemsize: int = 8,
+    local_steps: int = 0, metrics: int = len(RUNNER_METRICS) + 2, block: int | None = None,
+) -> None:  # fmt: skip
+    """Refuse a run whose memory estimate exceeds what this machine has, saying the estimate.
+
+    Per block of seeds: the participation draws (S, R, N) (and per-step masks (S, R, K, N) for
+    algorithms that re-sample) and the state; for the whole run: the (S, R + 1) metric arrays
+    (twice, as blocks are concatenated).
+    """
+    S, R, N, d = float(seeds), float(rounds), float(n_clients), float(dim)
+    B = S if block is None else float(min(block, seeds))
+    plan = B * R * N * PLAN_BYTES * (1 + local_steps) + STATE_COPIES * B * N * d * itemsize
+    results = 2.0 * S * (R + 1) * 8 * metrics + 2.0 * S * d * 8
+    check_memory(
+        f"a run of {seeds} seeds x {rounds} rounds x {n_clients} clients x dimension {dim}",
+        plan + results,
+    )
 
 
 @dataclass
@@ -105,6 +132,20 @@ class SimulationResult:
     def final(self, metric: str = "rel_error") -> np.ndarray:
         """The last recorded value of ``metric`` per seed."""
         return self.metrics[metric][:, -1]
+
+    def divergence_summary(self) -> str | None:
+        """One line saying how many seeds diverged and when, or None when none did.
+
+        >>> result.divergence_summary()  # doctest: +SKIP
+        '3 of 100 seeds diverged (first at round 12)'
+        """
+        n = int(np.count_nonzero(self.diverged))
+        if n == 0:
+            return None
+        first = int(np.asarray(self.diverged_at)[np.asarray(self.diverged)].min())
+        seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
+        when = f"first at round {first}" if n > 1 else f"at round {first}"
+        return f"{n} of {seeds} diverged ({when})"
 
 
 @dataclass
@@ -228,8 +269,25 @@ def plan_run(
             f"configuration keywords {sorted(config)} need an algorithm name, not a built Algorithm"
         )
     available, recorded = select_metrics(metrics, algorithm)
+    if metrics is not None:
+        needs = {"rel_error": ("x_star", "the minimizer x*"), "subopt": ("f_star", "f* = min f")}
+        for name, (attr, what) in needs.items():
+            if (
+                name in recorded
+                and recorded[name] is RUNNER_METRICS[name]
+                and (getattr(problem, attr, None) is None)
+            ):
+                raise AssumptionError(
+                    f"metric {name!r} needs {what}, which this problem does not have (unknown, "
+                    "or not unique: a singular mean Hessian); record grad_norm2 instead"
+                )
     seqs = seed_sequences(seed, seeds, seed_ids)
     S = len(seqs)
+    check_run_memory(
+        seeds=S, rounds=rounds, n_clients=N, dim=d, itemsize=dt.itemsize,
+        local_steps=algorithm.config.local_steps if algorithm.needs_step_masks else 0,
+        metrics=len(available),
+    )  # fmt: skip
     if draws is None:
         masks = draw_participation(model, rounds, seqs)
     else:
@@ -528,14 +586,21 @@ def simulate(
         dtype=dtype, divergence_bound=divergence_bound, average_from=average_from,
         record_every=record_every, metrics=metrics, **config,
     )  # fmt: skip
-    ids = list(range(check_int("the number of seeds", seeds, minimum=1)))
-    ids = ids if seed_ids is None else [int(i) for i in seed_ids]
+    n_seeds = check_int("the number of seeds", seeds, minimum=1)
+    if seed_ids is not None:
+        seed_ids = [check_int(f"seed_ids[{k}]", i, minimum=0) for k, i in enumerate(seed_ids)]
+        n_seeds = len(seed_ids)
+    N, d = int(problem.n_clients), int(problem.dim)
+    itemsize = resolve_dtype(dtype).itemsize
     if seed_block is None:
-        N, d = int(problem.n_clients), int(problem.dim)
-        itemsize = resolve_dtype(dtype).itemsize
         on_gpu = get_backend(backend) is not np
-        seed_block = len(ids) if on_gpu else max(1, BLOCK_BYTES // (N * d * itemsize))
+        seed_block = n_seeds if on_gpu else max(1, BLOCK_BYTES // (N * d * itemsize))
     seed_block = check_int("seed_block", seed_block, minimum=1)
+    check_run_memory(
+        seeds=n_seeds, rounds=check_int("the number of rounds R", rounds, minimum=0),
+        n_clients=N, dim=d, itemsize=itemsize, block=seed_block,
+    )  # fmt: skip
+    ids = list(range(n_seeds)) if seed_ids is None else seed_ids
     if len(ids) <= seed_block:
         plan = plan_run(problem, algorithm, participation, seeds=len(ids), seed_ids=ids, **kw)
         return _result(plan, *run_rounds(plan, progress=progress))
