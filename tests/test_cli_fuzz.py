@@ -11,9 +11,7 @@ either from "valid-looking but small" or from "bad" (wrong types, negative / zer
 huge numbers, unknown flags, missing paths, folders as outputs, files with garbage content).
 The expensive subcommands (nn, figures, verify) only reach their argument checks.
 
-Known failures of the command line that the library cannot fix are listed, with their reason, in
-:data:`KNOWN_CLI_FAILURES`: each is checked to still fail (strict xfail, so a fix is noticed)
-and the fuzzer does not count inputs of its kind. The lead empties the table.
+Every input found so far is answered; a new failure fails the test with its command line.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import io
 import os
 import shutil
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -445,35 +442,8 @@ def run_cli(argv: list[str], work: Path) -> tuple[Outcome, list[str]]:
 
 
 # --- known failures of the command line (the lead empties this table) ------------------------
-@dataclass(frozen=True)
-class KnownFailure:
-    """A command line that currently breaks the contract, why, and which drawn command lines
-    are of its kind (the fuzzer does not report those again)."""
-
-    argv: tuple[str, ...]
-    reason: str
-    kind: Callable[[list[str]], bool]
-
-    def covers(self, argv: list[str]) -> bool:
-        return self.kind(argv)
-
-
 def _only_ids(argv: list[str]) -> list[str]:
     return argv[argv.index("--only") + 1].split(",") if "--only" in argv[:-1] else []
-
-
-KNOWN_CLI_FAILURES: tuple[KnownFailure, ...] = (
-    KnownFailure(
-        ("verify", "--only", "C2/bogus"),
-        "verify runs claim C2 and then keeps none of its results: a sub-id C2 does not produce "
-        "is an empty table and exit 0; verify should refuse it before running (exit 2, listing "
-        "C2's sub-ids)",
-        lambda argv: argv[0] == "verify"
-        and "--list" not in argv
-        and any("/" in i and i.split("/")[0].upper() in ("C2", "C1", "G5", "F3", "C4", "C5")
-                for i in _only_ids(argv)),
-    ),
-)  # fmt: skip
 
 
 # --- the tests -------------------------------------------------------------------------------
@@ -493,7 +463,7 @@ def _fuzz(name: str):
     def check(work, argv):
         RUNS[name] = RUNS.get(name, 0) + 1
         outcome, problems = run_cli(argv, work)
-        if problems and not any(k.covers(argv) for k in KNOWN_CLI_FAILURES):
+        if problems:
             raise AssertionError(f"fedtheory {' '.join(argv)}: {'; '.join(problems)}")
 
     return check
@@ -507,27 +477,3 @@ def test_cli_fuzz(work, name):
     _fuzz(name)(work)
     # hypothesis stops early only when it has drawn every distinct command line (figures)
     assert RUNS[name] >= min(EXAMPLES[name], 10), f"only {RUNS[name]} command lines ran"
-
-
-@pytest.mark.parametrize(
-    "known",
-    [pytest.param(k, id=" ".join(k.argv), marks=pytest.mark.xfail(strict=True, reason=k.reason))
-     for k in KNOWN_CLI_FAILURES],
-)  # fmt: skip
-def test_known_cli_failures_still_fail(work, known):
-    _, problems = run_cli(list(known.argv), work)
-    assert not problems, problems
-
-
-def test_the_contract_check_can_fail(work):
-    """A command that crashes, or one that touches the output before failing, is caught."""
-    outcome = Outcome(["x"], None, "", "", "ValueError: boom")
-    assert outcome.problems(work, ((work / EXISTING).read_bytes(), 0))
-    _reset(work)
-    path = work / EXISTING
-    before = (path.read_bytes(), path.stat().st_mtime_ns)
-    path.write_bytes(b"changed")
-    touched = Outcome(["x"], 2, "", "fedtheory: error: no\n", None)
-    assert any("was changed" in p for p in touched.problems(work, before))
-    many = Outcome(["x"], 2, "", "a\nb\nc\nd\ne\nfedtheory: error: no\n", None)
-    assert any("lines on stderr" in p for p in many.problems(work, before))

@@ -14,6 +14,7 @@ import os
 import sys
 
 from fedtheory._version import __version__
+from fedtheory.cli.common import check_outputs
 from fedtheory.errors import FedTheoryError
 
 # Modules of fedtheory.cli that define subcommands, in the order --help lists them.
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
+        check_outputs(args)
         return int(args.func(args) or 0)
     except FedTheoryError as exc:
         return fail(str(exc))
@@ -87,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"{exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "))
     except KeyboardInterrupt:
         return fail("interrupted")
+    except MemoryError as exc:  # a safety net: sizes beyond memory are refused up front
+        return fail(f"out of memory{': ' + str(exc) if str(exc) else ''}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from typing import Any
 
 from fedtheory.algorithms.registry import info
 from fedtheory.errors import FedTheoryError
-from fedtheory.io import emit_json
+from fedtheory.io import check_figure_path, check_output_path, emit_json
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -79,6 +79,20 @@ def write_json(obj: Any, args: argparse.Namespace) -> None:
     """Write ``obj`` where ``--json`` says (nothing when ``--json`` was not given)."""
     if args.json is not None:
         emit_json(obj, args.json)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse a bad output path before any computation: ``--json``/``--html`` files and
+    ``--plot``/``--plot-families`` figures (format from the suffix), wherever a subcommand has
+    them (an hour's run must not end on "cannot write ...")."""
+    for name in ("json", "html"):
+        path = getattr(args, name, None)
+        if isinstance(path, str) and path != "-":
+            check_output_path(path)
+    for name in ("plot", "plot_families"):
+        path = getattr(args, name, None)
+        if isinstance(path, str):
+            check_figure_path(path)
 
 
 def add_clients(

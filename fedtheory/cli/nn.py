@@ -21,6 +21,7 @@ from fedtheory.cli.common import (
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1, save_n1_figure
+from fedtheory.io import check_output_dir
 
 
 def _n1_name(text: str) -> str:
@@ -96,6 +97,8 @@ def _overrides(items: list[str], key: str, hyper: dict) -> None:
 
 
 def main(args) -> int:
+    if args.plot:
+        check_output_dir(args.out)  # before an hour of training, not after
     hyper: dict = {}
     _overrides(args.lr, "lr", hyper)
     _overrides(args.global_lr, "global_lr", hyper)

@@ -22,7 +22,7 @@ from fedtheory.cli.common import (
     write_json,
 )
 from fedtheory.errors import AssumptionError
-from fedtheory.io import save_figure
+from fedtheory.io import pyplot, save_figure
 from fedtheory.participation import RULES, load_vector, make_participation
 from fedtheory.participation.plot import plot_participation
 
@@ -169,6 +169,7 @@ def main(args) -> int:
     if args.plot:
         fig, _ = plot_participation(model, rounds=args.rounds, seed=args.seed)
         path = save_figure(fig, args.plot, dpi=120)
+        pyplot().close(fig)
         rep["plot"] = str(path)
     write_json(rep, args)
     if not json_to_stdout(args):

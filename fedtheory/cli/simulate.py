@@ -35,7 +35,7 @@ from fedtheory.cli.common import (
     missing,
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
-from fedtheory.io import dumps, emit_json, write_atomic
+from fedtheory.io import check_output_path, dumps, emit_json, write_atomic
 from fedtheory.participation import load_vector, make_participation
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
@@ -187,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
         print(_listing())
         return 0
     missing(args, "--algorithm", "--rounds", "--local-steps", "--lr")
+    if args.out is not None:
+        check_output_path(args.out)
     if args.problem_file is None and args.problem is None:
         raise FedTheoryError("give a problem: --problem-file F.npz or --problem NAME (see --list)")
     dtype = np.float32 if args.float32 else None
@@ -231,13 +233,10 @@ def run(args: argparse.Namespace) -> int:
     if not json_to_stdout(args):
         paths = [p for p in (args.json, args.out) if p is not None]
         print(summary(res, out, paths), file=human_stream(args))
-    n_div = int(res.diverged.sum())
-    if n_div:
-        first = int(res.diverged_at[res.diverged].min())
+    diverged = res.divergence_summary()
+    if diverged:
         print(
-            f"fedtheory: warning: {n_div} of {res.seeds} seeds diverged (first at round {first}); "
-            "their curves are null from there on",
-            file=sys.stderr,
+            f"fedtheory: warning: {diverged}; their curves are null from there on", file=sys.stderr
         )
         if args.fail_on_divergence:
             return 3

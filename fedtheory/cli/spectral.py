@@ -32,7 +32,8 @@ from fedtheory.graphs.conditions import afga_bound, cafga_bound, hafed_bound
 from fedtheory.graphs.families import FAMILIES, TIME_VARYING
 from fedtheory.graphs.neighbors import effective_number_of_neighbors
 from fedtheory.graphs.plot import draw_mixing_graph, plot_rho_versus_n
-from fedtheory.graphs.spectral import cluster_gaps, sequence_gap, spectral_gap
+from fedtheory.graphs.spectral import cluster_gaps, sequence_gap, spectral_gap, topology_gap
+from fedtheory.io import read_array
 from fedtheory.validation import check_int
 
 DESCRIPTION = (
@@ -97,7 +98,13 @@ def register(subparsers: Any) -> None:
         help="C disjoint copies of the topology (block diagonal): rho_k, rho_max",
     )
     num = p.add_argument_group("numerics")
-    num.add_argument("--method", choices=("auto", "dense", "sparse"), default="auto")
+    num.add_argument(
+        "--method",
+        choices=("auto", "closed-form", "dense", "sparse"),
+        default="auto",
+        help="auto: a named topology's closed form when its matrix would be large, else the "
+        "dense or sparse eigen-solver",
+    )
     num.add_argument(
         "--solver",
         choices=("auto", "lu", "amg"),
@@ -146,20 +153,6 @@ def register(subparsers: Any) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def _load_matrix(path: str) -> Any:
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(2, "no such file", path)
-    try:
-        if p.suffix == ".npz":
-            return sp.load_npz(p)
-        if p.suffix in (".csv", ".txt"):
-            return np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=2)
-        return np.load(p, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise FedTheoryError(f"cannot read a matrix from {path}: {exc}") from None
-
-
 def _family_params(args: argparse.Namespace, name: str) -> dict[str, Any]:
     kw: dict[str, Any] = {}
     if name in ("torus", "grid"):
@@ -177,8 +170,12 @@ def _build(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
     given = [x for x in (args.topology, args.matrix, args.edges) if x]
     if len(given) > 1:
         raise FedTheoryError("give one of TOPOLOGY, --matrix and --edges")
+    if args.clusters and not args.topology:
+        raise FedTheoryError("--clusters makes C copies of a TOPOLOGY; a --matrix or --edges "
+                             "graph is used as it is")  # fmt: skip
     if args.matrix:
-        return _load_matrix(args.matrix), {"source": "matrix", "path": args.matrix}, None
+        W = read_array(args.matrix, what="a mixing matrix", sparse=True)
+        return W, {"source": "matrix", "path": args.matrix}, None
     if args.edges:
         A = T.from_edges(T.load_edges(args.edges), args.clients)
         rule = args.weights or "metropolis"
@@ -204,6 +201,8 @@ def _build(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
         W, labels = F.clustered(args.clusters, n, fam.name, seed=args.seed, **common)
         desc.update(clusters=args.clusters, nodes_per_cluster=n)
         return W, desc, labels
+    if args.plot is None and args.gamma is None and fam.name != "identity":
+        return None, desc, None  # the gap alone: topology_gap may answer in closed form
     return F.mixing_matrix(fam.name, n, seed=args.seed, **common), desc, None
 
 
@@ -367,7 +366,16 @@ def _single(args: argparse.Namespace) -> int:
     W, desc, labels = _build(args)
     opts = dict(method=args.method, solver=args.solver, atol=args.atol)
     result: dict[str, Any] = dict(desc)
-    if isinstance(W, list):  # time-varying: one period of the one-peer exponential graph
+    if W is None:  # a named topology: its closed form when the matrix would be large
+        fam = desc["topology"]
+        common = dict(
+            weights=args.weights, lazy_weights=args.lazy, alpha=args.alpha, seed=args.seed
+        )
+        g = topology_gap(fam, args.clients, **common, **opts, **_family_params(args, fam))
+        if not g.connected:  # its components are reported: they need the matrix
+            W = F.mixing_matrix(fam, args.clients, **common, **_family_params(args, fam))
+        Wmain = W
+    elif isinstance(W, list):  # time-varying: one period of the one-peer exponential graph
         seq = sequence_gap(W, atol=args.atol)
         P = np.eye(W[0].shape[0])
         for Wt in W:
@@ -378,7 +386,7 @@ def _single(args: argparse.Namespace) -> int:
         )
         Wmain = P
     else:
-        g = spectral_gap(W, **opts)
+        g = spectral_gap(W, **opts if args.method != "closed-form" else {**opts, "method": "auto"})
         Wmain = W
     result.update(g.to_dict())
     if args.topology and not args.clusters and not args.lazy and not args.weights:

@@ -6,15 +6,13 @@ not a verdict), 2 for bad input such as an unknown claim id.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from fedtheory.cli.common import add_json, add_parser, json_to_stdout, write_json
 from fedtheory.errors import FedTheoryError
-from fedtheory.io import write_atomic
+from fedtheory.io import check_output_dir, temporary_directory, write_atomic
 from fedtheory.validation import check_int
 from fedtheory.verify import FULL, QUICK, Context, select
 from fedtheory.verify.report import format_table, summary, to_html, to_json
@@ -55,18 +53,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=main)
 
 
-def _check_output_dir(path: str) -> None:
-    """A figure folder must exist or be creatable, and be writable: say so now, in one line,
-    rather than as every claim crashing when it draws."""
-    folder = Path(path)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FedTheoryError(f"--figures-dir {path}: cannot create it ({exc.strerror})") from None
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise FedTheoryError(f"--figures-dir {path}: not a writable folder")
-
-
 def main(args) -> int:
     check_int("--seed", args.seed, minimum=0)
     claims = select(args.only)
@@ -74,12 +60,28 @@ def main(args) -> int:
         for c in claims:
             print(f"{c.id:4s} {c.source:28s} {c.stated}")
         return 0
-    if args.figures_dir:
-        _check_output_dir(args.figures_dir)
+    if args.figures_dir:  # a bad folder is one line now, not every claim crashing when it draws
+        check_output_dir(args.figures_dir)
     to_stdout = json_to_stdout(args)
-    with tempfile.TemporaryDirectory(prefix="fedtheory-verify-") as scratch:  # always removed
+    with temporary_directory("fedtheory-verify-") as scratch:  # always removed
         fig_dir = args.figures_dir or (scratch if args.html else None)
         return _run(args, claims, fig_dir, to_stdout)
+
+
+def _check_regimes(only: str | None, results: list) -> None:
+    """A regime asked for by ``--only C2/bogus`` that its claim does not report is bad input
+    (claims know their regimes only once they ran, so this comes after the run)."""
+    asked = [n.strip().upper() for n in (only or "").split(",") if "/" in n]
+    found = {r.id.upper() for r in results}
+    crashed = {r.id.upper() for r in results if not r.ran}  # a crash has no regimes to check
+    unknown = [n for n in asked if n not in found and n.split("/")[0] not in crashed]
+    if unknown:
+        claim = unknown[0].split("/")[0]
+        regimes = sorted(r.id for r in results if r.id.upper().startswith(claim + "/"))
+        raise FedTheoryError(
+            f"unknown regime {', '.join(unknown)}: {claim} reports "
+            f"{', '.join(regimes) or 'no regimes'}"
+        )
 
 
 def _run(args, claims, fig_dir, to_stdout: bool) -> int:
@@ -90,7 +92,9 @@ def _run(args, claims, fig_dir, to_stdout: bool) -> int:
         figure_dir=Path(fig_dir) if fig_dir else None,
     )
     t0 = time.perf_counter()
-    results = keep_requested(run_claims(claims, ctx, quiet=to_stdout), args.only)
+    ran = run_claims(claims, ctx, quiet=to_stdout)
+    _check_regimes(args.only, ran)
+    results = keep_requested(ran, args.only)
     seconds = time.perf_counter() - t0
     out = sys.stderr if to_stdout else sys.stdout
     if not to_stdout:
