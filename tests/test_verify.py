@@ -265,3 +265,16 @@ def test_unknown_claim_id_among_known_ones_names_it(capsys):
     assert main(["verify", "--only", "G1,X9", "--json", "-"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown claim id X9" in err[0]
+
+
+@pytest.mark.slow
+def test_verify_on_dask_workers_equals_one_process(tmp_path):
+    """``verify --workers N`` runs the claims as tasks on the sweep engine; each claim's result
+    does not depend on where it ran (cheap claims, one local worker)."""
+    pytest.importorskip("distributed", reason="the fedtheory[sweep] extra is not installed")
+    local, dask = tmp_path / "local.json", tmp_path / "dask.json"
+    assert main(["verify", "--only", "G1,P2,F1", "--json", str(local)]) == 0
+    assert main(["verify", "--only", "G1,P2,F1", "--workers", "1", "--json", str(dask)]) == 0
+    keep = ("id", "verdict", "measured", "effect", "seeds", "test")
+    a, b = (json.loads(p.read_text()) for p in (local, dask))
+    assert [{k: r[k] for k in keep} for r in a] == [{k: r[k] for k in keep} for r in b]

@@ -35,6 +35,7 @@ def register(subparsers) -> None:
             "fedtheory verify",
             "fedtheory verify --only C1,F2 --json results.json",
             "fedtheory verify --full --html report.html",
+            "fedtheory verify --full --workers 2",
         ],
     )
     p.add_argument("--full", action="store_true", help="thorough tier (default: quick tier)")
@@ -50,6 +51,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="base seed of every experiment")
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="run the claims as tasks on N local Dask processes (needs the "
+                       "'fedtheory[sweep]' extra); default: in this process")  # fmt: skip
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the claims as tasks on a running Dask scheduler")  # fmt: skip
     p.set_defaults(func=main)
 
 
@@ -92,7 +99,7 @@ def _run(args, claims, fig_dir, to_stdout: bool) -> int:
         figure_dir=Path(fig_dir) if fig_dir else None,
     )
     t0 = time.perf_counter()
-    ran = run_claims(claims, ctx, quiet=to_stdout)
+    ran = run_claims(claims, ctx, quiet=to_stdout, workers=args.workers, scheduler=args.scheduler)
     _check_regimes(args.only, ran)
     results = keep_requested(ran, args.only)
     seconds = time.perf_counter() - t0

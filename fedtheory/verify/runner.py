@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from fedtheory.analysis.stats import Effect
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import progress
-from fedtheory.verify.registry import Claim, Context, all_claims
+from fedtheory.sweep.engine import map_tasks
+from fedtheory.verify.registry import REGISTRY, Claim, Context, all_claims
 from fedtheory.verify.result import NOT_RUN, ClaimResult, Outcome
 
 
@@ -97,8 +98,34 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
     return results
 
 
-def run_claims(claims: list[Claim], ctx: Context, *, quiet: bool = False) -> list[ClaimResult]:
-    """Run ``claims`` in order with a progress bar on stderr (silent when ``quiet``)."""
+def run_claim_task(item: tuple[str, Context]) -> list[ClaimResult]:
+    """``run_claim`` of the claim with id ``item[0]`` in context ``item[1]``: one Dask task of
+    ``fedtheory verify --workers`` (ids and contexts travel to the workers; the checks do not)."""
+    claim_id, ctx = item
+    return run_claim(REGISTRY[claim_id], ctx)
+
+
+def run_claims(
+    claims: list[Claim],
+    ctx: Context,
+    *,
+    quiet: bool = False,
+    workers: int | None = None,
+    scheduler: str | None = None,
+) -> list[ClaimResult]:
+    """Run ``claims`` with a progress bar on stderr (silent when ``quiet``), in this process,
+    or as tasks on ``workers`` local Dask processes or a running ``scheduler`` (the engine of
+    ``fedtheory sweep``; the optional extra ``fedtheory[sweep]``). Results come back in the
+    catalog's order either way, and a claim's result does not depend on where it ran."""
+    if workers is not None or scheduler is not None:
+        done = dict(
+            map_tasks(
+                run_claim_task, [(c.id, ctx) for c in claims], workers=workers,
+                scheduler=scheduler, progress=not quiet, desc="verify",
+                describe=lambda item: item[0],
+            )
+        )  # fmt: skip
+        return [r for i in range(len(claims)) for r in done[i]]
     results: list[ClaimResult] = []
     bar = progress(claims, desc="verify", unit="claim", disable=quiet)
     for c in bar:
