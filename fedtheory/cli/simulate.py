@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.algorithms import available, info
+from fedtheory.algorithms.registry import BASE_SETTINGS, SHARED_SETTINGS
 from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.cli.common import (
     add_clients_per_round,
@@ -56,17 +57,8 @@ QUANTILES = ("min", "25%", "median", "75%", "max")
 #: JSON keys of the runner's metrics where they differ from the metric's name.
 JSON_NAMES = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
 
-#: Shared algorithm settings: flag -> AlgorithmConfig field (passed only when given).
-SETTINGS = (
-    "global_lr",
-    "beta1",
-    "beta2",
-    "eps",
-    "eps_placement",
-    "prox_mu",
-    "topology",
-    "clusters",
-)
+#: The shared algorithm settings besides lr and K, passed only when given (the registry's list).
+SETTINGS = tuple(k for k in SHARED_SETTINGS if k not in BASE_SETTINGS)
 
 
 def register(subparsers: Any) -> None:

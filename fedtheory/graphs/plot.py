@@ -11,7 +11,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from fedtheory.errors import AssumptionError
-from fedtheory.graphs.conditions import PAPER_SETTINGS, afga_bound, cafga_bound, hafed_bound
+from fedtheory.graphs.conditions import (
+    DEFAULT_TOPOLOGIES,
+    PAPER_SETTINGS,
+    afga_bound,
+    cafga_bound,
+    hafed_bound,
+)
 from fedtheory.graphs.families import family, mixing_matrix
 from fedtheory.graphs.spectral import spectral_gap
 from fedtheory.graphs.topologies import torus_shape
@@ -95,17 +101,7 @@ FAMILY_SIZES = (4, 8, 16, 32, 64, 128, 256, 512)
 
 
 def rho_versus_n(
-    families: Sequence[str] = (
-        "complete",
-        "hypercube",
-        "exponential",
-        "torus",
-        "erdos-renyi",
-        "random-geometric",
-        "star",
-        "ring",
-        "path",
-    ),
+    families: Sequence[str] = DEFAULT_TOPOLOGIES,
     sizes: Sequence[int] = FAMILY_SIZES,
     *,
     draws: int = 8,

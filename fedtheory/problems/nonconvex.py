@@ -16,6 +16,7 @@ f_i is non-convex with a different stationary set (``heterogeneity`` scales the 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -27,22 +28,16 @@ from fedtheory.validation import PROBLEM_BYTES, check_int, check_memory, check_p
 Array = Any
 
 
-class PLProblem:
-    """f_i(x) = sum_j [(x_j - s_j)^2 + 3 sin^2(x_j - s_j)] + u_i^T x, sum_i u_i = 0.
+class _SeparableProblem(ABC):
+    """f_i(x) = sum_j psi(x_j - s_j) + u_i^T x with sum_i u_i = 0, so f = sum_j psi(x_j - s_j),
+    x* = s and f* = 0 for psi >= 0 with psi(0) = 0; subclasses give psi and psi'.
 
-    Parameters
-    ----------
-    n_clients, dim : int
-    heterogeneity : float
-        Scale of the client drifts u_i (standard normal, centred so they sum to zero).
-    noise : float
-        Additive Gaussian gradient noise sigma (with an ``rng``).
-    seed : int
-    dtype : float64 (default) or float32
+    ``offset`` scales the draw of s ~ N(0, offset^2 I); ``heterogeneity`` the client tilts u_i
+    (standard normal, centred so they sum to zero); ``noise`` is additive Gaussian gradient
+    noise sigma (with an ``rng``).
     """
 
-    L = 8.0
-    mu = 1.0 / 32.0  # the PL constant of Karimi et al. (2016)
+    offset = 1.0
     f_star = 0.0
 
     def __init__(
@@ -65,30 +60,64 @@ class PLProblem:
         check_positive("the heterogeneity", heterogeneity, allow_zero=True)
         self.noise = check_positive("the gradient noise sigma", noise, allow_zero=True)
         rng = np.random.default_rng(check_seed(seed))
-        self.s = (2.0 * rng.standard_normal(self.dim)).astype(self.dtype)
+        self.s = (self.offset * rng.standard_normal(self.dim)).astype(self.dtype)
         u = rng.standard_normal((self.n_clients, self.dim))
         self.u = (heterogeneity * (u - u.mean(axis=0))).astype(self.dtype)
         self.x_star = self.s.astype(np.float64)
         self._dev = _DeviceCache()
 
+    @staticmethod
+    @abstractmethod
+    def _psi(xp: Any, t: Array) -> Array:
+        """psi(t), elementwise."""
+
+    @staticmethod
+    @abstractmethod
+    def _dpsi(xp: Any, t: Array) -> Array:
+        """psi'(t), elementwise."""
+
     def grads(self, X: Array, rng: Any = None) -> Array:
         xp = get_namespace(X)
         s = self._dev.get("s", self.s, xp, X.dtype)
         u = self._dev.get("u", self.u, xp, X.dtype)
-        t = X - s
-        G = 2.0 * t + 3.0 * xp.sin(2.0 * t) + u
+        G = self._dpsi(xp, X - s) + u
         if rng is not None and self.noise:
             G = G + self.noise * xp.asarray(rng.standard_normal(G.shape), dtype=G.dtype)
         return G
 
     def loss(self, x: Array) -> Array:
         xp = get_namespace(x)
-        t = x - self._dev.get("s", self.s, xp, x.dtype)
-        return (t * t + 3.0 * xp.sin(t) ** 2).sum(axis=-1)
+        return self._psi(xp, x - self._dev.get("s", self.s, xp, x.dtype)).sum(axis=-1)
 
     def full_grad(self, x: Array) -> Array:
         xp = get_namespace(x)
-        t = x - self._dev.get("s", self.s, xp, x.dtype)
+        return self._dpsi(xp, x - self._dev.get("s", self.s, xp, x.dtype))
+
+
+class PLProblem(_SeparableProblem):
+    """f_i(x) = sum_j [(x_j - s_j)^2 + 3 sin^2(x_j - s_j)] + u_i^T x, sum_i u_i = 0.
+
+    Parameters
+    ----------
+    n_clients, dim : int
+    heterogeneity : float
+        Scale of the client drifts u_i (standard normal, centred so they sum to zero).
+    noise : float
+        Additive Gaussian gradient noise sigma (with an ``rng``).
+    seed : int
+    dtype : float64 (default) or float32
+    """
+
+    L = 8.0
+    mu = 1.0 / 32.0  # the PL constant of Karimi et al. (2016)
+    offset = 2.0
+
+    @staticmethod
+    def _psi(xp: Any, t: Array) -> Array:
+        return t * t + 3.0 * xp.sin(t) ** 2
+
+    @staticmethod
+    def _dpsi(xp: Any, t: Array) -> Array:
         return 2.0 * t + 3.0 * xp.sin(2.0 * t)
 
 
@@ -99,7 +128,7 @@ def _psi_curvature_max() -> float:
     return float(12.0 * u * (1.0 - u) / (1.0 + u) ** 4)
 
 
-class NonPLProblem:
+class NonPLProblem(_SeparableProblem):
     """A sum of non-convex robust losses with a degenerate minimum: smooth, non-convex, not PL.
 
     f_i(x) = sum_j psi(x_j - s_j) + u_i^T x with psi(t) = t^4 / (1 + t^2)^2 (the square of the
@@ -132,50 +161,13 @@ class NonPLProblem:
 
     L = _psi_curvature_max()
     mu = None  # no PL constant: the point of this problem
-    f_star = 0.0
 
-    def __init__(
-        self,
-        n_clients: int,
-        dim: int,
-        *,
-        heterogeneity: float = 1.0,
-        noise: float = 0.0,
-        seed: int = 0,
-        dtype: Any = None,
-    ) -> None:
-        self.dtype = resolve_dtype(dtype)
-        self.n_clients = check_int("the number of clients", n_clients, minimum=1)
-        self.dim = check_int("the dimension", dim, minimum=1)
-        check_positive("the heterogeneity", heterogeneity, allow_zero=True)
-        self.noise = check_positive("the gradient noise sigma", noise, allow_zero=True)
-        rng = np.random.default_rng(seed)
-        self.s = rng.standard_normal(self.dim).astype(self.dtype)
-        u = rng.standard_normal((self.n_clients, self.dim))
-        self.u = (heterogeneity * (u - u.mean(axis=0))).astype(self.dtype)
-        self.x_star = self.s.astype(np.float64)
-        self._dev = _DeviceCache()
+    @staticmethod
+    def _psi(xp: Any, t: Array) -> Array:
+        r = t * t / (1.0 + t * t)
+        return r * r
 
     @staticmethod
     def _dpsi(xp: Any, t: Array) -> Array:
         q = 1.0 + t * t
         return 4.0 * t**3 / (q * q * q)
-
-    def grads(self, X: Array, rng: Any = None) -> Array:
-        xp = get_namespace(X)
-        s = self._dev.get("s", self.s, xp, X.dtype)
-        u = self._dev.get("u", self.u, xp, X.dtype)
-        G = self._dpsi(xp, X - s) + u
-        if rng is not None and self.noise:
-            G = G + self.noise * xp.asarray(rng.standard_normal(G.shape), dtype=G.dtype)
-        return G
-
-    def loss(self, x: Array) -> Array:
-        xp = get_namespace(x)
-        t = x - self._dev.get("s", self.s, xp, x.dtype)
-        r = t * t / (1.0 + t * t)
-        return (r * r).sum(axis=-1)
-
-    def full_grad(self, x: Array) -> Array:
-        xp = get_namespace(x)
-        return self._dpsi(xp, x - self._dev.get("s", self.s, xp, x.dtype))

@@ -19,25 +19,16 @@ from typing import Any
 import numpy as np
 
 from fedtheory.algorithms import make_algorithm
+from fedtheory.algorithms.registry import SHARED_SETTINGS
 from fedtheory.errors import FedTheoryError
 from fedtheory.participation import load_vector, make_participation
 from fedtheory.problems import make_problem
 from fedtheory.simulation import simulate
 from fedtheory.sweep.spec import Spec, Task
 
-#: Keys of a spec that go to :func:`simulate` as algorithm configuration, unchanged.
-ALGORITHM_KEYS = (
-    "lr",
-    "local_steps",
-    "global_lr",
-    "beta1",
-    "beta2",
-    "eps",
-    "eps_placement",
-    "prox_mu",
-    "topology",
-    "clusters",
-)
+#: Keys of a spec that go to :func:`simulate` as algorithm configuration, unchanged: the
+#: registry's shared settings.
+ALGORITHM_KEYS = SHARED_SETTINGS
 
 
 @dataclass(frozen=True)
