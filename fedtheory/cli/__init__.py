@@ -24,6 +24,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "study",
     "participation",
     "nn",
+    "rate",
 )
 
 
