@@ -30,12 +30,20 @@ from fedtheory.algorithms import make_algorithm
 from fedtheory.algorithms.base import RoundDraw
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, fedavg_stationary_mean
 from fedtheory.analysis.exact import (
+    AFFINE_ALGORITHMS,
+    NOT_AFFINE,
+    NotAffineError,
+    NotQuadraticError,
     exact_mse_curve,
     exact_rates,
+    largest_stable_lr,
+    problem_constants,
 )
+from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.participation import Markov, make_participation
-from fedtheory.participation.models import PerCluster, Weighted
+from fedtheory.participation.models import Cyclic, PerCluster, Weighted
 from fedtheory.problems import QuadraticProblem, random_least_squares, random_quadratic
+from fedtheory.problems.logistic import random_logistic
 
 RATE_RTOL = 1e-10
 FLOOR_RTOL = 1e-9
@@ -537,3 +545,85 @@ def test_exact_mse_curve_matches_propagated_brute_force_moments(alg_key):
         assert abs(curve[r] - ref) < 1e-10 * max(1.0, float(xs @ xs))
         second = _second(maps, law, mean, second)
         mean = sum(p * (M @ mean + c) for (M, c, _), (_, _, p) in zip(maps, law, strict=True))
+
+
+def test_largest_stable_lr_brackets_the_mean_square_boundary():
+    prob = _problem(N=3, seed=3)
+    model = MODELS["uniform"]()
+    st_ = largest_stable_lr(prob, "focus", model, lr_start=0.1, local_steps=2, rtol=1e-4)
+    assert st_.lo < st_.hi <= st_.lo * (1 + 1e-4)
+    assert st_.rate_lo < 1 <= st_.rate_hi
+    for eta, stable in ((st_.lo, True), (st_.hi, False)):
+        r = exact_rates(prob, "focus", model, lr=eta, local_steps=2, stationary=False)
+        assert (r.mean_square_rate < 1) == stable
+    mean = largest_stable_lr(prob, "focus", model, lr_start=0.1, local_steps=2, criterion="mean")
+    assert mean.lr >= st_.lr * (1 - 1e-3)  # mean-square stability implies mean stability
+
+
+def test_problem_constants():
+    prob = _problem(N=4, d=3, seed=9)
+    c = problem_constants(prob)
+    eig = np.linalg.eigvalsh(prob.H)
+    np.testing.assert_allclose(c.L_i, eig[:, -1])
+    np.testing.assert_allclose(c.mu_i, eig[:, 0])
+    assert c.L == pytest.approx(prob.L) and c.mu == pytest.approx(prob.mu)
+    prods = c.step_products(0.1, 3)
+    assert prods["eta_K_L"] == pytest.approx(0.3 * eig.max())
+    assert prods["eta_N_L"] == pytest.approx(0.4 * eig.max())
+
+
+# -- refusals ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(NOT_AFFINE))
+def test_non_affine_algorithms_are_refused_naming_why(name):
+    prob = _problem()
+    with pytest.raises(NotAffineError, match=name):
+        exact_rates(prob, name, None, lr=0.1, local_steps=2)
+
+
+def test_every_affine_algorithm_is_supported():
+    prob = _problem()
+    for name in AFFINE_ALGORITHMS:
+        res = exact_rates(prob, name, None, lr=0.05, local_steps=2, stationary=False)
+        assert np.isfinite(res.mean_square_rate)
+
+
+def test_refusals_of_problems_models_and_arguments():
+    prob = _problem()
+    with pytest.raises(NotQuadraticError, match="quadratic"):
+        exact_rates(random_logistic(3, 20, 2, seed=0), "fedavg", None, lr=0.1, local_steps=1)
+    with pytest.raises(NotQuadraticError, match="minibatch"):
+        mb = random_least_squares(3, 10, 2, batch_size=2, seed=0)
+        exact_rates(mb, "fedavg", None, lr=0.01, local_steps=1)
+    with pytest.raises(TypeError, match="valid"):
+        exact_rates(prob, "fedavg", None, lr=0.1, local_steps=1, rounds=3)
+    with pytest.raises(AssumptionError, match="lr"):
+        exact_rates(prob, "fedavg", None, lr=-1.0, local_steps=1)
+    with pytest.raises(AssumptionError, match="K"):
+        exact_rates(prob, "fedavg", None, lr=0.1, local_steps=0)
+    with pytest.raises(FedTheoryError, match="not independent"):
+        exact_rates(prob, "fedavg", Cyclic(3, 1), lr=0.1, local_steps=1)
+    with pytest.raises(FedTheoryError, match="clients"):
+        exact_rates(prob, "fedavg", make_participation("uniform", 4, 2), lr=0.1, local_steps=1)
+    with pytest.raises(FedTheoryError, match="N = 22"):
+        big = random_quadratic(22, 1, seed=0)
+        exact_rates(big, "fedavg", make_participation("bernoulli", 22, 5), lr=0.1, local_steps=1)
+    with pytest.raises(FedTheoryError, match="2\\^11"):
+        p11 = random_quadratic(11, 1, seed=0)
+        exact_rates(p11, "fedavg", make_participation("markov", 11, 3), lr=0.1, local_steps=1)
+
+
+def test_verification_catches_a_round_that_is_not_the_extracted_map(monkeypatch):
+    """A round made non-affine (a cubic term on the server model) fails the check."""
+    from fedtheory.analysis.exact import extract
+
+    prob = _problem()
+    alg = make_algorithm("fedavg", problem=prob, lr=0.1, local_steps=1)
+    inner = alg.round
+
+    def bent(state, problem, draw, rng=None):
+        out = inner(state, problem, draw, rng)
+        return out._replace(x=out.x + 1e-3 * out.x**3)
+
+    bad = type(alg)(name=alg.name, init=alg.init, round=bent, config=alg.config)
+    with pytest.raises(NotAffineError, match="residual"):
+        extract.extract_round_model(prob, bad)

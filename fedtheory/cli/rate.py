@@ -34,13 +34,19 @@ from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 
 PARTICIPATION = ("full", "uniform", "weighted", "bernoulli", "markov")
 
-EPILOG = """example:
+EPILOG = f"""example:
   fedtheory rate --problem figure4 --algorithm focus --participation uniform \\
       --clients-per-round 4 --local-steps 3 --lr 1.5e-4 --json -
 
-Supported (affine) algorithms: {algs}. Adaptive server steps (fedadam, fedyogi, fedadagrad,
-fedamsgrad, afga, cafga, hafed) and FedAU are refused: their round is not affine.
-""".format(algs=", ".join(AFFINE_ALGORITHMS))
+supported (affine) algorithms:
+  {", ".join(AFFINE_ALGORITHMS)}
+refused (not affine): adaptive server steps (fedadam, fedyogi, fedadagrad, fedamsgrad,
+  afga, cafga, hafed) divide by sqrt(v); fedau's weights depend on the participation history.
+"""
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after every option; the epilog's example kept as written."""
 
 
 def register(subparsers: Any) -> None:
@@ -55,34 +61,38 @@ def register(subparsers: Any) -> None:
             "of the participation draw."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_Formatter,
     )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--problem-file", metavar="F.npz", help="A (N, n, d), b (N, n), lam")
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
     p.add_argument("--algorithm", metavar="NAME", help="an affine algorithm (see below)")
-    p.add_argument("--participation", default="full", choices=PARTICIPATION)
-    p.add_argument("--clients-per-round", "-M", type=int, metavar="M", dest="m")
+    p.add_argument("--participation", default="full", choices=PARTICIPATION,
+                   help="participation model (markov: N <= 10)")  # fmt: skip
+    p.add_argument("--clients-per-round", "-M", type=int, metavar="M", dest="m",
+                   help="M (uniform, weighted, markov; bernoulli: p_i = M/N)")  # fmt: skip
     p.add_argument(
         "--probabilities",
         metavar="p.npy",
-        help="weighted: draw weights summing to 1 (figure4: its own when omitted); "
-        "bernoulli: p_i (default M/N)",
+        help="weighted: draw weights summing to 1 (figure4: its own when omitted); bernoulli: p_i",
     )
-    p.add_argument("--aggregation", default="mean", choices=("mean", "weighted", "unbiased"))
+    p.add_argument("--aggregation", default="mean", choices=("mean", "weighted", "unbiased"),
+                   help="aggregation weights of FedAvg-type servers")  # fmt: skip
     p.add_argument("--empty", default="redraw", choices=("redraw", "skip"),
                    help="bernoulli: empty-round policy")  # fmt: skip
-    p.add_argument("--local-steps", "-K", type=int, metavar="K")
+    p.add_argument("--local-steps", "-K", type=int, metavar="K", help="local steps per round")
     p.add_argument("--lr", type=float, metavar="ETA", help="step size (FOCUS: its single eta)")
     p.add_argument("--global-lr", type=float, default=1.0, metavar="ETA", help="server step")
-    p.add_argument("--prox-mu", type=float, default=0.0, help="FedProx proximal weight mu")
+    p.add_argument("--prox-mu", type=float, default=0.0, metavar="MU",
+                   help="FedProx proximal weight")  # fmt: skip
     p.add_argument("--noise", type=float, default=None, metavar="SIGMA",
-                   help="gradient-noise sigma (default: the problem's)")  # fmt: skip
+                   help="gradient-noise sigma of stochastic gradients; None: the problem's")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of the random built-in problems")
     p.add_argument("--tol", type=float, default=1e-10, help="eigensolver (ARPACK) tolerance")
     p.add_argument("--largest-stable-lr", action="store_true",
                    help="also bisect the largest step with mean-square rate < 1")  # fmt: skip
-    p.add_argument("--json", metavar="OUT", default=None, help="write JSON to OUT ('-': stdout)")
+    p.add_argument("--json", metavar="OUT", default=None,
+                   help="write JSON to OUT ('-': stdout); None: a short summary")  # fmt: skip
     p.set_defaults(func=run)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -278,47 +278,26 @@ def _analyse(
     algorithm: Any,
     participation: Any = None,
     *,
-    lr: float | None = None,
-    local_steps: int | None = None,
-    rule: str = "mean",
-    global_lr: float | None = None,
-    prox_mu: float | None = None,
-    options: dict | None = None,
-    noise: float | None = None,
-    x0: Any = None,
     mean_square: str = "auto",
     tol: float = 1e-10,
-    verify: bool = True,
     stationary: bool = True,
     v0: Any = None,
+    **kw: Any,
 ) -> _Analysis:
-    t = {}
-    t0 = time.perf_counter()
-    H, _ = quadratic_data(problem)
-    N = int(H.shape[0])
     if mean_square not in ("auto", "operator"):
         raise AssumptionError(f"mean_square must be 'auto' or 'operator', got {mean_square!r}")
     tol = check_positive("the eigensolver tolerance", tol)
-    alg = build_algorithm(algorithm, problem, lr=lr, local_steps=local_steps,
-                          global_lr=global_lr, prox_mu=prox_mu, options=options)  # fmt: skip
-    part = _participation(participation, N)
-    sigma = float(getattr(problem, "noise", 0.0)) if noise is None else noise
-    sigma = check_positive("the gradient noise sigma", sigma, allow_zero=True)
-    model = extract_round_model(problem, alg, x0=x0, verify=verify)
-    t["extract"] = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    law = participation_law(part, rule)
-    t["law"] = time.perf_counter() - t1
-    x_star = np.asarray(problem.x_star, dtype=np.float64) if problem.x_star is not None else None
-    if x_star is None:
-        raise AssumptionError("exact floors need x*, but the mean Hessian is singular")
+    t0 = time.perf_counter()
+    st = _system(problem, algorithm, participation, **kw)
+    timings = {"round model and law": time.perf_counter() - t0}
     common = {
-        "alg": alg, "model": model, "law": law, "sigma": sigma, "x_star": x_star, "tol": tol,
-        "stationary": stationary, "mean_square": mean_square, "v0": v0, "timings": t,
+        "alg": st.alg, "model": st.model, "law": st.law, "sigma": st.sigma,
+        "x_star": st.x_star, "tol": tol, "stationary": stationary,
+        "mean_square": mean_square, "v0": v0, "timings": timings,
     }  # fmt: skip
-    if isinstance(law, MarkovLaw):
-        return _markov(MarkovSystem(model, law, sigma), **common)
-    return _memoryless(AffineSystem(model, law, sigma), **common)
+    if isinstance(st.system, MarkovSystem):
+        return _markov(st.system, **common)
+    return _memoryless(st.system, **common)
 
 
 def _result(alg, model, law, system, sigma, x_star, **fields) -> ExactRates:
@@ -532,6 +511,50 @@ def _markov(
     return _Analysis(res, s, model, ms_vector=vec)
 
 
+class _Setting(NamedTuple):
+    system: AffineSystem | MarkovSystem
+    model: RoundModel
+    alg: Any
+    law: Any
+    x_star: np.ndarray
+    sigma: float
+
+
+def _system(
+    problem: Any,
+    algorithm: Any,
+    participation: Any = None,
+    *,
+    lr: float | None = None,
+    local_steps: int | None = None,
+    rule: str = "mean",
+    global_lr: float | None = None,
+    prox_mu: float | None = None,
+    options: dict | None = None,
+    noise: float | None = None,
+    x0: Any = None,
+    verify: bool = True,
+) -> _Setting:
+    """The round model, participation law and moment system of a setting (no spectra)."""
+    H, _h = quadratic_data(problem)
+    alg = build_algorithm(algorithm, problem, lr=lr, local_steps=local_steps,
+                          global_lr=global_lr, prox_mu=prox_mu, options=options)  # fmt: skip
+    part = _participation(participation, int(H.shape[0]))
+    sigma = float(getattr(problem, "noise", 0.0)) if noise is None else noise
+    sigma = check_positive("the gradient noise sigma", sigma, allow_zero=True)
+    model = extract_round_model(problem, alg, x0=x0, verify=verify)
+    law = participation_law(part, rule)
+    if problem.x_star is None:
+        raise AssumptionError("exact floors need x*, but the mean Hessian is singular")
+    x_star = np.asarray(problem.x_star, dtype=np.float64)
+    system = (
+        MarkovSystem(model, law, sigma)
+        if isinstance(law, MarkovLaw)
+        else AffineSystem(model, law, sigma)
+    )
+    return _Setting(system, model, alg, law, x_star, sigma)
+
+
 def exact_mse_curve(
     problem: Any, algorithm: Any, participation: Any = None, *, rounds: int, **kw: Any
 ) -> np.ndarray:
@@ -549,9 +572,10 @@ def exact_mse_curve(
     """
     rounds = check_int("the number of rounds", rounds, minimum=0)
     _check_keywords(kw, _ANALYSE_KEYS)
-    kw["stationary"] = True
-    an = _analyse(problem, algorithm, participation, **kw)
-    s = an.system
+    for key in ("mean_square", "tol", "stationary"):
+        kw.pop(key, None)
+    st = _system(problem, algorithm, participation, **kw)
+    s, model, x_star = st.system, st.model, st.x_star
     if not isinstance(s, AffineSystem):
         raise FedTheoryError("exact_mse_curve needs a memoryless participation model")
     nr = s.n_r
@@ -565,9 +589,8 @@ def exact_mse_curve(
     B = Phi.T @ s.cov_factor
     Q = B @ B.T + s.noise_cov()
     Xr, xb = s.readout()
-    x_star = an.result.x_star
     off = Xr @ mu + xb - x_star
-    eps = s.reduce_state(an.model.z0) - mu
+    eps = s.reduce_state(model.z0) - mu
     S = np.outer(eps, eps)
     m = eps.copy()
     out = np.empty(rounds + 1)
