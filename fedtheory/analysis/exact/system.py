@@ -286,9 +286,13 @@ class AffineSystem:
 
     def embed_sym(self, P: np.ndarray) -> np.ndarray:
         """E P E^T (P symmetric, (..., n_r, n_r))."""
+        if not self.red.tied.size:
+            return P  # no conserved quantity: E = I
         return self.embed_rows(_swap(self.embed_rows(P)))
 
     def restrict_sym(self, P: np.ndarray) -> np.ndarray:
+        if not self.red.tied.size:
+            return P
         return P[..., self.keep[:, None], self.keep[None, :]]
 
     # -- mean dynamics --------------------------------------------------------------------------
@@ -368,7 +372,8 @@ class AffineSystem:
         Yb = self.m1[:, None, None] * Y
         if C > 1:
             Yb = Yb.reshape(lead + (C, N, m, self.n)).sum(axis=-4)
-        Yb[..., :du] = Yb @ L0u.T  # (G P) L0^T: columns u change
+        # (G P) L0^T: only the columns of u change (one GEMM over all rows).
+        Yb[..., :du] = (Yb.reshape(-1, self.n) @ L0u.T).reshape(Yb.shape[:-1] + (du,))
         X = self._scatter_rows(Yb)
         out += X
         out += _swap(X)
@@ -385,7 +390,7 @@ class AffineSystem:
         if C > 1:
             Rk = Rk.reshape(lead + (C, N, m, self.n)).sum(axis=-4)
         out += self._scatter_rows(Rk)
-        return 0.5 * (out + _swap(out))
+        return out
 
     def ms_apply(self, P: np.ndarray) -> np.ndarray:
         """T on the reduced coordinates: R T(E P E^T) R^T (input symmetrized)."""
