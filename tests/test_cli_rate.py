@@ -89,7 +89,8 @@ def test_largest_stable_lr_flag(capsys):
                            "--lr", "0.05", "--largest-stable-lr", "--json", "-"], capsys)  # fmt: skip
     assert code == 0, err
     s = json.loads(out)["largest_stable_lr"]
-    assert s["rate_lo"] < 1 <= s["rate_hi"] and s["lo"] < s["hi"]
+    assert s["rate_lo"] < 1 and s["lo"] < s["hi"] <= s["lo"] * (1 + 1e-3)
+    assert s["rate_hi"] is None or s["rate_hi"] >= 1  # None: unstable already in the mean
 
 
 @pytest.mark.parametrize(

@@ -350,3 +350,25 @@ def nn_n1_figure(cfg: dict):
     for curve in data.get("curves", {}).values():
         curve.pop("wall_time", None)  # not data: differs run to run
     return plot_n1(res), data
+
+
+@figure(
+    "stability_map",
+    title="Exact mean-square rate against the step size on the 003 Figure 4 problem",
+    config={"local_steps": 3, "tol": 1e-4, "rtol": 5e-2, "extra": [0.5, 1.3]},
+)
+def stability_map_figure(cfg: dict):
+    """Issue 13's ``run_stability_map`` drawn by its ``plot_stability_map``: FOCUS, SCAFFOLD
+    and FedAvg in the three Figure 4 regimes (full, uniform 4/16, weighted 4/16), the exact
+    per-round mean-square rate against eta, the largest stable step by bisection and the
+    paper's steps. Deterministic (no seeds): exact rates, ARPACK tolerance ``tol``."""
+    run, plot = need("fedtheory.experiments.stability", "run_stability_map", "plot_stability_map")
+    data = run(
+        local_steps=cfg["local_steps"], tol=cfg["tol"], rtol=cfg["rtol"],
+        extra=tuple(cfg["extra"]),
+    )  # fmt: skip
+    for reg in data["regimes"].values():
+        for cur in reg.values():
+            if isinstance(cur, dict):
+                cur.pop("seconds", None)  # not data: differs run to run
+    return plot(data), data

@@ -619,9 +619,14 @@ class StableStep:
     lo, hi : float
         Bracket: rate(lo) < 1 <= rate(hi), hi / lo - 1 <= rtol.
     rate_lo, rate_hi : float
+        The rates at the bracket's ends (``rate_hi`` is nan when ``hi`` is known unstable from
+        the mean rate alone: rho_ms >= rho_mean^2 >= 1 there).
     criterion : {"mean_square", "mean"}
     evaluations : int
+        Mean-square rates computed (mean rates are cheap and not counted).
     seconds : float
+    evaluated : tuple of (lr, rate) pairs
+        Every rate of the criterion computed on the way, in order.
     """
 
     lr: float
@@ -632,9 +637,41 @@ class StableStep:
     criterion: str
     evaluations: int
     seconds: float
+    evaluated: tuple = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _bisect(rate: Any, lr: float, rtol: float, hi_known: float | None = None) -> tuple:
+    """Bracket [lo, hi] with rate(lo) < 1 <= rate(hi) from ``lr`` (doubling/halving, or
+    ``hi_known`` as a known unstable end), then geometric bisection to hi / lo <= 1 + rtol."""
+    r0 = rate(lr)
+    if r0 < 1:
+        lo, rlo = lr, r0
+        if hi_known is not None and hi_known > lr:
+            hi, rhi = hi_known, float("nan")
+        else:
+            hi = 2 * lr
+            rhi = rate(hi)
+            while rhi < 1:
+                lo, rlo, hi = hi, rhi, 2 * hi
+                rhi = rate(hi)
+    else:
+        hi, rhi = lr, r0
+        lo = lr / 2
+        rlo = rate(lo)
+        while rlo >= 1:
+            hi, rhi, lo = lo, rlo, lo / 2
+            rlo = rate(lo)
+    while hi / lo - 1 > rtol:
+        mid = float(np.sqrt(lo * hi))
+        rm = rate(mid)
+        if rm < 1:
+            lo, rlo = mid, rm
+        else:
+            hi, rhi = mid, rm
+    return lo, hi, rlo, rhi
 
 
 def largest_stable_lr(
@@ -650,16 +687,19 @@ def largest_stable_lr(
 ) -> StableStep:
     """The largest step size with rate < 1, by doubling/halving from ``lr_start`` and bisection.
 
-    The rate is the exact mean-square rate (``criterion="mean_square"``: E||z_r - z*||^2 stays
-    bounded) or the mean rate. The boundary found is the one reached from ``lr_start``: a
-    stability region that is not an interval is not explored beyond it. ARPACK is warm-started
-    from the previous step's eigenvector. Other keywords as :func:`exact_rates` (``lr`` is the
-    searched variable).
+    ``criterion="mean"``: the mean rate rho(E[M_S]) (dense eigenvalues, cheap).
+    ``criterion="mean_square"``: the mean-square rate (E||z_r - z*||^2 stays bounded). Since
+    rho_ms >= rho_mean^2 (Jensen for the positive map P -> E[M_S P M_S^T]), the mean boundary
+    is found first and is a known unstable end of the mean-square bracket; the mean-square
+    rate is then bisected between ``lr_start`` (halved until stable) and it. The boundary found
+    is the one reached from ``lr_start``: a stability region that is not an interval is not
+    explored beyond it. Other keywords as :func:`exact_rates` (``lr`` is the searched
+    variable; ``tol`` is the ARPACK tolerance of each mean-square rate).
 
     Raises
     ------
     FedTheoryError
-        When no bracket is found within ``max_evals`` evaluations.
+        When no bracket is found within ``max_evals`` mean-square evaluations.
     """
     if criterion not in ("mean_square", "mean"):
         raise AssumptionError(f"criterion must be 'mean_square' or 'mean', got {criterion!r}")
@@ -667,44 +707,35 @@ def largest_stable_lr(
     lr = check_positive("lr_start", lr_start)
     rtol = check_positive("rtol", rtol)
     t0 = time.perf_counter()
-    state = {"v0": None, "n": 0, "verify": kw.pop("verify", True)}
+    verify = kw.pop("verify", True)
+    ms_kw = {k: kw.pop(k) for k in ("mean_square", "tol") if k in kw}
+    kw.pop("stationary", None)
+    count = [0]
+    seen: dict[str, list] = {"mean": [], "mean_square": []}
 
-    def rate(eta: float) -> float:
-        if state["n"] >= max_evals:
+    def mean_rate(eta: float) -> float:
+        st = _system(problem, algorithm, participation, lr=eta, verify=False, **kw)
+        A = st.system.mean_matrix()
+        rho = float(np.abs(np.linalg.eigvals(A)).max(initial=0.0))
+        seen["mean"].append((eta, rho))
+        return rho
+
+    def ms_rate(eta: float) -> float:
+        if count[0] >= max_evals:
             raise FedTheoryError(f"no stability bracket within {max_evals} rate evaluations")
         an = _analyse(problem, algorithm, participation, lr=eta, stationary=False,
-                      v0=state["v0"], verify=state["verify"] and state["n"] == 0, **kw)  # fmt: skip
-        state["n"] += 1
-        if an.ms_vector is not None:
-            state["v0"] = an.ms_vector
-        r = an.result
-        return r.mean_square_rate if criterion == "mean_square" else r.mean_rate
+                      verify=verify and count[0] == 0, **ms_kw, **kw)  # fmt: skip
+        count[0] += 1
+        seen["mean_square"].append((eta, an.result.mean_square_rate))
+        return an.result.mean_square_rate
 
-    r0 = rate(lr)
-    if r0 < 1:
-        lo, rlo = lr, r0
-        hi = 2 * lr
-        rhi = rate(hi)
-        while rhi < 1:
-            lo, rlo = hi, rhi
-            hi *= 2
-            rhi = rate(hi)
-    else:
-        hi, rhi = lr, r0
-        lo = lr / 2
-        rlo = rate(lo)
-        while rlo >= 1:
-            hi, rhi = lo, rlo
-            lo /= 2
-            rlo = rate(lo)
-    while hi / lo - 1 > rtol:
-        mid = float(np.sqrt(lo * hi))
-        rm = rate(mid)
-        if rm < 1:
-            lo, rlo = mid, rm
-        else:
-            hi, rhi = mid, rm
-    return StableStep(lo, lo, hi, rlo, rhi, criterion, state["n"], time.perf_counter() - t0)
+    lo_m, hi_m, rlo_m, rhi_m = _bisect(mean_rate, lr, rtol)
+    if criterion == "mean":
+        return StableStep(lo_m, lo_m, hi_m, rlo_m, rhi_m, criterion, 0,
+                          time.perf_counter() - t0, tuple(seen["mean"]))  # fmt: skip
+    lo, hi, rlo, rhi = _bisect(ms_rate, min(lr, lo_m), rtol, hi_known=hi_m)
+    return StableStep(lo, lo, hi, rlo, rhi, criterion, count[0], time.perf_counter() - t0,
+                      tuple(seen["mean_square"]))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -397,14 +397,25 @@ class AffineSystem:
         P = 0.5 * (P + _swap(P))
         return self.restrict_sym(self.ms_full(self.embed_sym(P)))
 
-    def ms_dense(self, chunk: int = 64) -> np.ndarray:
-        """The (n_r^2 x n_r^2) matrix of P -> T(sym(P)) (small systems only)."""
+    def reduced_generators(self) -> np.ndarray:
+        """R G_k E for every active generator, dense (K, n_r, n_r) (small systems only)."""
+        out = np.zeros((self.K, self.n, self.n))
+        for k in range(self.K):  # K local blocks scattered once
+            idx = self.model.local_index(int(self.jk[k]))
+            out[k][np.ix_(idx, idx)] = self.beta[k]
+        return (out @ self.E)[:, self.keep, :]
+
+    def ms_dense(self) -> np.ndarray:
+        """The (n_r^2 x n_r^2) matrix of P -> E[M_S P M_S^T] on the reduced coordinates:
+        E[M kron M] = Mbar kron Mbar + sum_r F_r kron F_r, F_r = sum_k f_kr R G_k E with
+        Cov(alpha) = f f^T (M_S is linear in alpha; small systems only)."""
         if self._ms_dense is None:
-            nr = self.n_r
-            basis = np.eye(nr * nr).reshape(nr * nr, nr, nr)
-            cols = [self.ms_apply(basis[i : i + chunk]).reshape(-1, nr * nr)
-                    for i in range(0, nr * nr, chunk)]  # fmt: skip
-            self._ms_dense = np.concatenate(cols).T
+            Mbar = self.mean_matrix()
+            T = np.kron(Mbar, Mbar)
+            F = np.einsum("kr,kab->rab", self.cov_factor, self.reduced_generators())
+            for Fr in F:  # rank of Cov(alpha) <= K terms
+                T += np.kron(Fr, Fr)
+            self._ms_dense = T
         return self._ms_dense
 
     def ms_vec(self, v: np.ndarray) -> np.ndarray:
