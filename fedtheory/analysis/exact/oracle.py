@@ -163,7 +163,7 @@ class ExactRates:
 
 @dataclass
 class _Analysis:
-    """An analysed setting: the result plus what a warm start or a transient needs."""
+    """An analysed setting: the result, the moment system and the dominant eigenvector."""
 
     result: ExactRates
     system: Any
@@ -372,12 +372,16 @@ def _memoryless(
         dim = nr * nr
         if dim <= DENSE_MAX:
             dense_T = s.ms_dense()
-        if v0 is None or np.shape(v0) != (dim,):
+            apply, size = s.ms_vec, dim
+        else:  # symmetric matrices, packed: half the unknowns
+            apply, size = s.ms_vech, nr * (nr + 1) // 2
+        if v0 is None or np.shape(v0) != (size,):
             # Start from v v^H, v the dominant eigenvector of E[M_S]: PSD, like the Perron
             # eigenvector of the (positive) mean-square operator.
             v = vecs[:, top]
-            v0 = np.real(np.outer(v, v.conj())).reshape(-1)
-        rho_ms, vec, how, _ = spectral_radius(s.ms_vec, dim, dense=dense_T, v0=v0, tol=tol)
+            V0 = np.real(np.outer(v, v.conj()))
+            v0 = V0.reshape(-1) if dense_T is not None else s.pack(V0)
+        rho_ms, vec, how, _ = spectral_radius(apply, size, dense=dense_T, v0=v0, tol=tol)
         methods["mean-square rate"] = how + " of P -> E[M_S P M_S^T] (first and second moments "
         methods["mean-square rate"] += "of the participation coefficients)"
     timings["mean-square rate"] = time.perf_counter() - t0

@@ -47,7 +47,7 @@ from fedtheory.errors import FedTheoryError
 
 #: Relative tolerance on singular values for a functional to count as conserved.
 CONSERVED_RTOL = 1e-9
-#: Operators with at most this many unknowns are materialized and solved densely.
+#: Mean-square operators with at most this many unknowns are built as dense Kronecker sums.
 DENSE_MAX = 4096
 #: Dense eigenvalues (rather than ARPACK) up to this many unknowns.
 DENSE_EIG_MAX = 1024
@@ -117,7 +117,7 @@ def spectral_radius(
         if v is not None:
             rho = float(lam[0].real)
             res = float(np.linalg.norm(mv(v) - rho * v) / max(abs(rho) * np.linalg.norm(v), 1e-300))
-        where = "the materialized" if dense is not None else "the matrix-free"
+        where = "the dense" if dense is not None else "the matrix-free"
         how = (
             f"ARPACK eigs on {where} operator ({dim} unknowns, tol {tol:g}, {count[0]} "
             f"applications, relative residual {res:.0e})"
@@ -351,46 +351,60 @@ class AffineSystem:
         out[..., du:, :] = R[..., du:, :].reshape(lead + (-1, R.shape[-1]))
         return out
 
-    def ms_full(self, P: np.ndarray) -> np.ndarray:
-        """T(P) = E[M_S P M_S^T] on the full coordinates, P symmetric (..., n, n)."""
+    def _add_rows(self, out: np.ndarray, R: np.ndarray) -> None:
+        """out += sum_j E_j R_j for per-client local rows R (..., N, m, k)."""
+        du = self.du
+        out[..., :du, :] += R[..., :du, :].sum(axis=-3)
+        out[..., du:, :] += R[..., du:, :].reshape(out[..., du:, :].shape)
+
+    def _ms_parts(self, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Z, X) with T(P) = E[M_S P M_S^T] = Z + X^T, P symmetric (..., n, n).
+
+        Z = L0 P L0^T + X + sum_kl E[alpha_k alpha_l] G_k P G_l^T and X = sum_k E[alpha_k] G_k P
+        L0^T; returning X apart lets a caller that needs one triangle skip a transposed sum.
+        """
         du, dv, N, K, C, m = self.du, self.dv, self.N, self.K, self.C, self.m
         L0u = self.model.L0u
         lead = P.shape[:-2]
         # L0 P L0^T with L0 = [[L0u], [0, I]]: only rows and columns of u change.
-        out = P.copy()
-        Au = L0u @ P  # rows u of L0 P
+        Z = P.copy()
         Bu = P[..., du:, :] @ L0u.T  # rows V, columns u of P L0^T
-        out[..., du:, :du] = Bu
-        out[..., :du, du:] = _swap(Bu)
-        out[..., :du, :du] = Au @ L0u.T
+        Z[..., du:, :du] = Bu
+        Z[..., :du, du:] = _swap(Bu)
+        Z[..., :du, :du] = (L0u @ P) @ L0u.T
         # Y_k = beta_k (rows u and v_j of P) = beta_k^{.u} P_u + beta_k^{.v} P_{v_j}.
         Y = (self.beta_u @ P[..., :du, :]).reshape(lead + (K, m, self.n))
         if dv:
             PV = P[..., du:, :].reshape(lead + (N, dv, self.n))
             Y += self.beta_v @ (PV if C == 1 else PV[..., self.jk, :, :])
-        # Cross terms sum_k E[alpha_k] (G_k P L0^T + transpose).
+        # Cross terms sum_k E[alpha_k] G_k P L0^T (and its transpose).
         Yb = self.m1[:, None, None] * Y
         if C > 1:
             Yb = Yb.reshape(lead + (C, N, m, self.n)).sum(axis=-4)
         # (G P) L0^T: only the columns of u change (one GEMM over all rows).
         Yb[..., :du] = (Yb.reshape(-1, self.n) @ L0u.T).reshape(Yb.shape[:-1] + (du,))
-        X = self._scatter_rows(Yb)
-        out += X
-        out += _swap(X)
+        X = np.zeros(lead + (self.n, self.n))
+        self._add_rows(X, Yb)
+        Z += X
         # Quadratic terms sum_kl E[alpha_k alpha_l] G_k P G_l^T, column block by column block.
         Yu, YV = Y[..., :du], Y[..., du:]
         Rk = np.empty(Y.shape)
         Rk[..., :du] = Yu @ self.Auu_T
         if dv:
             Rk[..., :du] += YV @ self.Buv_T
-            YVb = YV.reshape(lead + (K, m, N, dv))
-            vv = np.swapaxes(YVb, -2, -3) @ self.Bvv_T  # (..., K, N, m, dv)
             Rk[..., du:] = Yu @ self.Avu_T
-            Rk[..., du:] += np.swapaxes(vv, -2, -3).reshape(lead + (K, m, N * dv))
+            vv = np.swapaxes(YV.reshape(lead + (K, m, N, dv)), -2, -3) @ self.Bvv_T
+            Rk[..., du:].reshape(lead + (K, m, N, dv))[...] += np.swapaxes(vv, -2, -3)
         if C > 1:
             Rk = Rk.reshape(lead + (C, N, m, self.n)).sum(axis=-4)
-        out += self._scatter_rows(Rk)
-        return out
+        self._add_rows(Z, Rk)
+        return Z, X
+
+    def ms_full(self, P: np.ndarray) -> np.ndarray:
+        """T(P) = E[M_S P M_S^T] on the full coordinates, P symmetric (..., n, n)."""
+        Z, X = self._ms_parts(P)
+        Z += _swap(X)
+        return Z
 
     def ms_apply(self, P: np.ndarray) -> np.ndarray:
         """T on the reduced coordinates: R T(E P E^T) R^T (input symmetrized)."""
@@ -421,6 +435,35 @@ class AffineSystem:
     def ms_vec(self, v: np.ndarray) -> np.ndarray:
         nr = self.n_r
         return self.ms_apply(v.reshape(nr, nr)).reshape(-1)
+
+    def _triu(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flat positions of the upper triangle and of its mirror image in an n_r x n_r array."""
+        if getattr(self, "_iu", None) is None:
+            iu = np.triu_indices(self.n_r)
+            shape = (self.n_r, self.n_r)
+            self._iu = (np.ravel_multi_index(iu, shape), np.ravel_multi_index(iu[::-1], shape))
+        return self._iu
+
+    def pack(self, P: np.ndarray) -> np.ndarray:
+        """The upper triangle of a symmetric P (n_r (n_r + 1) / 2 numbers)."""
+        return P.reshape(-1).take(self._triu()[0])
+
+    def unpack(self, v: np.ndarray) -> np.ndarray:
+        up, lo = self._triu()
+        P = np.empty(self.n_r * self.n_r)
+        P.put(up, v)
+        P.put(lo, v)
+        return P.reshape(self.n_r, self.n_r)
+
+    def ms_vech(self, v: np.ndarray) -> np.ndarray:
+        """T on the packed upper triangles of symmetric matrices: T maps symmetric matrices to
+        symmetric ones, so its spectral radius is that of this half-size operator, and Krylov
+        vectors half as long halve the eigensolver's orthogonalization work."""
+        if self.red.tied.size:
+            return self.pack(self.ms_apply(self.unpack(v)))
+        Z, X = self._ms_parts(self.unpack(v))  # triu(Z + X^T) = triu(Z) + tril(X)^T
+        up, lo = self._triu()
+        return Z.reshape(-1).take(up) + X.reshape(-1).take(lo)
 
     # -- stationary second moment ---------------------------------------------------------------
     def fluctuation(self, mu_full: np.ndarray) -> np.ndarray:
