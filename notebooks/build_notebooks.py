@@ -378,6 +378,131 @@ fedtheory.sweep.run("spec.toml", "/scratch/me/figure4_sweep.zarr",
 or `fedtheory sweep spec.toml --store DIR --scheduler tcp://HOST:8786`.""",
 )
 
+NOTEBOOKS["06_exact_rates.ipynb"] = cells(
+    """md:
+# Exact rates: what "linear convergence" means, as a number
+
+On quadratics f_i(x) = 1/2 x^T H_i x - h_i^T x, a round of FedAvg, SCAFFOLD, FOCUS (and more) is
+an affine map of the algorithm's state given who participates: z <- M_S z + c_S.
+`fedtheory.analysis.exact` reads M_S off each algorithm's own round and computes exactly
+
+* the mean rate rho(E[M_S]) and the **mean-square rate** rho(P -> E[M_S P M_S^T]): the per-round
+  factor of E||x_r - x*||^2;
+* the fixed point shared by every M_S (FOCUS, SCAFFOLD: x*), or FedAvg's stationary mean;
+* the **floor** lim E||x_r - x*||^2 of FedAvg under random participation.
+
+None of the three papers states a rate that can be evaluated as a number (stated-bounds.md):
+these are the problem's exact rates, to compare measurements with.""",
+    """
+%matplotlib inline
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import fedtheory
+from fedtheory.analysis.exact import exact_mse_curve, exact_rates, problem_constants
+from fedtheory.participation import make_participation
+from fedtheory.problems import figure4_problem, random_quadratic
+from fedtheory.simulation import simulate""",
+    """md:
+## Exact against Monte Carlo on a small problem
+
+FOCUS on 6 heterogeneous quadratics, 2 of 6 clients per round: the exact transient
+E||x_r - x*||^2 against the mean over 1000 simulated seeds, and the exact mean-square rate against
+the slope of the simulated curve. The mean rate squared (what E[x_r] alone predicts) is too
+optimistic.""",
+    """
+prob = random_quadratic(6, 3, condition=5.0, seed=1)
+model = make_participation("uniform", 6, 2)
+res = exact_rates(prob, "focus", model, lr=0.08, local_steps=2)
+curve = exact_mse_curve(prob, "focus", model, rounds=100, lr=0.08, local_steps=2)
+sim = simulate(prob, "focus", model, rounds=100, seeds=1000, lr=0.08, local_steps=2,
+               metrics=("rel_error",))
+mc = (sim.rel_error**2).mean(axis=0) * (prob.x_star @ prob.x_star)
+r = np.arange(20, 81)
+fit = np.exp(np.polyfit(r, np.log(mc[20:81]), 1)[0])
+print(f"exact mean-square rate {res.mean_square_rate:.6f}   Monte Carlo slope {fit:.6f}   "
+      f"mean rate^2 {res.mean_rate**2:.6f}")
+print(f"fixed point = x*: {res.exact};  state dimension {res.state_dim} ({res.coordinates})")
+plt.semilogy(curve, label="exact E||x_r - x*||^2")
+plt.semilogy(mc, "--", label="mean over 1000 seeds")
+plt.xlabel("round"); plt.legend(); plt.show()""",
+    """md:
+## The 003 Figure 4 problem at the paper's step sizes
+
+FOCUS with full participation (cheap: the draw is deterministic, so the mean-square rate is the
+mean rate squared) and FedAvg in every regime (its state is x alone). The partial-participation
+rates of FOCUS and SCAFFOLD need ARPACK on 722,500 unknowns (minutes): they are read from the
+stability map's data (`python -m fedtheory.figures stability_map`) and printed in full by
+`benchmarks/bench_exact.py`.""",
+    """
+f4 = figure4_problem()
+const = problem_constants(f4)
+print(f"mu_i in [{const.mu_min:.1f}, {const.mu_i.max():.1f}], L_i in [{const.L_i.min():.1f}, "
+      f"{const.L_max:.1f}]")
+regimes = {"full": (make_participation("full", 16), 6e-4),
+           "uniform": (make_participation("uniform", 16, 4), 1.5e-4),
+           "arbitrary": (make_participation("weighted", 16, 4, p=f4.participation_p), 1e-4)}
+for alg in ("focus", "fedavg"):
+    r = exact_rates(f4, alg, regimes["full"][0], lr=6e-4, local_steps=3)
+    print(f"full      {alg:9s} mean rate {r.mean_rate:.6f}  mean-square {r.mean_square_rate:.6f}"
+          f"  fixed point = x*: {r.exact}")
+for name in ("uniform", "arbitrary"):
+    model, eta = regimes[name]
+    r = exact_rates(f4, "fedavg", model, lr=eta, local_steps=3)
+    print(f"{name:9s} fedavg    mean rate {r.mean_rate:.6f}  mean-square {r.mean_square_rate:.6f}"
+          f"  floor E||x-x*||^2/||x*||^2 = {r.stationary_mse_relative:.3e}")
+side = Path(fedtheory.__file__).resolve().parents[1] / "figures" / "stability_map.json"
+if side.exists():
+    data = json.loads(side.read_text())["data"]
+    for name, reg in data["regimes"].items():
+        for alg in ("focus", "scaffold", "fedavg"):
+            print(f"{name:9s} {alg:9s} mean-square rate at the paper's step "
+                  f"{reg[alg]['rate_at_paper_lr']:.6f}  (stability map data)")""",
+    """md:
+## FedAvg's floor against the step size
+
+Weighted sampling of 3 of 10 heterogeneous quadratic clients, K = 2: the exact floor
+lim E||x_r - x*||^2 (bias^2 + variance) against the simulated floor (mean of the last half of each
+run's squared error over rounds and seeds). The old closed-form line, the distance of the
+stationary *mean* from x*, is only the bias part.""",
+    """
+qp = random_quadratic(10, 5, condition=10, heterogeneity=1.0, seed=0)
+p10 = np.random.RandomState(5).rand(10) + 0.01
+w = make_participation("weighted", 10, 3, p=p10 / p10.sum())
+etas = [0.3, 0.1, 0.05]
+exact, bias, meas = [], [], []
+for eta in etas:
+    r = exact_rates(qp, "fedavg", w, lr=eta, local_steps=2)
+    exact.append(r.stationary_mse); bias.append(r.stationary_bias2)
+    R = int(np.ceil(20 / (eta * qp.mu * 2)))
+    s = simulate(qp, "fedavg", w, rounds=R, seeds=8, lr=eta, local_steps=2,
+                 metrics=("rel_error",), record_every=max(1, R // 200))
+    e2 = s.rel_error**2 * (qp.x_star @ qp.x_star)
+    meas.append(np.nanmean(e2[:, R // 2:]))
+plt.loglog(etas, exact, "o-", label="exact floor lim E||x - x*||^2")
+plt.loglog(etas, bias, "s:", label="||stationary mean - x*||^2 (bias only)")
+plt.loglog(etas, meas, "x--", label="simulated (8 seeds, time average)")
+plt.xlabel("step size eta"); plt.legend(); plt.show()""",
+    """md:
+## The stability map
+
+Exact mean-square rate against the step size in the three Figure 4 regimes, the largest stable
+step found by bisection (dotted) and the paper's step (grey).""",
+    """
+from IPython.display import Image, display
+png = side.with_suffix(".png")
+if png.exists():
+    display(Image(filename=str(png)))
+else:
+    print("generate it with: python -m fedtheory.figures stability_map")""",
+    """md:
+From the command line: `fedtheory rate --problem figure4 --algorithm focus --participation
+uniform --clients-per-round 4 --local-steps 3 --lr 1.5e-4`.""",
+)
+
 
 def build(names: list[str] | None = None) -> list[Path]:
     written = []

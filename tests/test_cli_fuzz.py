@@ -45,6 +45,7 @@ EXAMPLES = {
     "study": 40,
     "participation": 80,
     "nn": 40,
+    "rate": 40,
 }
 #: At most this many lines on stderr for a refused command (warnings printed before the error
 #: line included).
@@ -282,6 +283,34 @@ def simulate_argv(draw) -> list[str]:
 
 
 @st.composite
+def rate_argv(draw) -> list[str]:
+    """The small problem file mostly (N = 4, d = 3: a rate in milliseconds), a built-in problem
+    (N = 16) one time in eight; every algorithm, so the non-affine ones are refused."""
+    if draw(st.integers(0, 7)) == 7:
+        problem = ["--problem", draw(value(["quadratic"], ["bogus", ""]))]
+    else:
+        problem = ["--problem-file", draw(value(GOOD_INPUT["problem"], BAD_INPUT))]
+    base = ["rate", *problem,
+            "--algorithm", draw(value(ALGORITHMS + ["FOCUS", "SCAFFOLD"], ["bogus", ""])),
+            "-K", draw(value(["1", "2"], BAD_SMALL_INT)), "--lr", draw(floats(0.01, 0.05))]  # fmt: skip
+    extra = {
+        "--participation": value(["full", "uniform", "weighted", "bernoulli", "markov"],
+                                 ["bogus", "cluster"]),
+        "-M": ints(1, 4),
+        "--probabilities": VECTOR_IN,
+        "--aggregation": value(["mean", "weighted", "unbiased"], ["bogus"]),
+        "--empty": value(["redraw", "skip"], ["bogus"]),
+        "--global-lr": floats(0.5, 1.0),
+        "--prox-mu": floats(0.1, 0.0),
+        "--noise": floats(0.0, 0.1),
+        "--tol": floats(1e-10, 1e-6),
+        "--largest-stable-lr": None,
+        "--lr": floats(0.01, 50.0),
+    }  # fmt: skip
+    return draw(options(base, extra, outputs={"--json": JSON_OUT}))
+
+
+@st.composite
 def study_argv(draw) -> list[str]:
     which = draw(value(["local-steps", "rho"], ["bogus", ""]))
     base = ["study", which, "-N", draw(ints(4, 4)), "--clusters", "2", "--dim", "2",
@@ -377,6 +406,7 @@ STRATEGIES = {
     "study": study_argv(),
     "participation": participation_argv(),
     "nn": nn_argv(),
+    "rate": rate_argv(),
 }
 
 

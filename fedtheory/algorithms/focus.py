@@ -22,7 +22,7 @@ g_prev_i(r) the client's stored gradient at the start of round r. The code compu
 arrays less per step, and fewer roundings); it equals the accumulated form in exact arithmetic
 and differs from it in the last bits only.
 
-Only S_r computes (issue 14): under partial participation with exact gradients the round works
+Only S_r computes: under partial participation with exact gradients the round works
 on the participants' rows alone, in the client-major slot layout of
 :func:`~fedtheory.algorithms.base.participants` (one GEMM per client over the seeds in which it
 takes part; Bernoulli's ragged counts are padded), and writes g_prev_i and x_i back for i in S_r.

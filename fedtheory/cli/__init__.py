@@ -27,6 +27,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "study",
     "participation",
     "nn",
+    "rate",
 )
 
 

@@ -17,6 +17,7 @@ from fedtheory.experiments.local_steps import (
     run_rho_ablation,
 )
 from fedtheory.experiments.n1 import N1_PLAN, N1_ROUNDS, plot_n1, run_n1
+from fedtheory.experiments.stability import plot_stability_map, run_stability_map
 from fedtheory.figures.registry import figure
 from fedtheory.graphs.plot import plot_gaps_with_thresholds
 from fedtheory.io import pyplot
@@ -223,3 +224,24 @@ def nn_n1_figure(cfg: dict):
     for curve in data.get("curves", {}).values():
         curve.pop("wall_time", None)  # not data: differs run to run
     return plot_n1(res), data
+
+
+@figure(
+    "stability_map",
+    title="Exact mean-square rate against the step size on the 003 Figure 4 problem",
+    config={"local_steps": 3, "tol": 1e-4, "rtol": 5e-2, "extra": [0.5, 1.3]},
+)
+def stability_map_figure(cfg: dict):
+    """The exact stability map (:mod:`fedtheory.experiments.stability`): FOCUS, SCAFFOLD
+    and FedAvg in the three Figure 4 regimes (full, uniform 4/16, weighted 4/16), the exact
+    per-round mean-square rate against eta, the largest stable step by bisection and the
+    paper's steps. Deterministic (no seeds): exact rates, ARPACK tolerance ``tol``."""
+    data = run_stability_map(
+        local_steps=cfg["local_steps"], tol=cfg["tol"], rtol=cfg["rtol"],
+        extra=tuple(cfg["extra"]),
+    )  # fmt: skip
+    for reg in data["regimes"].values():
+        for cur in reg.values():
+            if isinstance(cur, dict):
+                cur.pop("seconds", None)  # not data: differs run to run
+    return plot_stability_map(data), data

@@ -13,7 +13,7 @@ call's but are still a function of the seed). :func:`fedtheory.algorithms.local_
 uses it when only M <= N/2 clients compute; it is not part of the Protocol below, so problems
 without it stay valid and take the full path.
 
-Two more optional members let the local-steps engine skip work (issue 14); a problem without
+Two more optional members let the local-steps engine skip work; a problem without
 them stays valid and is stepped one gradient at a time:
 
 ``stochastic`` (bool attribute or property)

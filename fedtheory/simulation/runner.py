@@ -45,7 +45,7 @@ Array = Any
 
 #: Default seed block on NumPy: about this many bytes per (block, N, d) client array (122 seeds
 #: on figure4_problem). Larger than one core's L2 would suggest since only participating clients
-#: compute (issue 14): the fixed per-round cost of a few hundred array calls is then shared by
+#: compute: the fixed per-round cost of a few hundred array calls is then shared by
 #: more seeds, and the per-client GEMMs keep enough rows (measured: 40, 125 and 250 seeds).
 BLOCK_BYTES = 768 * 1024
 

@@ -1,0 +1,493 @@
+"""A round of an affine algorithm as a random block-affine map, read off the algorithm's code.
+
+Coordinates z = (u, v_1, ..., v_N) (:mod:`fedtheory.analysis.exact.layouts`). A round with
+participation indicators s_j = 1{j in S} and aggregation weights w_j (zero off S) is
+
+    z' = L0 z + f0 + sum_j [ s_j (G^s_j z + g^s_j) + w_j (G^w_j z + g^w_j) ]
+                   + sum_j [ s_j Gamma^s_j + w_j Gamma^w_j ] xi_j                     (*)
+
+* L0, f0: the round in which nobody participates (client coordinates unchanged; the server
+  may still move, e.g. FOCUS's x <- x - eta y);
+* G^s_j, g^s_j: what client j's participation adds, G^w_j, g^w_j: what its aggregation
+  weight adds. Both read and write only (u, v_j): a participant computes from the server state
+  and its own state. They are stored as (du + dv) x (du + dv) blocks ``beta[c, j]`` on the
+  local coordinates (u, v_j) and vectors ``gamma[c, j]``;
+* xi_j: the gradient noise of client j in this round (one N(0, sigma^2 I) draw per gradient
+  call), Gamma^c_j its response (zero for algorithms with exact gradients, e.g. FOCUS).
+
+Nothing here re-derives an update rule. Every block is obtained by running the algorithm's own
+``round`` on basis states placed on the seed axis (one batched call per family of blocks),
+with a problem whose gradient is H_i x (the linear part) or H_i x - h_i with the state at zero
+(the constant part), and with unit gradient offsets (the noise response). The resulting model
+is then checked against ``round`` on the real problem at random states, random masks, random
+weights and random values in every field the layout declares unread, and for superposition
+round(a z1 + (1 - a) z2) = a round(z1) + (1 - a) round(z2) (:func:`verify_round_model`):
+a round that is not affine, or not client-local, fails that check and is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fedtheory.algorithms.base import Algorithm, RoundDraw
+from fedtheory.algorithms.registry import make_algorithm
+from fedtheory.analysis.exact.layouts import NotAffineError, StateLayout, state_layout
+from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.validation import check_finite, check_int, check_positive
+
+#: Channel names of the per-client blocks: participation indicator, aggregation weight.
+CHANNELS = ("s", "w")
+
+#: Default relative tolerance of :func:`verify_round_model`.
+VERIFY_RTOL = 1e-9
+
+
+class NotQuadraticError(FedTheoryError):
+    """The problem is not a quadratic f_i = 1/2 x^T H_i x - h_i^T x with additive gradient
+    noise, so a round is not an affine map with fixed matrices."""
+
+
+def quadratic_data(problem: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(H (N, d, d), h (N, d)) of a quadratic problem, in float64.
+
+    Raises
+    ------
+    NotQuadraticError
+        When the problem has no H_i, h_i, or draws minibatch gradients (then the Hessian of a
+        step is random and a round is not an affine map with fixed M_S).
+    """
+    H = getattr(problem, "H", None)
+    h = getattr(problem, "h", None)
+    if H is None or h is None or np.ndim(H) != 3 or np.ndim(h) != 2:
+        raise NotQuadraticError(
+            f"exact rates need a quadratic problem f_i = 1/2 x^T H_i x - h_i^T x (H (N, d, d), "
+            f"h (N, d)); {type(problem).__name__} is not one, so a round is not affine"
+        )
+    if getattr(problem, "batch_size", None) is not None:
+        raise NotQuadraticError(
+            "exact rates need exact or additively noisy gradients: minibatch gradients make "
+            "each step's Hessian random, so a round is not an affine map with fixed M_S"
+        )
+    return np.asarray(H, dtype=np.float64), np.asarray(h, dtype=np.float64)
+
+
+class _Probe:
+    """A stand-in problem with the quadratic's gradients, H_i x - h_i (h may be zero), plus a
+    prescribed offset at each gradient call that receives a random stream (the noise probe).
+
+    It has no ``grads_at``, so the local-steps engine takes its full path (every client's
+    gradient computed, non-participants' multiplied by zero), which equals the subset path.
+    """
+
+    def __init__(self, H: np.ndarray, h: np.ndarray, offsets: list | None = None) -> None:
+        self.H, self.h, self.offsets = H, h, offsets
+        self.n_clients, self.dim = int(H.shape[0]), int(H.shape[1])
+        self.calls = 0
+        self.noisy_calls = 0
+
+    def grads(self, X: np.ndarray, rng: Any = None) -> np.ndarray:
+        # x_i^T H_i = (H_i x_i)^T for symmetric H_i: one batched product over clients.
+        G = np.matmul(X.transpose(1, 0, 2), self.H).transpose(1, 0, 2) - self.h
+        if rng is not None:
+            if self.offsets is not None:
+                G = G + self.offsets[self.noisy_calls]
+            self.noisy_calls += 1
+        self.calls += 1
+        return G
+
+
+class _NoiseStream:
+    """Passed as ``rng`` to ``round``: only algorithms with stochastic gradients forward it to
+    the problem, which is how the probe learns that an algorithm uses gradient noise."""
+
+
+@dataclass(frozen=True)
+class RoundModel:
+    """The block-affine model (*) of one round, in the coordinates of a :class:`StateLayout`.
+
+    Attributes
+    ----------
+    algorithm : str
+    layout : StateLayout
+    n_clients, du, dv, dim : int
+        N, server and per-client coordinates, model dimension d (x = u[:d]).
+    L0u : ndarray (du, n)
+        Server rows of the no-participant map L0 (its client rows are the identity).
+    f0 : ndarray (du,)
+        Constant of the no-participant round.
+    beta : ndarray (2, N, m, m)
+        Local blocks of G^s_j (channel 0) and G^w_j (channel 1) on (u, v_j), m = du + dv.
+    gamma : ndarray (2, N, m)
+        Local constants g^s_j, g^w_j.
+    noise : ndarray (2, N, m, q) or None
+        Response to a unit gradient offset of client j at each of its gradient calls (q =
+        calls x d); None when the algorithm uses exact gradients.
+    z0 : ndarray (n,)
+        The algorithm's initial state in these coordinates.
+    verification : float
+        Largest relative residual of :func:`verify_round_model` (nan when not verified).
+    """
+
+    algorithm: str
+    layout: StateLayout
+    n_clients: int
+    du: int
+    dv: int
+    dim: int
+    L0u: np.ndarray
+    f0: np.ndarray
+    beta: np.ndarray
+    gamma: np.ndarray
+    noise: np.ndarray | None
+    z0: np.ndarray
+    verification: float = float("nan")
+
+    @property
+    def n(self) -> int:
+        """Number of coordinates, du + N dv."""
+        return self.du + self.n_clients * self.dv
+
+    @property
+    def m(self) -> int:
+        """Number of local coordinates of one client, du + dv."""
+        return self.du + self.dv
+
+    def local_index(self, j: int) -> np.ndarray:
+        """Positions of (u, v_j) in z."""
+        du, dv = self.du, self.dv
+        return np.concatenate([np.arange(du), du + j * dv + np.arange(dv)])
+
+    def apply(
+        self, z: np.ndarray, s: np.ndarray, w: np.ndarray, xi: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(*) for states ``z (S, n)``, indicators ``s (S, N)``, weights ``w (S, N)`` and
+        optional unit-variance noise ``xi (S, N, q)`` (already scaled by sigma)."""
+        N, du, dv = self.n_clients, self.du, self.dv
+        S = z.shape[0]
+        loc = np.concatenate([np.broadcast_to(z[:, None, :du], (S, N, du)),
+                              z[:, du:].reshape(S, N, dv)], axis=-1)  # fmt: skip
+        out = z.copy()
+        out[:, :du] = z @ self.L0u.T + self.f0
+        coef = np.stack([s, w], axis=1).astype(np.float64)  # (S, 2, N)
+        add = np.einsum("cjab,sjb->scja", self.beta, loc) + self.gamma  # (S, 2, N, m)
+        if xi is not None and self.noise is not None:
+            add = add + np.einsum("cjaq,sjq->scja", self.noise, xi)
+        add = (coef[..., None] * add).sum(axis=1)  # (S, N, m)
+        out[:, :du] += add[:, :, :du].sum(axis=1)
+        out[:, du:] += add[:, :, du:].reshape(S, N * dv)
+        return out
+
+
+class _Runner:
+    """Runs ``algorithm.round`` on batches of coordinate states (seeds = basis states)."""
+
+    def __init__(self, algorithm: Algorithm, layout: StateLayout, H: np.ndarray, h: np.ndarray):
+        self.algorithm, self.layout, self.H, self.h = algorithm, layout, H, h
+        self.N, self.d = int(H.shape[0]), int(H.shape[1])
+
+    def template(self, S: int) -> Any:
+        return self.algorithm.init(_Probe(self.H, self.h), np.zeros((S, self.d)))
+
+    def __call__(
+        self,
+        u: np.ndarray,
+        V: np.ndarray,
+        mask: np.ndarray,
+        weights: np.ndarray,
+        *,
+        constant: bool,
+        offsets: list | None = None,
+        problem: Any = None,
+        fill: Any = None,
+    ) -> tuple[np.ndarray, np.ndarray, _Probe | None]:
+        S = u.shape[0]
+        state = self.layout.decode(self.template(S), u, V, *(() if fill is None else (fill,)))
+        draw = RoundDraw(mask=np.asarray(mask, dtype=bool), weights=np.asarray(weights), r=0)
+        probe = None
+        if problem is None:
+            problem = probe = _Probe(self.H, self.h if constant else np.zeros_like(self.h), offsets)
+            rng: Any = _NoiseStream()
+        else:
+            rng = None
+        with np.errstate(all="ignore"):
+            out = self.algorithm.round(state, problem, draw, rng)
+        u2, V2 = self.layout.encode(out)
+        return np.asarray(u2, dtype=np.float64), np.asarray(V2, dtype=np.float64), probe
+
+
+def _local_basis(N: int, du: int, dv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """States e_k on the local coordinates of client j, for every (j, k): seeds (N * m).
+
+    Returns u (N m, du), V (N m, N, dv) and the mask e_j of each seed (N m, N)."""
+    m = du + dv
+    u = np.zeros((N, m, du))
+    u[:, :du, :] = np.eye(du)
+    V = np.zeros((N, m, N, dv))
+    for j in range(N):  # N small blocks, built once
+        V[j, du:, j, :] = np.eye(dv)
+    mask = np.repeat(np.eye(N, dtype=bool), m, axis=0)
+    return u.reshape(N * m, du), V.reshape(N * m, N, dv), mask
+
+
+def _local_out(u2: np.ndarray, V2: np.ndarray, N: int, per: int) -> np.ndarray:
+    """Local outputs (u', v_j') of seeds grouped as (client j, per): (N, per, m)."""
+    du, dv = u2.shape[1], V2.shape[2]
+    u2 = u2.reshape(N, per, du)
+    V2 = V2.reshape(N, per, N, dv)
+    own = V2[np.arange(N), :, np.arange(N), :]  # (N, per, dv): client j's own block
+    others = V2.copy()
+    others[np.arange(N), :, np.arange(N), :] = 0.0
+    if np.abs(others).max(initial=0.0) > 0.0:
+        raise NotAffineError(
+            "a participant's round changes other clients' coordinates: the round is not "
+            "client-local, so the exact oracle's block structure does not apply"
+        )
+    return np.concatenate([u2, own], axis=-1)
+
+
+def build_algorithm(
+    algorithm: str | Algorithm,
+    problem: Any,
+    *,
+    lr: float | None,
+    local_steps: int | None,
+    global_lr: float | None = None,
+    prox_mu: float | None = None,
+    options: dict | None = None,
+) -> Algorithm:
+    """A built algorithm from a registry name and its hyper-parameters (or an already built one,
+    whose configuration then must not be overridden)."""
+    if isinstance(algorithm, Algorithm):
+        given = {"lr": lr, "local_steps": local_steps, "global_lr": global_lr, "prox_mu": prox_mu}
+        clash = [k for k, v in given.items() if v is not None and v != getattr(algorithm.config, k)]
+        if clash or options:
+            raise AssumptionError(
+                f"a built Algorithm carries its own configuration; do not pass {clash or 'options'}"
+            )
+        return algorithm
+    if lr is None or local_steps is None:
+        raise AssumptionError("an algorithm given by name needs lr and local_steps")
+    lr = check_positive("the step size lr", lr)
+    local_steps = check_int("the number of local steps K", local_steps, minimum=1)
+    kw: dict[str, Any] = {"lr": lr, "local_steps": local_steps}
+    if global_lr is not None:
+        kw["global_lr"] = check_positive("the global step size", global_lr)
+    if prox_mu is not None:
+        kw["prox_mu"] = check_positive("the proximal weight mu", prox_mu, allow_zero=True)
+    return make_algorithm(str(algorithm), problem=problem, **kw, **(options or {}))
+
+
+def extract_round_model(
+    problem: Any,
+    algorithm: Algorithm,
+    *,
+    x0: Any = None,
+    noise: bool = True,
+    verify: bool = True,
+    rtol: float = VERIFY_RTOL,
+    seed: int = 0,
+) -> RoundModel:
+    """Read the block-affine model (*) of ``algorithm``'s round on a quadratic ``problem``.
+
+    Parameters
+    ----------
+    problem : QuadraticProblem
+        f_i(x) = 1/2 x^T H_i x - h_i^T x (least squares / ridge included).
+    algorithm : Algorithm
+        A built affine algorithm (see :data:`~fedtheory.analysis.exact.layouts.NOT_AFFINE`).
+    x0 : array (d,), optional
+        Initial server model (default zero); gives the initial coordinates ``z0``.
+    noise : bool
+        Also read the response to gradient noise (when the algorithm uses stochastic
+        gradients; the variance sigma^2 is applied later).
+    verify : bool
+        Run :func:`verify_round_model` (recommended; a few batched rounds).
+    rtol : float
+        Tolerance of the verification, relative to the size of the states.
+    seed : int
+        Seed of the verification's random states.
+
+    Returns
+    -------
+    RoundModel
+
+    Raises
+    ------
+    NotQuadraticError, NotAffineError
+        A problem that is not quadratic; an algorithm without an affine round, or whose round
+        fails the verification (the message gives the residual).
+    """
+    H, h = quadratic_data(problem)
+    N, d = H.shape[:2]
+    layout = state_layout(algorithm, N, d)
+    run = _Runner(algorithm, layout, H, h)
+    du, dv = layout.du, layout.dv
+    m, n = du + dv, du + N * dv
+
+    # L0: nobody participates, h = 0, every coordinate on the seed axis.
+    eye = np.eye(n)
+    u2, V2, _ = run(eye[:, :du], eye[:, du:].reshape(n, N, dv), np.zeros((n, N), bool),
+                    np.zeros((n, N)), constant=False)  # fmt: skip
+    L0 = np.concatenate([u2, V2.reshape(n, N * dv)], axis=1).T  # columns = images of e_k
+    if np.abs(L0[du:] - eye[du:]).max(initial=0.0) > 0.0:
+        raise NotAffineError(
+            f"{algorithm.name}: a round without participants changes the clients' coordinates, "
+            "outside the block structure of the exact oracle"
+        )
+    L0u = L0[:du]
+
+    # Per-client blocks: client j participates alone, with weight 0 (channel s) and 1 (s + w).
+    ub, Vb, mask = _local_basis(N, du, dv)
+    L0loc = np.stack([L0u[:, layout_local(du, dv, j)] for j in range(N)])  # (N, du, m)
+    L0loc = np.concatenate([L0loc, np.broadcast_to(np.eye(m)[du:], (N, dv, m))], axis=1)
+    outs = []
+    for omega in (0.0, 1.0):
+        u2, V2, _ = run(ub, Vb, mask, omega * mask, constant=False)
+        outs.append(_local_out(u2, V2, N, m).transpose(0, 2, 1))  # (N, m out, m in)
+    beta = np.stack([outs[0] - L0loc, outs[1] - outs[0]])
+
+    # Constants: zero state with h; nobody, then each client alone with weight 0 and 1.
+    S = 1 + 2 * N
+    msk = np.zeros((S, N), bool)
+    msk[1 : N + 1] = np.eye(N, dtype=bool)
+    msk[N + 1 :] = np.eye(N, dtype=bool)
+    wts = np.zeros((S, N))
+    wts[N + 1 :] = np.eye(N)
+    u2, V2, probe = run(np.zeros((S, du)), np.zeros((S, N, dv)), msk, wts, constant=True)
+    f0 = u2[0]
+    if np.abs(V2[0]).max(initial=0.0) > 0.0:
+        raise NotAffineError(f"{algorithm.name}: a round without participants moves the clients")
+    loc = [_local_out(u2[a:b], V2[a:b], N, 1)[:, 0] for a, b in ((1, N + 1), (N + 1, S))]
+    base = np.concatenate([f0, np.zeros(dv)])
+    gamma = np.stack([loc[0] - base, loc[1] - loc[0]])
+
+    resp = None
+    if noise and probe.noisy_calls:
+        calls = probe.noisy_calls
+        q = calls * d
+        resp = []
+        mask_q = np.repeat(np.eye(N, dtype=bool), q, axis=0)
+        offsets = np.zeros((calls, N, q, N, d))
+        for j in range(N):  # seed (j, t, a): unit offset e_a on client j at its call t
+            offsets[:, j, :, j, :] = _unit_offsets(calls, d)
+        offs = list(offsets.reshape(calls, N * q, N, d))
+        for omega in (0.0, 1.0):
+            u2, V2, pr = run(np.zeros((N * q, du)), np.zeros((N * q, N, dv)), mask_q,
+                             omega * mask_q, constant=False, offsets=offs)  # fmt: skip
+            if pr.noisy_calls != calls:
+                raise NotAffineError(
+                    f"{algorithm.name}: the number of stochastic gradient calls per round changes "
+                    "with the participation draw"
+                )
+            resp.append(_local_out(u2, V2, N, q).transpose(0, 2, 1))  # (N, m, q)
+        resp = np.stack([resp[0], resp[1] - resp[0]])
+
+    x0 = np.zeros(d) if x0 is None else check_finite("x0", x0).reshape(-1)
+    if x0.shape != (d,):
+        raise AssumptionError(f"x0 must have {d} entries, got {x0.size}")
+    st0 = algorithm.init(_Probe(H, h), x0[None, :])
+    u0, V0 = layout.encode(st0)
+    z0 = np.concatenate([np.asarray(u0[0], float), np.asarray(V0[0], float).reshape(-1)])
+
+    model = RoundModel(
+        algorithm=algorithm.name, layout=layout, n_clients=N, du=du, dv=dv, dim=d, L0u=L0u,
+        f0=f0, beta=beta, gamma=gamma, noise=resp, z0=z0,
+    )  # fmt: skip
+    if verify:
+        res = verify_round_model(model, problem, algorithm, rtol=rtol, seed=seed)
+        model = RoundModel(**{**model.__dict__, "verification": res})
+    return model
+
+
+def layout_local(du: int, dv: int, j: int) -> np.ndarray:
+    """Positions of (u, v_j) in z = (u, v_1, ..., v_N)."""
+    return np.concatenate([np.arange(du), du + j * dv + np.arange(dv)])
+
+
+def _unit_offsets(calls: int, d: int) -> np.ndarray:
+    """(calls, calls * d, d): seed (t, a) gets e_a at gradient call t, zero at the others."""
+    out = np.zeros((calls, calls, d, d))
+    out[np.arange(calls), np.arange(calls)] = np.eye(d)
+    return out.reshape(calls, calls * d, d)
+
+
+def verify_round_model(
+    model: RoundModel,
+    problem: Any,
+    algorithm: Algorithm,
+    *,
+    rtol: float = VERIFY_RTOL,
+    n_states: int = 4,
+    seed: int = 0,
+) -> float:
+    """Check the model (*) against ``algorithm.round`` on the real ``problem``.
+
+    At ``n_states`` random states (random values in the unread fields too) and draws (nobody,
+    everybody, two random subsets; random non-negative weights on the participants) the
+    model's prediction must equal the round's result, and the round must satisfy
+    round(a z1 + (1 - a) z2) = a round(z1) + (1 - a) round(z2) for the same draw; with
+    stochastic gradients, the noise response is checked at random offsets as well. Residuals
+    are max-norms relative to max(1, max |state|).
+
+    Returns
+    -------
+    float
+        The largest relative residual.
+
+    Raises
+    ------
+    NotAffineError
+        When a residual exceeds ``rtol``.
+    """
+    H, h = quadratic_data(problem)
+    N, d = H.shape[:2]
+    rng = np.random.default_rng(seed)
+    run = _Runner(algorithm, model.layout, H, h)
+    du, dv = model.du, model.dv
+    S = max(4, int(n_states))
+    masks = rng.random((S, N)) < 0.5
+    masks[0] = False
+    masks[1] = True
+    w = rng.random((S, N)) * masks
+    z1 = rng.standard_normal((S, model.n))
+    z2 = rng.standard_normal((S, model.n))
+    a = rng.random((S, 1))
+
+    def fill(shape: tuple[int, ...]) -> np.ndarray:
+        return rng.standard_normal(shape)
+
+    def go(z: np.ndarray) -> np.ndarray:
+        u2, V2, _ = run(z[:, :du], z[:, du:].reshape(S, N, dv), masks, w, constant=True,
+                        problem=problem, fill=fill)  # fmt: skip
+        return np.concatenate([u2, V2.reshape(S, -1)], axis=1)
+
+    def rel(x: np.ndarray, y: np.ndarray) -> float:
+        return float(np.abs(x - y).max() / max(1.0, np.abs(x).max(), np.abs(y).max()))
+
+    r1, r2, r12 = go(z1), go(z2), go(a * z1 + (1 - a) * z2)
+    worst = max(
+        rel(r1, model.apply(z1, masks, w)),
+        rel(r2, model.apply(z2, masks, w)),
+        rel(r12, a * r1 + (1 - a) * r2),
+    )
+    if model.noise is not None:
+        q = model.noise.shape[-1]
+        calls = q // d
+        xi = rng.standard_normal((S, N, q))
+        offs = list(xi.reshape(S, N, calls, d).transpose(2, 0, 1, 3))
+        zero = np.zeros((S, model.n))
+        u0, V0, _ = run(zero[:, :du], zero[:, du:].reshape(S, N, dv), masks, w, constant=False)
+        u1, V1, _ = run(zero[:, :du], zero[:, du:].reshape(S, N, dv), masks, w, constant=False,
+                        offsets=offs)  # fmt: skip
+        got = np.concatenate([u1 - u0, (V1 - V0).reshape(S, -1)], axis=1)
+        pred = model.apply(zero, masks, w, xi) - model.apply(zero, masks, w)
+        worst = max(worst, rel(got, pred))
+    if not np.isfinite(worst) or worst > rtol:
+        raise NotAffineError(
+            f"{model.algorithm}: the round is not the affine map read off it (relative residual "
+            f"{worst:.2e} > {rtol:.0e} at random states); exact rates would be wrong"
+        )
+    return worst

@@ -1,0 +1,188 @@
+"""``fedtheory rate``: the exact per-round rates and floors of an affine algorithm.
+
+Contract (other tools rely on it)::
+
+    fedtheory rate (--problem-file F.npz | --problem NAME) --algorithm NAME
+        --participation full|uniform|weighted|bernoulli [--clients-per-round M]
+        [--probabilities p.npy] --local-steps K --lr ETA [--json OUT|-]
+
+The problem file is the one ``simulate`` reads (A (N, n, d), b (N, n), optional lam;
+f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2). The JSON object has ``mean_rate``,
+``mean_square_rate``, ``state_dim``, ``method`` and, where they exist, ``fixed_point`` (its x
+part), ``stationary_mean`` and ``stationary_mse`` (lim E||x_r - x*||^2), plus the problem's
+constants and how every number was obtained. An algorithm whose round is not affine is refused
+in one line naming why (exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+from fedtheory.analysis.exact import (
+    AFFINE_ALGORITHMS,
+    exact_rates,
+    largest_stable_lr,
+    problem_constants,
+)
+from fedtheory.cli.common import (
+    add_clients_per_round,
+    add_json,
+    add_parser,
+    algorithm_name,
+    missing,
+    write_json,
+)
+from fedtheory.errors import FedTheoryError
+from fedtheory.participation import load_vector, make_participation
+from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
+
+PARTICIPATION = ("full", "uniform", "weighted", "bernoulli", "markov")
+
+
+def register(subparsers: Any) -> None:
+    p = add_parser(
+        subparsers,
+        "rate",
+        help="exact mean and mean-square rates, fixed point and floor of an affine algorithm",
+        description=(
+            "Exact per-round rates of a federated algorithm on a quadratic problem: the mean "
+            "rate rho(E[M_S]), the mean-square rate rho(P -> E[M_S P M_S^T]), the fixed point "
+            "or stationary mean, and the stationary mean-square error lim E||x_r - x*||^2, "
+            "from the algorithm's own round (an affine map z <- M_S z + c_S) and the exact law "
+            "of the participation draw.\n\n"
+            f"supported (affine) algorithms: {', '.join(AFFINE_ALGORITHMS)}.\n"
+            "refused (not affine): the adaptive server steps (fedadam, fedyogi, fedadagrad, "
+            "fedamsgrad, afga, cafga, hafed) divide by sqrt(v); fedau's weights depend on the "
+            "participation history; dsgd has no server."
+        ),
+        examples=[
+            "fedtheory rate --problem figure4 --algorithm FOCUS --participation uniform "
+            "-M 4 -K 3 --lr 1.5e-4",
+            "fedtheory rate --problem figure4 --algorithm fedavg --participation weighted "
+            "-M 4 -K 3 --lr 1.5e-4 --largest-stable-lr --json rates.json",
+            "fedtheory rate --problem-file my.npz --algorithm scaffold --participation bernoulli "
+            "--probabilities p.npy -K 2 --lr 0.01 --json -",
+        ],
+    )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--problem-file", metavar="F.npz", help="A (N, n, d), b (N, n), lam")
+    src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
+    p.add_argument("--algorithm", type=algorithm_name, metavar="NAME",
+                   help="an affine algorithm (any case; see above)")  # fmt: skip
+    p.add_argument("--participation", default="full", choices=PARTICIPATION,
+                   help="participation model (markov: N <= 10)")  # fmt: skip
+    add_clients_per_round(p, help="M (uniform, weighted, markov; bernoulli: p_i = M/N)")
+    p.add_argument(
+        "--probabilities",
+        metavar="p.npy",
+        help="weighted: draw weights summing to 1 (figure4: its own when omitted); bernoulli: p_i",
+    )
+    p.add_argument("--aggregation", default="mean", choices=("mean", "weighted", "unbiased"),
+                   help="aggregation weights of FedAvg-type servers")  # fmt: skip
+    p.add_argument("--empty", default="redraw", choices=("redraw", "skip"),
+                   help="bernoulli: empty-round policy")  # fmt: skip
+    p.add_argument("--local-steps", "-K", type=int, metavar="K", help="local steps per round")
+    p.add_argument("--lr", type=float, metavar="ETA", help="step size (FOCUS: its single eta)")
+    p.add_argument("--global-lr", type=float, default=1.0, metavar="ETA", help="server step")
+    p.add_argument("--prox-mu", type=float, default=0.0, metavar="MU",
+                   help="FedProx proximal weight")  # fmt: skip
+    p.add_argument("--noise", type=float, default=None, metavar="SIGMA",
+                   help="gradient-noise sigma of stochastic gradients (default: the problem's)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="seed of the random built-in problems")
+    p.add_argument("--tol", type=float, default=1e-10, help="eigensolver (ARPACK) tolerance")
+    p.add_argument("--largest-stable-lr", action="store_true",
+                   help="also bisect the largest step with mean-square rate < 1")  # fmt: skip
+    add_json(p, "the rates, fixed point, floor and the problem's constants")
+    p.set_defaults(func=run)
+
+
+def _participation(args: argparse.Namespace, problem: Any) -> Any:
+    n = problem.n_clients
+    if args.clients_per_round is not None and not 1 <= args.clients_per_round <= n:
+        raise FedTheoryError(
+            f"--clients-per-round M = {args.clients_per_round} must lie in [1, N = {n}]"
+        )
+    p = load_vector(args.probabilities) if args.probabilities else None
+    if args.participation in ("uniform", "weighted", "markov") and args.clients_per_round is None:
+        raise FedTheoryError(f"--participation {args.participation} needs --clients-per-round M")
+    if args.participation == "weighted" and p is None:
+        p = getattr(problem, "participation_p", None)
+        if p is None:
+            raise FedTheoryError("--participation weighted needs --probabilities p.npy")
+    if args.participation == "bernoulli":
+        if p is None and args.clients_per_round is None:
+            raise FedTheoryError(
+                "--participation bernoulli needs --probabilities or --clients-per-round"
+            )
+        return make_participation("bernoulli", n, args.clients_per_round, p, empty=args.empty)
+    return make_participation(args.participation, n, args.clients_per_round, p)
+
+
+def _summary(res: Any, extra: dict) -> str:
+    fmt = lambda v: "-" if v is None else f"{v:.10g}"  # noqa: E731
+    lines = [
+        f"{res.algorithm}, {res.participation.get('model')} participation, eta = {res.lr:g}, "
+        f"K = {res.local_steps}: state dimension {res.state_dim} ({res.coordinates})",
+        f"  mean rate           {fmt(res.mean_rate)}",
+        f"  mean-square rate    {fmt(res.mean_square_rate)}",
+    ]
+    if res.fixed_point is not None:
+        err = np.linalg.norm(res.fixed_point - res.x_star) / np.linalg.norm(res.x_star)
+        lines.append(
+            f"  fixed point         shared by every round; ||x_fp - x*||/||x*|| = {err:.3g}"
+        )
+    elif res.stationary_mean is not None:
+        err = np.linalg.norm(res.stationary_mean - res.x_star) / np.linalg.norm(res.x_star)
+        lines.append(f"  stationary mean     ||E x - x*||/||x*|| = {err:.3g}")
+    if res.stationary_mse is not None:
+        lines.append(
+            f"  stationary MSE      lim E||x - x*||^2 = {res.stationary_mse:.6g} "
+            f"({res.stationary_mse_relative:.3g} ||x*||^2)"
+        )
+    if "largest_stable_lr" in extra:
+        s = extra["largest_stable_lr"]
+        lines.append(f"  largest stable eta  {s['lr']:.6g} (mean-square rate < 1; [{s['lo']:.6g}, "
+                     f"{s['hi']:.6g}])")  # fmt: skip
+    lines.append(f"  stated rate         {res.stated}")
+    lines.append(f"  method              {res.method}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    missing(args, "--algorithm", "--local-steps", "--lr")
+    if args.problem_file is None and args.problem is None:
+        raise FedTheoryError("give a problem: --problem-file F.npz or --problem NAME")
+    if not (np.isfinite(args.lr) and args.lr > 0):
+        raise FedTheoryError(f"the step size --lr must be finite and > 0, got {args.lr}")
+    if args.local_steps < 1:
+        raise FedTheoryError(f"--local-steps K must be >= 1, got {args.local_steps}")
+    problem = make_problem(args.problem, path=args.problem_file, seed=args.seed)
+    model = _participation(args, problem)
+    kw = {
+        "local_steps": args.local_steps, "rule": args.aggregation,
+        "global_lr": args.global_lr, "noise": args.noise, "tol": args.tol,
+    }  # fmt: skip
+    if args.algorithm == "fedprox" or args.prox_mu:
+        kw["prox_mu"] = args.prox_mu
+    res = exact_rates(problem, args.algorithm, model, lr=args.lr, **kw)
+    extra: dict[str, Any] = {}
+    if args.largest_stable_lr:
+        kw.pop("tol")
+        extra["largest_stable_lr"] = largest_stable_lr(
+            problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8, **kw
+        ).as_dict()
+    out = {
+        **res.as_dict(),
+        "problem": args.problem_file or args.problem,
+        "n_clients": problem.n_clients,
+        "dim": problem.dim,
+        "constants": problem_constants(problem).as_dict(args.lr, args.local_steps),
+        **extra,
+    }
+    if args.json is None:
+        print(_summary(res, extra))
+    write_json(out, args)
+    return 0

@@ -1,0 +1,151 @@
+"""The stability map of 003 Figure 4: exact per-round rates against the step size.
+
+For FOCUS (003 Algorithm 1), SCAFFOLD (Karimireddy et al. 2020) and FedAvg on the authors'
+Figure 4 problem (N = 16, d = 50, K = 3) in the three regimes of the figure (full
+participation; uniform 4 of 16; weighted 4 of 16 without replacement), :func:`run_stability_map`
+computes with :mod:`fedtheory.analysis.exact`
+
+* the exact mean-square rate rho(P -> E[M_S P M_S^T]) against the step size eta (E||x_r - x*||^2
+  decays like its r-th power; FedAvg's error decays like it to its floor),
+* the largest stable step size (mean-square rate < 1) by bisection
+  (:func:`~fedtheory.analysis.exact.largest_stable_lr`; every rate the bisection computes is a
+  point of the curve, so the boundary is resolved where it matters),
+* the paper's step sizes (6e-4, 1.5e-4, 1e-4) and the rates there.
+
+:func:`plot_stability_map` draws one panel per regime. The mean-square rates of the partial
+regimes need ARPACK on operators with 722,500 unknowns; the eigensolver tolerance ``tol``
+(default 1e-4: rates to about 2e-5 on this problem, measured against tolerance 1e-10, far below
+what a plot shows) trades accuracy for time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fedtheory.analysis.exact import exact_rates, largest_stable_lr
+from fedtheory.io import pyplot, save_figure
+from fedtheory.participation import make_participation
+from fedtheory.problems.quadratic import figure4_problem
+from fedtheory.validation import check_int, check_positive
+
+ALGORITHMS = ("focus", "scaffold", "fedavg")
+LABELS = {"focus": "FOCUS", "scaffold": "SCAFFOLD", "fedavg": "FedAvg"}
+#: regime -> (participation name, clients per round, the paper's step size).
+REGIMES = {
+    "full": ("full", None, 6e-4),
+    "uniform": ("uniform", 4, 1.5e-4),
+    "arbitrary": ("weighted", 4, 1e-4),
+}
+
+
+def _model(name: str, m: int | None, problem: Any) -> Any:
+    if name == "weighted":
+        return make_participation(name, problem.n_clients, m, p=problem.participation_p)
+    return make_participation(name, problem.n_clients, m)
+
+
+def run_stability_map(
+    *,
+    algorithms: tuple[str, ...] = ALGORITHMS,
+    regimes: tuple[str, ...] = tuple(REGIMES),
+    local_steps: int = 3,
+    extra: tuple[float, ...] = (0.5, 1.3),
+    tol: float = 1e-4,
+    rtol: float = 5e-2,
+    problem: Any = None,
+) -> dict[str, Any]:
+    """Exact mean-square rates against the step size on the 003 Figure 4 problem.
+
+    Parameters
+    ----------
+    algorithms, regimes : tuple of str
+        Subsets of :data:`ALGORITHMS` and :data:`REGIMES`.
+    local_steps : int
+        K (3 in the paper).
+    extra : tuple of float
+        Besides the bisection's points, the rate is computed at these multiples of the paper's
+        step (below 1) and of the largest stable step (above 1).
+    tol : float
+        ARPACK tolerance of each mean-square rate.
+    rtol : float
+        Relative width of the bisection's final bracket.
+    problem : QuadraticProblem, optional
+        Default :func:`~fedtheory.problems.figure4_problem` (it carries the weighted regime's
+        probabilities, ``participation_p``).
+
+    Returns
+    -------
+    dict
+        JSON-able: ``regimes[regime][algorithm]`` has ``lr`` and ``mean_square_rate`` (sorted by
+        step size), ``largest_stable_lr``, ``bracket``, ``paper_lr``, ``rate_at_paper_lr``,
+        ``seconds``; plus the settings.
+    """
+    K = check_int("the number of local steps K", local_steps, minimum=1)
+    tol = check_positive("tol", tol)
+    rtol = check_positive("rtol", rtol)
+    problem = figure4_problem() if problem is None else problem
+    out: dict[str, Any] = {
+        "problem": "003 Figure 4 least squares (N=16, d=50)",
+        "local_steps": K, "tol": tol, "rtol": rtol, "regimes": {},
+    }  # fmt: skip
+    for regime in regimes:
+        name, m, eta_p = REGIMES[regime]
+        model = _model(name, m, problem)
+        out["regimes"][regime] = {"participation": model.describe(), "paper_lr": eta_p}
+        for alg in algorithms:
+            t0 = time.perf_counter()
+            st = largest_stable_lr(problem, alg, model, lr_start=eta_p, local_steps=K,
+                                   rtol=rtol, tol=tol)  # fmt: skip
+            pts = dict(st.evaluated)
+            more = [f * eta_p for f in extra if f < 1] + [f * st.hi for f in extra if f > 1]
+            for eta in more:
+                r = exact_rates(problem, alg, model, lr=eta, local_steps=K, tol=tol,
+                                stationary=False, verify=False)  # fmt: skip
+                pts[eta] = r.mean_square_rate
+            lrs = sorted(pts)
+            out["regimes"][regime][alg] = {
+                "lr": lrs,
+                "mean_square_rate": [pts[e] for e in lrs],
+                "largest_stable_lr": st.lr,
+                "bracket": [st.lo, st.hi],
+                "rate_at_paper_lr": pts.get(eta_p),
+                "seconds": time.perf_counter() - t0,
+            }
+    return out
+
+
+def plot_stability_map(data: dict[str, Any], path: Any = None) -> Any:
+    """One panel per regime: mean-square rate against eta (log scale) per algorithm, the
+    largest stable step (dotted vertical, per algorithm) and the paper's step (grey band).
+
+    Returns the matplotlib Figure (saved to ``path`` when given)."""
+    plt = pyplot()
+
+    regs = data["regimes"]
+    fig, axes = plt.subplots(1, len(regs), figsize=(5.2 * len(regs), 4.2), squeeze=False)
+    colors = {"focus": "C0", "scaffold": "C2", "fedavg": "C3"}
+    for ax, (regime, reg) in zip(axes[0], regs.items(), strict=True):
+        ax.axvline(reg["paper_lr"], color="0.6", lw=6, alpha=0.35, label="paper's step")
+        ax.axhline(1.0, color="k", lw=0.8)
+        for alg, cur in reg.items():
+            if not isinstance(cur, dict) or "lr" not in cur:
+                continue
+            c = colors.get(alg, None)
+            ax.plot(cur["lr"], cur["mean_square_rate"], marker="o", ms=3, color=c,
+                    label=f"{LABELS.get(alg, alg)}: eta_max = {cur['largest_stable_lr']:.3g}")  # fmt: skip
+            ax.axvline(cur["largest_stable_lr"], color=c, ls=":", lw=1.2)
+        ax.set_xscale("log")
+        ax.set_xlabel("step size eta")
+        ax.set_ylabel("exact mean-square rate per round")
+        ax.set_title(f"{regime} ({reg['participation'].get('model')})")
+        ax.set_ylim(0.0, 1.3)
+        ax.legend(fontsize=7, loc="lower left")
+    fig.suptitle(
+        f"003 Figure 4 problem, K = {data['local_steps']}: exact mean-square rate vs step size "
+        "(dotted: largest stable step)"
+    )
+    fig.tight_layout()
+    if path is not None:
+        save_figure(fig, path, dpi=110, bbox_inches="tight")
+    return fig
