@@ -3,13 +3,16 @@
 FedAvg on a heterogeneous strongly convex quadratic (:func:`floor_problem`: N = 10 clients,
 d = 5, condition number 10, where x*, x_q* and FedAvg's fixed points are linear solves) under
 M-of-N participation, for several step sizes eta. Each run lasts R = 40 / (eta mu K) rounds (40
-e-foldings of the slowest mode) so that the floor, not the transient, is measured; a seed's
-floor is the median of ||x_r - x*|| / ||x*|| over the last half of its run
-(:func:`fedtheory.analysis.rates.error_floor`).
+e-foldings of the slowest mode) so that the floor, not the transient, is measured. Per seed,
+over the last half of its run: the median of ||x_r - x*|| / ||x*|| (``floors``,
+:func:`fedtheory.analysis.rates.error_floor`) and the time average of ||x_r - x*||^2 / ||x*||^2
+(``mean_square``, an estimate of the stationary mean-square error).
 
-Next to the measurement, the closed forms of :mod:`fedtheory.analysis.closed_forms`: the
-distance of FedAvg's stationary mean (I - E[M_S])^{-1} E[c_S] from x* for each eta, and its
-eta -> 0 limit ||x_q* - x*|| (zero under uniform participation).
+Next to the measurement, the exact values: the stationary mean-square error
+lim_r E||x_r - x*||^2 of FedAvg's random affine round (:func:`fedtheory.analysis.exact.exact_rates`),
+which is what the time average estimates; the distance of the stationary mean
+(I - E[M_S])^{-1} E[c_S] from x* (:mod:`fedtheory.analysis.closed_forms`), the bias part of
+it; and the eta -> 0 limit ||x_q* - x*|| (zero under uniform participation).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.analysis.closed_forms import fedavg_stationary_mean, weighted_optimum
+from fedtheory.analysis.exact import exact_rates
 from fedtheory.analysis.rates import error_floor
 from fedtheory.io import pyplot
 from fedtheory.participation import make_participation
@@ -41,11 +45,13 @@ def floor_problem(
 
 @dataclass(frozen=True)
 class FloorRun:
-    """The measured floor at one step size: ``floors`` holds one value per seed."""
+    """The measured floor at one step size, one value per seed: ``floors`` (median of the
+    relative error over the last half) and ``mean_square`` (time average of its square)."""
 
     eta: float
     rounds: int
     floors: np.ndarray
+    mean_square: np.ndarray
 
 
 def measure_floors(
@@ -59,9 +65,20 @@ def measure_floors(
             problem, "fedavg", model, rounds=rounds, seeds=seeds, seed=seed, lr=eta,
             local_steps=local_steps, record_every=max(1, rounds // 400),
         )  # fmt: skip
-        per_seed = np.array([error_floor(e[np.isfinite(e)], tail=0.5) for e in res.rel_error])
-        out.append(FloorRun(float(eta), rounds, per_seed))
+        err = np.asarray(res.rel_error)
+        per_seed = np.array([error_floor(e[np.isfinite(e)], tail=0.5) for e in err])
+        tail = err[:, err.shape[1] // 2 :]  # rounds not recorded are NaN
+        out.append(FloorRun(float(eta), rounds, per_seed, np.nanmean(tail**2, axis=1)))
     return out
+
+
+def exact_floors(problem: Any, model: Any, etas: Any, local_steps: int) -> list[float]:
+    """FedAvg's exact relative mean-square floor lim_r E||x_r - x*||^2 / ||x*||^2 per eta."""
+    return [
+        float(exact_rates(problem, "fedavg", model, lr=e, local_steps=local_steps)
+              .stationary_mse_relative)
+        for e in etas
+    ]  # fmt: skip
 
 
 def run_fedavg_floor(
@@ -75,7 +92,9 @@ def run_fedavg_floor(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Uniform against weighted (the Figure 4 recipe) sampling of ``per_round`` of ``clients``:
-    measured floors (mean and standard error over seeds) and the closed forms, per eta."""
+    measured floors (mean and standard error over seeds; the root of the time-averaged squared
+    error with its delta-method standard error), the exact root-mean-square floor and the
+    closed forms, per eta."""
     prob = floor_problem(clients, dim, seed=seed)
     xs = prob.x_star
     norm = float(np.linalg.norm(xs))
@@ -94,12 +113,23 @@ def run_fedavg_floor(
             float(np.linalg.norm(fedavg_stationary_mean(prob, e, local_steps, model).x - xs) / norm)
             for e in etas
         ]
+        ms = [r.mean_square for r in runs]
+        rms = [float(np.sqrt(m.mean())) for m in ms]
         data["regimes"][name] = {
             "q": q,
             "limit": float(np.linalg.norm(weighted_optimum(prob, q) - xs) / norm),
             "etas": list(etas),
             "floor_mean": [float(r.floors.mean()) for r in runs],
             "floor_stderr": [float(r.floors.std(ddof=1) / np.sqrt(r.floors.size)) for r in runs],
+            "rms_floor": rms,
+            # delta method: se(sqrt(m)) = se(m) / (2 sqrt(m))
+            "rms_floor_stderr": [
+                float(m.std(ddof=1) / np.sqrt(m.size) / (2 * v))
+                for m, v in zip(ms, rms, strict=True)
+            ],
+            "exact_rms_floor": [
+                float(np.sqrt(v)) for v in exact_floors(prob, model, etas, local_steps)
+            ],
             "stationary_mean_error": closed,
             "rounds": [r.rounds for r in runs],
         }
@@ -107,15 +137,18 @@ def run_fedavg_floor(
 
 
 def plot_fedavg_floor(data: dict[str, Any]) -> Any:
-    """The measured floors with error bars, the stationary mean's distance from x* (dotted) and
-    the eta -> 0 limit (dashed) per regime; returns the matplotlib Figure."""
+    """Per regime: the measured root-mean-square floor with error bars, the exact one (solid:
+    sqrt(lim E||x_r - x*||^2) / ||x*||), the stationary mean's distance from x* (dotted, its
+    bias part) and the eta -> 0 limit (dashed); returns the matplotlib Figure."""
     fig, ax = pyplot().subplots(figsize=(6.5, 4.5))
     for (name, reg), color in zip(data["regimes"].items(), ("C0", "C3"), strict=False):
         etas = reg["etas"]
-        ax.errorbar(etas, reg["floor_mean"], yerr=reg["floor_stderr"], marker="o", color=color,
-                    capsize=3, label=f"{name}: measured floor")  # fmt: skip
+        ax.errorbar(etas, reg["rms_floor"], yerr=reg["rms_floor_stderr"], marker="o", ls="none",
+                    color=color, capsize=3, label=f"{name}: measured (RMS over the tail)")  # fmt: skip
+        ax.plot(etas, reg["exact_rms_floor"], ls="-", color=color, lw=1,
+                label=f"{name}: exact sqrt(lim E||x - x*||^2)")  # fmt: skip
         ax.plot(etas, reg["stationary_mean_error"], ls=":", color=color,
-                label=f"{name}: ||stationary mean - x*|| (closed form)")  # fmt: skip
+                label=f"{name}: ||stationary mean - x*|| (bias part)")  # fmt: skip
         if reg["limit"] > 1e-10:  # uniform participation: x_q* = x*, the limit is 0
             ax.axhline(reg["limit"], ls="--", color=color, lw=1,
                        label=f"{name}: eta -> 0 limit ||x_q* - x*|| = {reg['limit']:.3f}")  # fmt: skip

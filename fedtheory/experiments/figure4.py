@@ -19,6 +19,7 @@ Monte Carlo standard error of the seed average.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from scipy import stats
 
 from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, fedavg_stationary_mean
+from fedtheory.analysis.exact import ExactRates, exact_rates
 from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_problem
@@ -223,6 +225,42 @@ def rounds_to_tolerance(
         below = np.asarray(res.rel_error) < tol  # NaN (diverged) compares False
         out[alg] = np.where(below.any(axis=1), below.argmax(axis=1), rounds + 1)
     return out
+
+
+@lru_cache(maxsize=64)
+def exact_figure4(
+    algorithm: str,
+    participation: str,
+    lr: float,
+    *,
+    mean_square: str = "auto",
+    local_steps: int = 3,
+    baselines: str = "paper",
+    tol: float = 1e-8,
+) -> ExactRates:
+    """Exact rates of ``algorithm`` on the Figure 4 problem (cached: deterministic, no seeds).
+
+    ``participation``: ``full``, ``uniform`` (4 of 16), ``weighted`` (4 of 16, the paper's p;
+    Figure 4's "arbitrary"), ``bernoulli`` (p_i = 4/16, empty rounds redrawn) or ``markov``
+    (refused by the oracle: the chain-augmented state needs N <= 10). ``mean_square="skip"``
+    gives the mean rate and the stationary mean in about a second; the mean-square rate of the
+    850-dimensional FOCUS state takes about a minute (ARPACK, tolerance ``tol``). Raises what
+    :func:`fedtheory.analysis.exact.exact_rates` raises (an algorithm that is not affine).
+    """
+    problem = figure4_problem()
+    n = problem.n_clients
+    model = {
+        "full": lambda: make_participation("full", n),
+        "uniform": lambda: make_participation("uniform", n, 4),
+        "weighted": lambda: make_participation("weighted", n, 4, problem.participation_p),
+        "bernoulli": lambda: make_participation("bernoulli", n, 4),
+        "markov": lambda: make_participation("markov", n, 4),
+    }[participation]()
+    options = BASELINE_OPTIONS[baselines].get(algorithm, {})
+    return exact_rates(
+        problem, algorithm, model, lr=lr, local_steps=local_steps, mean_square=mean_square,
+        tol=tol, **({"options": dict(options)} if options else {}),
+    )  # fmt: skip
 
 
 def _first_below(curve: np.ndarray, tol: float) -> int | None:

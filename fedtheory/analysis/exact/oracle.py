@@ -232,8 +232,11 @@ def exact_rates(problem: Any, algorithm: Any, participation: Any = None, **kw: A
         gradients (``sg-focus``; FedAvg-type algorithms forward the simulator's stream too).
     x0 : array (d,), optional
         Initial server model (default 0): fixes the values of conserved quantities.
-    mean_square : {"auto", "operator"}
-        "auto" uses rho(M)^2 when the draw is deterministic (full participation); "operator"
+    mean_square : {"auto", "operator", "skip"}
+        "auto" uses rho(M)^2 when the draw is deterministic (full participation); "skip"
+        leaves the mean-square rate (NaN) and the stationary mean-square error (None) out where
+        they need the mean-square operator (the mean rate and the stationary mean cost a dense
+        eigen-decomposition and a solve; the operator's eigenvalue can take a minute); "operator"
         always computes the spectral radius of the mean-square operator.
     tol : float
         ARPACK tolerance of the mean-square rate on large operators (default 1e-10; the
@@ -284,8 +287,10 @@ def _analyse(
     v0: Any = None,
     **kw: Any,
 ) -> _Analysis:
-    if mean_square not in ("auto", "operator"):
-        raise AssumptionError(f"mean_square must be 'auto' or 'operator', got {mean_square!r}")
+    if mean_square not in ("auto", "operator", "skip"):
+        raise AssumptionError(
+            f"mean_square must be 'auto', 'operator' or 'skip', got {mean_square!r}"
+        )
     tol = check_positive("the eigensolver tolerance", tol)
     t0 = time.perf_counter()
     st = _system(problem, algorithm, participation, **kw)
@@ -363,11 +368,14 @@ def _memoryless(
     t0 = time.perf_counter()
     vec = None
     dense_T = None
-    if law.deterministic and mean_square == "auto":
+    if law.deterministic and mean_square != "operator":
         rho_ms = rho_mean**2
         methods["mean-square rate"] = (
             "rho(M)^2: the draw is deterministic (full participation), and rho(M kron M) = rho(M)^2"
         )
+    elif mean_square == "skip":
+        rho_ms = float("nan")
+        methods["mean-square rate"] = "not computed (mean_square='skip')"
     else:
         dim = nr * nr
         if dim <= DENSE_MAX:

@@ -13,7 +13,7 @@ import numpy as np
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, weighted_optimum
 from fedtheory.analysis.rates import fit_power_law
 from fedtheory.analysis.stats import Effect, mean_interval
-from fedtheory.experiments.fedavg_floor import floor_problem, measure_floors
+from fedtheory.experiments.fedavg_floor import exact_floors, floor_problem, measure_floors
 from fedtheory.io import pyplot
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_probabilities
@@ -34,11 +34,34 @@ def _rel(x, ref) -> float:
 
 
 def _floors(prob, model, etas, local_steps: int, seeds: int, seed: int):
-    """(eta, rounds, per-seed floors) per step size (:func:`measure_floors`)."""
-    return [
-        (r.eta, r.rounds, r.floors)
-        for r in measure_floors(prob, model, etas, local_steps, seeds, seed)
-    ]
+    """(eta, rounds, per-seed floors) per step size (:func:`measure_floors`), and the runs."""
+    runs = measure_floors(prob, model, etas, local_steps, seeds, seed)
+    return [(r.eta, r.rounds, r.floors) for r in runs], runs
+
+
+def _side_by_side(prob, model, runs, local_steps: int, smaller=()) -> tuple[str, dict]:
+    """Measured against exact mean-square floors (relative to ||x*||^2) per eta: the measured
+    time average over the tail with its 95% Student-t interval over seeds, the exact
+    lim E||x_r - x*||^2 / ||x*||^2 (:func:`exact_floors`); ``smaller`` step sizes get the exact
+    value only (runs there would last 40 / (eta mu K) rounds). Shown, not judged."""
+    etas = [r.eta for r in runs]
+    exact = exact_floors(prob, model, [*etas, *smaller], local_steps)
+    measured = [mean_interval(r.mean_square, 0.95, "mean-square floor") for r in runs]
+    text = "mean-square floor / ||x*||^2, measured [95%] vs exact: " + "; ".join(
+        f"eta {e:g}: {fmt(m.estimate)} [{fmt(m.ci_low)}, {fmt(m.ci_high)}] vs {fmt(x)}"
+        for e, m, x in zip(etas, measured, exact, strict=False)
+    )
+    if smaller:
+        text += "; exact only: " + ", ".join(
+            f"eta {e:g}: {fmt(x)}" for e, x in zip(smaller, exact[len(etas) :], strict=True)
+        )
+    ev = {
+        "exact_mean_square_floor": dict(zip(map(str, [*etas, *smaller]), exact, strict=True)),
+        "measured_mean_square_floor": {str(e): m.to_dict() for e, m in zip(etas, measured,
+                                                                            strict=True)},
+        "exact_method": "fedtheory.analysis.exact.exact_rates(...).stationary_mse_relative",
+    }  # fmt: skip
+    return text, ev
 
 
 @claim(
@@ -99,7 +122,8 @@ def f2(ctx: Context):
     q = model.effective_weights("mean")
     target = _rel(weighted_optimum(prob, q.value), prob.x_star)
     etas = ctx.pick((0.3, 0.1, 0.03, 0.01), (0.3, 0.1, 0.03, 0.01, 0.003))
-    rows = _floors(prob, model, etas, 2, ctx.pick(8, 20), ctx.seed)
+    rows, runs = _floors(prob, model, etas, 2, ctx.pick(8, 20), ctx.seed)
+    exact_text, exact_ev = _side_by_side(prob, model, runs, 2, smaller=(1e-3, 1e-4))
     gaps = (rows[-1][2] - target) / target
     gap = mean_interval(gaps, 0.95, "relative gap (floor - limit) / limit at the smallest eta")
     side = gap.within(-0.1, 0.1)
@@ -133,9 +157,11 @@ def f2(ctx: Context):
         seeds=int(gaps.size),
         test="Student-t interval over seeds (95%), equivalence margin +-10%",
         figure=fig_path,
+        exact=exact_text + f"; eta -> 0: ||x_q* - x*||^2 / ||x*||^2 = {fmt(target**2)}",
         uncertainty="floor standard error over seeds: "
         + ", ".join(fmt(f.std(ddof=1) / np.sqrt(f.size)) for _, _, f in rows),
         evidence={
+            **exact_ev,
             "q": q.value,
             "q_method": q.method,
             "target": target,
@@ -161,7 +187,9 @@ def f3(ctx: Context):
     """
     prob = _problem()
     etas = ctx.pick((0.3, 0.1, 0.03), (0.3, 0.1, 0.03, 0.01))
-    rows = _floors(prob, make_participation("uniform", N, 3), etas, 1, ctx.pick(8, 20), ctx.seed)
+    uniform = make_participation("uniform", N, 3)
+    rows, runs = _floors(prob, uniform, etas, 1, ctx.pick(8, 20), ctx.seed)
+    exact_text, exact_ev = _side_by_side(prob, uniform, runs, 1, smaller=(1e-3, 1e-4))
     floors = np.stack([f for _, _, f in rows], axis=1)  # (seeds, etas)
     pw = fit_power_law(np.array(etas), floors)
     expo = Effect(pw.exponent, pw.ci_low, pw.ci_high, "exponent of the floor in eta",
@@ -176,7 +204,9 @@ def f3(ctx: Context):
         criterion="95% interval of the floor's exponent in eta above 0 (below 0: fails)",
         seeds=int(floors.shape[0]),
         test="per-seed log-log slopes, Student-t interval over seeds (95%)",
+        exact=exact_text,
         evidence={
+            **exact_ev,
             "floors": {str(e): f for e, _, f in rows},
             "exponent": pw.exponent,
             "ci": [pw.ci_low, pw.ci_high],
