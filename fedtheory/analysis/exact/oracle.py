@@ -346,6 +346,11 @@ def _fixed_point_tol(A: np.ndarray) -> float:
     return max(FIXED_POINT_RTOL, 64 * np.finfo(float).eps * cond)
 
 
+def _is_x_star(x: np.ndarray, x_star: np.ndarray) -> bool:
+    """A fixed point is x* when it lies within 1e-8 relative of it (exact convergence)."""
+    return bool(np.linalg.norm(x - x_star) <= 1e-8 * max(np.linalg.norm(x_star), 1e-300))
+
+
 def _mse_parts(Xr, xb, C, mean_x, x_star) -> tuple[float, float, float]:
     # tr(C_x) of a covariance; rounding may leave it a few ulps below zero: reported as 0.
     var = max(float(np.trace(Xr @ C @ Xr.T)), 0.0) if C is not None else 0.0
@@ -418,9 +423,7 @@ def _memoryless(
         common = size <= _fixed_point_tol(np.eye(nr) - Mbar) * scale and not np.any(nz)
         if common:
             fields["fixed_point"] = mean_x
-            fields["exact"] = bool(
-                np.linalg.norm(mean_x - x_star) <= 1e-8 * max(np.linalg.norm(x_star), 1e-300)
-            )
+            fields["exact"] = _is_x_star(mean_x, x_star)
         timings["stationary mean"] = time.perf_counter() - t0
         if rho_ms < 1:
             t0 = time.perf_counter()
@@ -498,9 +501,7 @@ def _markov(
         common = common and not np.any(s.noise)
         if common:
             fields["fixed_point"] = mean_x
-            fields["exact"] = bool(
-                np.linalg.norm(mean_x - x_star) <= 1e-8 * max(np.linalg.norm(x_star), 1e-300)
-            )
+            fields["exact"] = _is_x_star(mean_x, x_star)
         timings["stationary mean"] = time.perf_counter() - t0
         if rho_ms < 1:
             t0 = time.perf_counter()
