@@ -136,6 +136,7 @@ def plot_stability_map(data: dict[str, Any], path: Any = None) -> Any:
                     label=f"{LABELS.get(alg, alg)}: eta_max = {cur['largest_stable_lr']:.3g}")  # fmt: skip
             ax.axvline(cur["largest_stable_lr"], color=c, ls=":", lw=1.2)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())  # labelled minor ticks collide
         ax.set_xlabel("step size eta")
         ax.set_ylabel("exact mean-square rate per round")
         ax.set_title(f"{regime} ({reg['participation'].get('model')})")
