@@ -35,7 +35,7 @@ S, N, D, K = 5, 8, 6, 3
 RTOL = 1e-12
 
 
-def close(a, b, rtol=RTOL):
+def assert_close(a, b, rtol=RTOL):
     """Normwise relative closeness: max |a - b| <= rtol * max |a| (NaN where both are NaN)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     assert a.shape == b.shape
@@ -115,7 +115,7 @@ def test_k_step_map_equals_stepwise(quad, kind, steps):
     ref = Stepwise(quad)
     slow = local_steps(ref, X0, steps, 0.07, compute=mask)
     assert ref.calls == steps  # the reference really stepped
-    close(slow, fast)
+    assert_close(slow, fast)
     off = ~mask.astype(bool)
     assert np.array_equal(fast[off], X0[off])  # who does not compute keeps its model
 
@@ -124,8 +124,8 @@ def test_k_step_map_is_li_et_al_local_map(quad):
     """The cached map equals the closed-form module's (M_i, c_i) (row form: T_i = M_i^T)."""
     T, c = quad.local_steps_map(0.05, 4)
     M, cc = local_affine_maps(quad, 0.05, 4)
-    close(M.transpose(0, 2, 1), T)
-    close(cc, c)
+    assert_close(M.transpose(0, 2, 1), T)
+    assert_close(cc, c)
     assert quad.local_steps_map(0.05, 4)[0] is T  # cached per (lr, K, namespace, dtype)
     T32, _ = quad.local_steps_map(0.05, 4, np, np.float32)
     assert T32.dtype == np.float32
@@ -174,7 +174,7 @@ def test_k_step_map_is_not_taken_where_steps_are_not_plain(quad, case):
     out = local_steps(spy, X0, K, 0.05, **kw)
     assert spy.asked == 0 and spy.calls == K
     kw["rng"] = SeedRng(range(S))
-    close(local_steps(EveryClient(quad), X0, K, 0.05, **kw), out)
+    assert_close(local_steps(EveryClient(quad), X0, K, 0.05, **kw), out)
 
 
 # --- participants only -----------------------------------------------------------------------
@@ -190,7 +190,7 @@ def test_participants_only_engine_equals_every_client_path(quad, kind, extra):
         kw["correction"] = rng.standard_normal((S, 1, D))
     ref = local_steps(EveryClient(quad), X0, K, 0.05, rng=SeedRng(range(S)), **kw)
     fast = local_steps(Stepwise(quad), X0, K, 0.05, **kw)
-    close(ref, fast)
+    assert_close(ref, fast)
 
 
 @pytest.mark.parametrize("kind", ["uniform", "bernoulli", "full"])
@@ -210,7 +210,7 @@ def test_participants_layout(kind):
     want = np.zeros((S, 3))
     for r, sl in zip(lay.rows, lay.slots, strict=True):
         want[r // N] += vals[sl]
-    close(want, seed_sums(vals, lay))
+    assert_close(want, seed_sums(vals, lay))
 
 
 def _run(problem, alg, part, **kw):
@@ -235,9 +235,9 @@ def test_focus_participants_only_equals_every_client_path(quad, part):
     model = _models(quad)[part]
     fast = _run(quad, "focus", model)
     ref = _run(EveryClient(quad), "sg-focus", model)
-    close(ref.x_final, fast.x_final)
+    assert_close(ref.x_final, fast.x_final)
     for name in ("rel_error", "subopt", "grad_norm2", "consensus"):
-        close(ref.metrics[name], fast.metrics[name])
+        assert_close(ref.metrics[name], fast.metrics[name])
     # the tracking residual is rounding noise by definition (claim C3): compare it with |y|
     scale = np.abs(fast.grad_norm2).max() ** 0.5
     assert np.nanmax(fast.tracking) <= 1e-12 * scale
@@ -254,9 +254,9 @@ def test_fedavg_family_fast_paths_equal_every_client_path(quad, alg, part):
         EveryClient(quad), alg, model, aggregation="weighted" if part == "weighted" else "mean",
         **kw,
     )  # fmt: skip
-    close(ref.x_final, fast.x_final)
-    close(ref.rel_error, fast.rel_error)
-    close(ref.consensus, fast.consensus)
+    assert_close(ref.x_final, fast.x_final)
+    assert_close(ref.rel_error, fast.rel_error)
+    assert_close(ref.consensus, fast.consensus)
 
 
 @pytest.mark.parametrize("alg", ["focus", "fedavg"])
@@ -269,8 +269,8 @@ def test_fast_paths_batched_equals_single_seed_and_rerun_bits(quad, alg):
     assert np.array_equal(batched.rel_error, again.rel_error)
     for s in (0, 3):
         one = simulate(quad, alg, model, seeds=1, seed_ids=[s], **kw)
-        close(batched.x_final[s], one.x_final[0])
-        close(batched.rel_error[s], one.rel_error[0])
+        assert_close(batched.x_final[s], one.x_final[0])
+        assert_close(batched.rel_error[s], one.rel_error[0])
 
 
 def test_least_squares_minibatches_keep_their_draws():
@@ -300,7 +300,7 @@ def test_small_blocks_stack_their_metrics(quad):
         res = simulate(quad, "focus", model, **kw)
         per_round = simulate(quad, "focus", model, metrics=own, **kw)
         for name in own:
-            close(per_round.metrics[name], res.metrics[name])
+            assert_close(per_round.metrics[name], res.metrics[name])
     assert res.diverged[0] and np.isnan(res.consensus[0, res.diverged_at[0] :]).all()
     assert np.isfinite(res.consensus[0, : res.diverged_at[0]]).all()
 
