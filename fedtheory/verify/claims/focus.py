@@ -102,8 +102,8 @@ def _exact_c1(regime: str, full: bool) -> tuple[str, dict]:
     or where it is free (full participation: rho(M)^2); Markov participation has no exact law
     at N = 16 (the chain-augmented state needs N <= 10), which is said."""
     try:
-        ex = exact_figure4("focus", regime, LR, mean_square="operator" if full else "skip",
-                           tol=1e-6)  # fmt: skip
+        ms = "auto" if regime == "full" else "operator" if full else "skip"
+        ex = exact_figure4("focus", regime, LR, mean_square=ms, tol=1e-6)
     except FedTheoryError as exc:
         return f"none: {exc}", {"exact_error": str(exc)}
     text = f"mean rate rho(E[M_S]) = {ex.mean_rate:.6f}"
@@ -166,7 +166,7 @@ def c1(ctx: Context):
         final = err[:, -1]
         rate, fits = _rates(err)
         rates[regime] = rate
-        exact_text, exact_ev = _exact_c1(regime, ctx.full or regime == "full")
+        exact_text, exact_ev = _exact_c1(regime, ctx.full)
         exacts[regime] = exact_ev
         r2 = min(f.r2 for f in fits)
         side = rate.side(1.0)
