@@ -199,6 +199,8 @@ def brute_force(prob, alg, law, x0=None, sigma=0.0):
         Ec = sum(pi * c for pi, c in zip(p, ct, strict=True))
         T = sum(pi * np.kron(M, M) for pi, M in zip(p, Mt, strict=True))
         out["mean_rate"], out["ms_rate"] = _rho(EM), _rho(T)
+        if out["ms_rate"] >= 1 - 1e-6:  # no stationary second moment (I - T may be singular)
+            return out
         ybar = np.linalg.solve(np.eye(r) - EM, Ec)
         rhs = sum(
             pi * (np.outer(e, e) + G @ G.T).reshape(-1)
@@ -218,6 +220,8 @@ def brute_force(prob, alg, law, x0=None, sigma=0.0):
                 Mt[a], Mt[a]
             )
         out["mean_rate"], out["ms_rate"] = _rho(A), _rho(T)
+        if out["ms_rate"] >= 1 - 1e-6:
+            return out
         bvec = np.concatenate([sum(P[a, b] * pi[a] * ct[a] for a in range(nq)) for b in range(nq)])
         mu = np.linalg.solve(np.eye(nq * r) - A, bvec).reshape(nq, r)
         ybar = mu.sum(axis=0)
