@@ -60,9 +60,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fedtheory.algorithms.mixing import cluster_mixing, mixing_matrix
 
-from fedtheory.algorithms.cafga import cluster_weights
+from fedtheory.algorithms.gossip import cluster_mixing, cluster_weights, gossip_matrix
 from fedtheory.backend import get_backend
 from fedtheory.participation import make_participation
 from fedtheory.problems import LeastSquaresProblem, figure4_problem, random_least_squares
@@ -227,7 +226,7 @@ def _gossip_loop(st: Setting, draws: dict, rounds: int, W: np.ndarray, who: Any,
 
 
 def loop_afga(st: Setting, draws: dict, rounds: int) -> tuple[np.ndarray, list]:
-    W = mixing_matrix("ring", st.problem.n_clients)
+    W = gossip_matrix("ring", st.problem.n_clients)
     masks, steps = draws["masks"], draws["step_masks"]
     who = lambda r, t: np.flatnonzero(steps[r, t])  # noqa: E731
     weights = lambda r: masks[r] / masks[r].sum()  # noqa: E731

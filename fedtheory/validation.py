@@ -192,6 +192,15 @@ def _cgroup_room() -> int | None:
     return None
 
 
+def available_cores() -> int:
+    """The number of cores this process may run on (its CPU affinity on Linux, else
+    ``os.cpu_count()``): the default of ``fedtheory sweep --workers``."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def available_memory() -> int:
     """Bytes this process may still allocate: ``MemAvailable`` of /proc/meminfo where it exists
     (Linux), else the physical memory (``SC_PHYS_PAGES * SC_PAGE_SIZE``), and no more than a

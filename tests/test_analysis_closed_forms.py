@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from fedtheory.analysis import (
     error_floor,
@@ -119,6 +120,18 @@ def test_linear_rate_and_floor():
     assert error_floor(e) == pytest.approx(1e-9)
     with pytest.raises(AssumptionError, match=">= 3"):
         fit_linear_rate(np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def test_the_rate_fit_is_scipys_linregress():
+    """fit_linear_rate's own least-squares line (NumPy, to keep scipy.stats off the start-up
+    path) gives scipy.stats.linregress's slope, intercept and r^2."""
+    rng = np.random.default_rng(5)
+    e = 2.0 * 0.93 ** np.arange(60) * np.exp(0.3 * rng.standard_normal(60))
+    fit, ref = fit_linear_rate(e, floor_factor=0.0), stats.linregress(np.arange(60), np.log(e))
+    assert (fit.start, fit.stop) == (0, 60)
+    assert fit.slope == pytest.approx(ref.slope, rel=1e-12)
+    assert fit.intercept == pytest.approx(ref.intercept, rel=1e-12)
+    assert fit.r2 == pytest.approx(ref.rvalue**2, rel=1e-12) and 0.5 < fit.r2 < 1
 
 
 def test_power_law_ci_covers_true_exponent():

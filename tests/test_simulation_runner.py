@@ -1,7 +1,8 @@
-"""The runner's cost knobs: ``seed_block`` (cache blocking over seeds) and ``metrics=``.
+"""The runner's cost knobs: ``seed_block`` (cache blocking over seeds), ``workers`` (blocks in
+forked processes) and ``metrics=``.
 
-Both exist for speed only (benchmarks/bench_simulator.py); neither may change what a run
-computes beyond the last bit of a BLAS product.
+They exist for speed only (benchmarks/bench_simulator.py); none may change what a run computes
+beyond the last bit of a BLAS product, and ``workers`` not even that.
 """
 
 from __future__ import annotations
@@ -35,6 +36,32 @@ def test_seed_blocks_equal_their_seed_id_runs_bit_for_bit(prob, alg):
     # against one batch of all seeds: the same numbers up to the rounding of a BLAS product
     whole = simulate(prob, alg, model, seeds=7, seed_block=7, **kw)
     assert np.allclose(blocked.x_final, whole.x_final, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("alg", ["fedavg", "focus"])
+def test_worker_processes_give_the_same_bits_as_one_process(prob, alg):
+    model = make_participation("uniform", N, 2)
+    # FedAvg at lr 2.5 > 2 / L_max: some seeds pass the bound, others not (flags and frozen
+    # states must come back from the workers too)
+    diverging = dict(lr=2.5, divergence_bound=1e4) if alg == "fedavg" else dict(lr=0.05)
+    kw = dict(rounds=25, seed=3, seeds=7, seed_block=2, **diverging)
+    one = simulate(prob, alg, model, local_steps=3, workers=1, **kw)
+    two = simulate(prob, alg, model, local_steps=3, workers=2, **kw)
+    assert np.array_equal(one.x_final, two.x_final, equal_nan=True)
+    assert one.metrics.keys() == two.metrics.keys()
+    for name in one.metrics:
+        assert np.array_equal(one.metrics[name], two.metrics[name], equal_nan=True), name
+    assert np.array_equal(one.diverged, two.diverged)
+    assert np.array_equal(one.diverged_at, two.diverged_at)
+    assert one.seed_ids == two.seed_ids == list(range(7))
+    if alg == "fedavg":
+        assert one.diverged.any() and not one.diverged.all(), "the test needs both kinds"
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2"])
+def test_a_bad_worker_count_is_named(prob, bad):
+    with pytest.raises(AssumptionError, match="workers"):
+        simulate(prob, "fedavg", "full", rounds=2, lr=0.1, local_steps=1, workers=bad)
 
 
 def test_unrequested_metrics_are_nan_and_the_rest_unchanged(prob):

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from fedtheory.errors import AssumptionError
 from fedtheory.validation import check_finite
@@ -89,16 +88,38 @@ def fit_linear_rate(
         raise AssumptionError(
             f"a linear rate needs >= 3 positive finite errors before the floor, got {ok.sum()}"
         )
-    fit = stats.linregress(r[ok], np.log(y[ok]))
+    slope, intercept, r2 = _line_fit(r[ok], np.log(y[ok]))
     return LinearRate(
-        rho=float(np.exp(fit.slope)),
-        slope=float(fit.slope),
-        intercept=float(fit.intercept),
-        r2=float(fit.rvalue**2),
+        rho=float(np.exp(slope)),
+        slope=slope,
+        intercept=intercept,
+        r2=r2,
         start=int(start),
         stop=int(stop),
         floor=floor,
     )
+
+
+def _line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares line y = intercept + slope x: ``(slope, intercept, r^2)``.
+
+    The formulas of :func:`scipy.stats.linregress` (centred sums), in NumPy: the simulate
+    command fits a rate on every run and importing scipy.stats costs it a second at start-up.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    dx, dy = x - x.mean(), y - y.mean()
+    sxx, syy, sxy = float(dx @ dx), float(dy @ dy), float(dx @ dy)
+    slope = sxy / sxx
+    r2 = min(sxy * sxy / (sxx * syy), 1.0) if syy > 0 else 1.0
+    return slope, float(y.mean() - slope * x.mean()), r2
+
+
+def _stats():
+    """scipy.stats, imported on first use (a second at start-up; only the confidence
+    intervals of :func:`fit_power_law` need it)."""
+    from scipy import stats  # noqa: PLC0415  (1 s at start-up, see the docstring)
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -145,6 +166,7 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, confidence: float = 0.95) -> 
     if not 0 < confidence < 1:
         raise AssumptionError(f"confidence must lie in (0, 1), got {confidence}")
     lx, ly = np.log(x), np.log(y)
+    stats = _stats()
     fits = [stats.linregress(lx, row) for row in ly]
     slopes = np.array([f.slope for f in fits])
     r2 = float(np.mean([f.rvalue**2 for f in fits]))

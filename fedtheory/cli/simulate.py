@@ -40,6 +40,7 @@ from fedtheory.io import check_output_path, dumps, emit_json, write_atomic
 from fedtheory.participation import load_vector, make_participation
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
+from fedtheory.validation import available_cores
 
 #: Participation models of ``--participation`` and what each does.
 PARTICIPATION = {
@@ -109,6 +110,9 @@ def register(subparsers: Any) -> None:
                      help="an algorithm's own option, e.g. cutoff=5 (repeatable; see --list)")  # fmt: skip
     p.add_argument("--seeds", type=int, default=1, metavar="S", help="seeds run batched")
     p.add_argument("--seed", type=int, default=0, metavar="SEED", help="root seed")
+    p.add_argument("--workers", type=int, default=available_cores(), metavar="N",
+                   help="run the seed blocks in N processes (the cores this process may use; "
+                   "the numbers do not depend on N)")  # fmt: skip
     p.add_argument("--backend", choices=("numpy", "cupy"), default=None, help="array backend")
     p.add_argument("--float32", action="store_true", help="single precision instead of float64")
     p.add_argument("--fail-on-divergence", action="store_true",
@@ -192,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     res = simulate(
         problem, args.algorithm, model, rounds=args.rounds, seeds=args.seeds, seed=args.seed,
         aggregation=args.aggregation, backend=args.backend, dtype=dtype, lr=args.lr,
-        local_steps=args.local_steps, **settings, **_options(args.algorithm, args.option),
+        local_steps=args.local_steps, workers=args.workers, **settings, **_options(args.algorithm, args.option),
     )  # fmt: skip
     out = {
         "algorithm": res.algorithm,

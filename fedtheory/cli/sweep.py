@@ -17,8 +17,8 @@ from typing import Any
 
 from fedtheory.cli.common import add_json, add_parser, json_to_stdout, write_json
 from fedtheory.sweep import run as run_sweep
-from fedtheory.sweep.engine import default_workers
 from fedtheory.sweep.spec import KEYS
+from fedtheory.validation import available_cores
 
 #: An example spec for ``--help`` (every key given as a list is swept).
 SPEC_EXAMPLE = """\
@@ -66,9 +66,9 @@ def register(subparsers: Any) -> None:
         "--workers",
         type=int,
         metavar="N",
-        default=default_workers(),
+        default=available_cores(),
         help="local Dask worker processes, one BLAS thread each (default: the cores available, "
-        f"{default_workers()} here)",
+        f"{available_cores()} here)",
     )
     where.add_argument(
         "--scheduler", metavar="ADDRESS", default=None, help="a running Dask scheduler's address"

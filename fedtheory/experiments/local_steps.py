@@ -438,7 +438,7 @@ def run_local_steps_study(
     Ks, Rs, Ms : sequences of int
         The grid; an exponent is fitted along every axis with at least two values.
     topologies : sequence of str
-        Gossip graphs (:data:`fedtheory.algorithms.mixing.TOPOLOGIES`); on all N clients for
+        Gossip graph families (:data:`fedtheory.graphs.FAMILIES`); on all N clients for
         AFGA/DSGD, inside every cluster for CAFGA/HA-Fed. Algorithms without gossip run once.
     n_clients, clusters, dim : int
         N, C (clustered algorithms), d.

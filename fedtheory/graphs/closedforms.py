@@ -21,11 +21,23 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import sympy as sy
 
 from fedtheory.errors import AssumptionError
 from fedtheory.graphs.topologies import torus_shape
 from fedtheory.validation import check_int
+
+
+class _Sympy:
+    """sympy, imported on first use: a third of a second at start-up that every command
+    importing :mod:`fedtheory.graphs` would pay, for closed forms derived once and cached."""
+
+    def __getattr__(self, name: str) -> Any:
+        import sympy  # noqa: PLC0415  (lazy, see the class docstring)
+
+        return getattr(sympy, name)
+
+
+sy = _Sympy()
 
 
 @lru_cache(maxsize=1)

@@ -41,6 +41,7 @@ from typing import Any
 
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import progress as progress_bar
+from fedtheory.validation import available_cores
 
 #: Environment of every local worker process: one BLAS / OpenMP thread each.
 WORKER_ENV = {
@@ -66,21 +67,13 @@ def require(module: str) -> ModuleType:
         ) from None
 
 
-def default_workers() -> int:
-    """The number of cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 class Engine:
     """A Dask client on a local cluster or an existing scheduler, for :meth:`map`.
 
     Parameters
     ----------
     workers : int, optional
-        Local worker processes (default: :func:`default_workers`), one thread and one BLAS
+        Local worker processes (default: :func:`~fedtheory.validation.available_cores`), one thread and one BLAS
         thread each. Not with ``scheduler``.
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://host:8786``); its workers run the tasks
@@ -108,7 +101,7 @@ class Engine:
             raise FedTheoryError(f"workers must be a whole number, got {workers!r}")
         if workers is not None and workers < 1:
             raise FedTheoryError(f"workers must be >= 1, got {workers}")
-        self.workers = None if scheduler is not None else int(workers or default_workers())
+        self.workers = None if scheduler is not None else int(workers or available_cores())
         self.scheduler = scheduler
         self.allowed_failures = int(allowed_failures)
         self.client: Any = None
