@@ -1,4 +1,7 @@
+import ast
 import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -21,3 +24,18 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def modules_loaded_by():
+    """``loaded(code, names)``: which of the top-level module ``names`` (or dotted names) a fresh
+    interpreter has imported after running ``code`` (start-up cost and optional extras)."""
+
+    def loaded(code: str, names: tuple[str, ...]) -> list[str]:
+        probe = f"{code}\nimport sys\nprint(sorted(n for n in {names!r} if n in sys.modules))"
+        out = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        )
+        return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+    return loaded
