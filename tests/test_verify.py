@@ -240,6 +240,21 @@ def test_unknown_claim_id_is_one_line_and_exit_two(capsys):
     assert "unknown claim id Q7" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("only", "says"),
+    [(",", "names no claim"), (" , ", "names no claim"), ("C2/", "no regime after the slash"),
+     ("G1,C2/", "no regime after the slash")],
+)  # fmt: skip
+def test_an_empty_selection_is_refused_before_anything_runs(only, says, capsys, monkeypatch):
+    """``--only ,`` used to run nothing and exit 0, and ``--only C2/ --full`` ran C2's whole
+    thorough tier (five minutes) before refusing the empty regime."""
+    ran = []
+    monkeypatch.setattr("fedtheory.cli.verify._run", lambda *a, **k: ran.append(a) or 0)
+    assert main(["verify", "--only", only, "--full"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0] and not ran
+
+
 def test_html_report_is_self_contained(extra_claims, tmp_path):
     page = tmp_path / "r.html"
     assert main(["verify", "--only", "Z4,Z5", "--html", str(page)]) == 0

@@ -16,12 +16,29 @@ from fedtheory.verify.result import NOT_RUN, ClaimResult, Outcome
 
 def select(only: str | Iterable[str] | None = None) -> list[Claim]:
     """The claims named in ``only`` ("C1,F2"; a regime id such as "C2/uniform" selects C2), or
-    all of them. An unknown id is an error naming it and the known ones."""
+    all of them (``only`` None or empty).
+
+    Raises
+    ------
+    FedTheoryError
+        An unknown id (naming it and the known ones), a list that names no claim (","), or a
+        regime left empty ("C2/"): refused before any claim runs, not after minutes of it.
+    """
     claims = all_claims()
     if not only:
         return claims
-    names = only.split(",") if isinstance(only, str) else list(only)
-    wanted = {n.strip().split("/")[0].upper() for n in names if n.strip()}
+    names = [n.strip() for n in (only.split(",") if isinstance(only, str) else list(only))]
+    if not any(names):
+        raise FedTheoryError(
+            f"--only {only!r} names no claim: give ids such as C1,F2 or C2/uniform (see --list)"
+        )
+    empty = [n for n in names if n.endswith("/")]
+    if empty:
+        raise FedTheoryError(
+            f"no regime after the slash in {empty[0]!r}: write {empty[0][:-1]} for all its "
+            f"regimes, or one of them such as C2/uniform"
+        )
+    wanted = {n.split("/")[0].upper() for n in names if n}
     known = {c.id for c in claims}
     unknown = sorted(wanted - known)
     if unknown:
