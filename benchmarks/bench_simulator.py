@@ -1,4 +1,4 @@
-"""Benchmark: the batched simulator against per-client Python loops of the same algorithms (issue 14).
+"""Benchmark: the batched simulator against per-client Python loops of the same algorithms.
 
 Settings (each against a per-client loop of the same algorithm written below, one seed):
 
@@ -18,10 +18,11 @@ default call: every metric every round, one process) at 1, 100 and 1000 seeds, a
 count with ``workers=`` the cores this process may use (seed blocks in forked processes, the same
 bits); the whole command (``fedtheory simulate ... --json FILE`` in a subprocess: start-up,
 simulation and output; its default ``--workers`` is the number of cores) at the same seed counts,
-at the largest with ``--workers 1``, and with ``--out FILE.npz``. Every row is timed ``--reps`` times, the
-rows interleaved, the best wall time kept, with the CPU time of that repeat (``process_time`` plus
-the user + system time of the finished child processes: a command, or the forked workers; CPU
-time exceeds wall time where BLAS runs two threads or workers run side by side).
+at the largest with ``--workers 1``, and with ``--out FILE.npz``. Every row is timed ``--reps``
+times, the rows interleaved, the best wall time kept, with the CPU time of that repeat
+(``process_time`` plus the user + system time of the finished child processes: a command, or the
+forked workers; CPU time exceeds wall time where BLAS runs two threads or workers run side by
+side).
 
 Reported: seed-runs per second, the ratio to the loop's, and achieved GFLOP/s of useful work
 against the dense float64 GEMM (2048^2, NumPy's BLAS, default threads) measured in the same run.
@@ -510,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name} (reported): {lib_row['vs_loop']:.1f}x the loop in-library, "
                 f"{cmd_row['vs_loop']:.1f}x as a whole command, at {top} seeds"
             )
-    print("\nverdicts (issue 14; the focus setting carries the targets):")
+    print("\nverdicts (the focus setting carries the targets):")
     for v in verdicts:
         print(f"- {v}")
     print("correctness: " + ("FAILED (see above)" if failed else f"every row within {TOL:g}"))

@@ -194,7 +194,8 @@ def _cgroup_room() -> int | None:
 
 def available_cores() -> int:
     """The number of cores this process may run on (its CPU affinity on Linux, else
-    ``os.cpu_count()``): the default of ``fedtheory sweep --workers``."""
+    ``os.cpu_count()``): the default of ``fedtheory sweep --workers`` and ``fedtheory simulate
+    --workers``."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

@@ -572,7 +572,7 @@ def simulate(
     workers : int or None
         Run the seed blocks in this many forked processes at once (None: one per core this
         process may use, :func:`~fedtheory.validation.available_cores`). The blocks are the same
-        as with one process, so are the numbers, bit for bit; only the wall time changes (1.7x
+        as with one process, so are the numbers, bit for bit; only the wall time changes (1.6-1.7x
         on two cores at 1000 seeds of figure4_problem, benchmarks/bench_simulator.py). A run
         of one block, a GPU backend, a platform without ``fork`` and a process that may not
         have children (a daemon, e.g. a Dask worker) run in this process.

@@ -73,8 +73,9 @@ class Engine:
     Parameters
     ----------
     workers : int, optional
-        Local worker processes (default: :func:`~fedtheory.validation.available_cores`), one thread and one BLAS
-        thread each. Not with ``scheduler``.
+        Local worker processes (default: the cores this process may use,
+        :func:`~fedtheory.validation.available_cores`), one thread and one BLAS thread each. Not
+        with ``scheduler``.
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://host:8786``); its workers run the tasks
         and must be able to import fedtheory.
