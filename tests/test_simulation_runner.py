@@ -14,6 +14,7 @@ from fedtheory.errors import AssumptionError
 from fedtheory.participation import make_participation
 from fedtheory.problems import random_quadratic
 from fedtheory.simulation import simulate
+from fedtheory.simulation.runner import check_run_memory
 
 N, D = 6, 5
 
@@ -79,3 +80,14 @@ def test_unknown_metric_and_bad_block_are_named(prob):
         simulate(prob, "fedavg", "full", rounds=2, lr=0.1, local_steps=1, metrics=["loss"])
     with pytest.raises(AssumptionError, match="seed_block"):
         simulate(prob, "fedavg", "full", rounds=2, lr=0.1, local_steps=1, seed_block=0)
+
+
+def test_the_memory_estimate_counts_the_blocks_that_run_at_once(monkeypatch):
+    """Each worker holds a block's draws and state: 4 blocks of 2.5 GB of participation draws
+    fit in 4 GB one after the other, not two at a time."""
+    monkeypatch.setenv("FEDTHEORY_MEMORY_LIMIT", str(4e9))
+    kw = dict(seeds=400, rounds=10_000, n_clients=100, dim=10, block=100)
+    check_run_memory(**kw, workers=1)
+    with pytest.raises(AssumptionError, match="memory"):
+        check_run_memory(**kw, workers=2)
+    check_run_memory(**{**kw, "seeds": 100}, workers=2)  # one block: one worker holds it

@@ -25,6 +25,7 @@ the other seeds go on. Nothing stops with an exception because one seed blew up.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import time
 from collections.abc import Mapping, Sequence
@@ -62,16 +63,18 @@ STATE_COPIES = 12
 def check_run_memory(
     *, seeds: int, rounds: int, n_clients: int, dim: int, itemsize: int = 8,
     local_steps: int = 0, metrics: int = len(RUNNER_METRICS) + 2, block: int | None = None,
+    workers: int = 1,
 ) -> None:  # fmt: skip
     """Refuse a run whose memory estimate exceeds what this machine has, saying the estimate.
 
-    Per block of seeds: the participation draws (S, R, N) (and per-step masks (S, R, K, N) for
-    algorithms that re-sample) and the state; for the whole run: the (S, R + 1) metric arrays
-    (twice, as blocks are concatenated).
+    Per block of seeds (``workers`` blocks at once): the participation draws (S, R, N) (and
+    per-step masks (S, R, K, N) for algorithms that re-sample) and the state; for the whole run:
+    the (S, R + 1) metric arrays (twice, as blocks are concatenated).
     """
     S, R, N, d = float(seeds), float(rounds), float(n_clients), float(dim)
     B = S if block is None else float(min(block, seeds))
     plan = B * R * N * PLAN_BYTES * (1 + local_steps) + STATE_COPIES * B * N * d * itemsize
+    plan *= max(1, min(workers, math.ceil(S / B)))
     results = 2.0 * S * (R + 1) * 8 * metrics + 2.0 * S * d * 8
     check_memory(
         f"a run of {seeds} seeds x {rounds} rounds x {n_clients} clients x dimension {dim}",
@@ -610,7 +613,7 @@ def simulate(
     workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)
     check_run_memory(
         seeds=n_seeds, rounds=check_int("the number of rounds R", rounds, minimum=0),
-        n_clients=N, dim=d, itemsize=itemsize, block=seed_block,
+        n_clients=N, dim=d, itemsize=itemsize, block=seed_block, workers=workers,
     )  # fmt: skip
     ids = list(range(n_seeds)) if seed_ids is None else seed_ids
     if len(ids) <= seed_block:
