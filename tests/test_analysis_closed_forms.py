@@ -132,6 +132,10 @@ def test_the_rate_fit_is_scipys_linregress():
     assert fit.slope == pytest.approx(ref.slope, rel=1e-12)
     assert fit.intercept == pytest.approx(ref.intercept, rel=1e-12)
     assert fit.r2 == pytest.approx(ref.rvalue**2, rel=1e-12) and 0.5 < fit.r2 < 1
+    one = fit_power_law(np.arange(1.0, 61.0), e)  # one seed: the slope's own stderr
+    ref = stats.linregress(np.log(np.arange(1.0, 61.0)), np.log(e))
+    assert one.exponent == pytest.approx(ref.slope, rel=1e-12)
+    assert one.stderr == pytest.approx(ref.stderr, rel=1e-10)
 
 
 def test_power_law_ci_covers_true_exponent():

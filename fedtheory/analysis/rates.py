@@ -88,7 +88,7 @@ def fit_linear_rate(
         raise AssumptionError(
             f"a linear rate needs >= 3 positive finite errors before the floor, got {ok.sum()}"
         )
-    slope, intercept, r2 = _line_fit(r[ok], np.log(y[ok]))
+    slope, intercept, r2, _ = _line_fit(r[ok], np.log(y[ok]))
     return LinearRate(
         rho=float(np.exp(slope)),
         slope=slope,
@@ -100,23 +100,27 @@ def fit_linear_rate(
     )
 
 
-def _line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """Least-squares line y = intercept + slope x: ``(slope, intercept, r^2)``.
+def _line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
+    """Least-squares line y = intercept + slope x: ``(slope, intercept, r^2, stderr of the
+    slope)`` (stderr NaN with two points).
 
-    The formulas of :func:`scipy.stats.linregress` (centred sums), in NumPy: the simulate
-    command fits a rate on every run and importing scipy.stats costs it a second at start-up.
+    The formulas of :func:`scipy.stats.linregress` (centred sums; r = 0 for a constant y), in
+    NumPy: the simulate command fits a rate on every run and importing scipy.stats costs it a
+    second at start-up.
     """
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     dx, dy = x - x.mean(), y - y.mean()
     sxx, syy, sxy = float(dx @ dx), float(dy @ dy), float(dx @ dy)
     slope = sxy / sxx
-    r2 = min(sxy * sxy / (sxx * syy), 1.0) if syy > 0 else 1.0
-    return slope, float(y.mean() - slope * x.mean()), r2
+    r2 = min(sxy * sxy / (sxx * syy), 1.0) if syy > 0 else 0.0
+    n = x.size
+    stderr = float(np.sqrt((1.0 - r2) * syy / sxx / (n - 2))) if n > 2 else float("nan")
+    return slope, float(y.mean() - slope * x.mean()), r2, stderr
 
 
 def _stats():
-    """scipy.stats, imported on first use (a second at start-up; only the confidence
-    intervals of :func:`fit_power_law` need it)."""
+    """scipy.stats, imported on first use (a second at start-up; only the Student-t quantile
+    of :func:`fit_power_law` needs it)."""
     from scipy import stats  # noqa: PLC0415  (1 s at start-up, see the docstring)
 
     return stats
@@ -166,16 +170,16 @@ def fit_power_law(x: np.ndarray, y: np.ndarray, *, confidence: float = 0.95) -> 
     if not 0 < confidence < 1:
         raise AssumptionError(f"confidence must lie in (0, 1), got {confidence}")
     lx, ly = np.log(x), np.log(y)
-    stats = _stats()
-    fits = [stats.linregress(lx, row) for row in ly]
-    slopes = np.array([f.slope for f in fits])
-    r2 = float(np.mean([f.rvalue**2 for f in fits]))
+    fits = [_line_fit(lx, row) for row in ly]
+    slopes = np.array([f[0] for f in fits])
+    r2 = float(np.mean([f[2] for f in fits]))
     S = slopes.size
+    t = _stats().t
     if S > 1:
         se = float(slopes.std(ddof=1) / np.sqrt(S))
-        tq = stats.t.ppf(0.5 + confidence / 2, S - 1)
+        tq = t.ppf(0.5 + confidence / 2, S - 1)
     else:
-        se = float(fits[0].stderr) if x.size > 2 else float("nan")
-        tq = stats.t.ppf(0.5 + confidence / 2, max(x.size - 2, 1))
+        se = fits[0][3]
+        tq = t.ppf(0.5 + confidence / 2, max(x.size - 2, 1))
     m = float(slopes.mean())
     return PowerLaw(m, m - tq * se, m + tq * se, se, slopes, r2, confidence)
