@@ -24,11 +24,13 @@ condition (none of the three papers states a rate that can be evaluated as a num
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from fedtheory.analysis.exact.extract import (
     RoundModel,
@@ -202,6 +204,25 @@ def _check_keywords(kw: dict, allowed: tuple[str, ...]) -> None:
         )
 
 
+def one_blas_thread(func: Any) -> Any:
+    """Run ``func`` with BLAS limited to one thread (threadpoolctl), whatever the environment.
+
+    The oracle's work is many small products and eigensolver steps: on a shared 2-core machine
+    two BLAS threads contend and ran several times slower (measured: a 225 x 225 eigenproblem
+    took 0.13-1.7 s with two threads under load and 19 ms with one; 003 Figure 4's uniform
+    mean-square rate took 111 s against 46 s), and a machine with more cores gains little on
+    these sizes. One thread is never the slow choice here; entering the limit costs ~1 ms.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return func(*args, **kw)
+
+    return wrapper
+
+
+@one_blas_thread
 def exact_rates(problem: Any, algorithm: Any, participation: Any = None, **kw: Any) -> ExactRates:
     """Exact per-round rates and limits of an affine algorithm on a quadratic problem.
 
@@ -568,6 +589,7 @@ def _system(
     return _Setting(system, model, alg, law, x_star, sigma)
 
 
+@one_blas_thread
 def exact_mse_curve(
     problem: Any, algorithm: Any, participation: Any = None, *, rounds: int, **kw: Any
 ) -> np.ndarray:
@@ -687,6 +709,7 @@ def _bisect(rate: Any, lr: float, rtol: float, hi_known: float | None = None) ->
     return lo, hi, rlo, rhi
 
 
+@one_blas_thread
 def largest_stable_lr(
     problem: Any,
     algorithm: str,
