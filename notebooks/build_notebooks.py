@@ -391,7 +391,7 @@ an affine map of the algorithm's state given who participates: z <- M_S z + c_S.
 * the fixed point shared by every M_S (FOCUS, SCAFFOLD: x*), or FedAvg's stationary mean;
 * the **floor** lim E||x_r - x*||^2 of FedAvg under random participation.
 
-None of the three papers states a rate that can be evaluated as a number (stated-bounds.md):
+None of the three papers states a rate that can be evaluated as a number (docs/stated-bounds.md):
 these are the problem's exact rates, to compare measurements with.""",
     """
 %matplotlib inline

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 
 import numpy as np
 import pytest
@@ -84,7 +85,9 @@ def test_the_default_search_finds_the_cube_false_and_the_cli_reproduces_it(minim
     # The counterexample file through `fedtheory rate`: the same exact rate, above the bound.
     rate_json = tmp_path / "rate.json"
     argv = w["command"].split()[1:] + ["--json", str(rate_json)]
-    assert argv[argv.index("--problem-file") + 1] == str(tmp_path / "out" / "cube-counterexample.npz")
+    assert argv[argv.index("--problem-file") + 1] == str(
+        tmp_path / "out" / "cube-counterexample.npz"
+    )
     assert main(argv) == 0
     r = json.loads(rate_json.read_text())
     assert r["mean_square_rate"] == pytest.approx(w["exact"], rel=1e-12)
@@ -227,8 +230,6 @@ def test_ratio_reads_rates_in_rounds():
     ],
 )
 def test_bad_specs_are_refused_naming_what_is_wrong(change, message):
-    import tomllib
-
     d = {**tomllib.loads(MINIMAL), **change}
     with pytest.raises(FedTheoryError, match=None) as exc:
         BoundSpec.from_dict(d)
@@ -236,8 +237,6 @@ def test_bad_specs_are_refused_naming_what_is_wrong(change, message):
 
 
 def test_rho_needs_a_topology_and_a_search_needs_a_class():
-    import tomllib
-
     d = tomllib.loads(MINIMAL)
     with pytest.raises(FedTheoryError, match="needs a graph"):
         check({**d, "bound": "1 - eta*mu_f*(1 - rho)"}, search=2)

@@ -31,6 +31,7 @@ from fedtheory.bounds.check import (
     check,
     evaluate,
     exact_value,
+    implied_over,
     measure,
     ratio,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "check",
     "evaluate",
     "exact_value",
+    "implied_over",
     "instance_constants",
     "load_spec",
     "measure",

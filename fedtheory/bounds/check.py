@@ -740,3 +740,20 @@ def _implied(spec: BoundSpec, pool: list[Evaluation]) -> dict:
     return {"value": value if math.isfinite(value) else None, "direction": what,
             "argmax": pool[k], "instances": len(pool),
             "paper_value": spec.constant_value}  # fmt: skip
+
+
+def implied_over(spec: BoundSpec | dict, evaluations: list[Evaluation]) -> dict:
+    """The implied constant of another shape over instances already evaluated (their constants
+    and exact values; the quantity must be the same): ``value``, ``direction``, ``argmax``,
+    ``instances`` as :attr:`BoundCheck.implied`."""
+    if isinstance(spec, dict):
+        spec = BoundSpec.from_dict(spec)
+    if spec.constant is None:
+        raise AssumptionError("implied_over needs a shape with a free constant")
+    pool = []
+    for e in evaluations:
+        if not (e.constants and math.isfinite(e.eta) and spec.condition_met(e.constants)):
+            continue
+        c_i, direction = _solve_constant(spec, e.constants, e.exact)
+        pool.append(replace(e, c=c_i, direction=direction))
+    return _implied(spec, pool)

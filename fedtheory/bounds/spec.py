@@ -158,7 +158,9 @@ def parse_expression(text: Any, allowed: tuple[str, ...], what: str) -> sympy.Ex
                           transformations=(*standard_transformations, convert_xor))  # fmt: skip
     except (SyntaxError, TypeError, ValueError, AttributeError, NameError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AssumptionError(f"{what} {src!r} is not an expression sympy can read ({first})")
+        raise AssumptionError(
+            f"{what} {src!r} is not an expression sympy can read ({first})"
+        ) from None
 
 
 def _conditions(value: Any) -> tuple[str, ...]:

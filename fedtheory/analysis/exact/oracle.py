@@ -19,7 +19,8 @@ Rates are those of the states reached from the initialization (conserved directi
 rate, :func:`exact_mse_curve` gives the exact transient E||x_r - x*||^2, and
 :func:`problem_constants` the constants a reader needs to evaluate a theorem's step-size
 condition (none of the three papers states a rate that can be evaluated as a number:
-``stated-bounds.md``; :data:`STATED` says so per algorithm).
+docs/stated-bounds.md; :data:`STATED` says so per algorithm, and :mod:`fedtheory.bounds`
+checks a bound a reader types in against these rates).
 """
 
 from __future__ import annotations
@@ -56,18 +57,20 @@ FIXED_POINT_RTOL = 1e-9
 
 _FOCUS_STATED = (
     "not stated: 003 Theorem 1 states linear convergence, but its rate, step-size condition "
-    "and Lyapunov function were lost in extraction (stated-bounds.md)"
+    "and Lyapunov function are missing from the available text (docs/stated-bounds.md); "
+    "fedtheory bound reports the constant a shape implies"
 )
 #: What the papers state about each algorithm's rate (nothing that evaluates to a number).
 STATED: dict[str, str] = {
     "focus": _FOCUS_STATED,
     "sg-focus": (
         "not stated: 003 Theorems 3-5 state linear convergence to a noise neighbourhood; the "
-        "formulas were lost in extraction (stated-bounds.md)"
+        "formulas are missing from the available text (docs/stated-bounds.md)"
     ),
     "fedavg": (
         "not stated: 003 Theorem 2 bounds the neighbourhood by drift, step-size and "
-        "non-uniform-sampling terms whose formula was lost (stated-bounds.md)"
+        "non-uniform-sampling terms whose formula is missing from the available text "
+        "(docs/stated-bounds.md)"
     ),
 }
 _BASELINE = "not stated: a baseline of 003 Figure 4; the seed papers state no rate for it"
