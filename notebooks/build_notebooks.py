@@ -391,7 +391,7 @@ an affine map of the algorithm's state given who participates: z <- M_S z + c_S.
 * the fixed point shared by every M_S (FOCUS, SCAFFOLD: x*), or FedAvg's stationary mean;
 * the **floor** lim E||x_r - x*||^2 of FedAvg under random participation.
 
-None of the three papers states a rate that can be evaluated as a number (stated-bounds.md):
+None of the three papers states a rate that can be evaluated as a number (docs/stated-bounds.md):
 these are the problem's exact rates, to compare measurements with.""",
     """
 %matplotlib inline
@@ -501,6 +501,94 @@ else:
     """md:
 From the command line: `fedtheory rate --problem figure4 --algorithm focus --participation
 uniform --clients-per-round 4 --local-steps 3 --lr 1.5e-4`.""",
+)
+
+
+NOTEBOOKS["07_checking_bounds.ipynb"] = cells(
+    """md:
+# Checking a theorem's bound
+
+A paper states a rate; its text here has lost the formula (docs/stated-bounds.md), but a reader
+holding the PDF can type the bound in. `fedtheory.bounds` evaluates it against the exact oracle
+on one instance, searches an instance class for the instance that breaks it, and, for an O(.)
+shape with a free constant, reports the constant the shape implies (docs/bounds.md).""",
+    """
+%matplotlib inline
+import matplotlib.pyplot as plt
+import numpy as np
+
+from fedtheory.analysis.exact import exact_mse_curve
+from fedtheory.bounds import check, implied_over, load_spec, paper_bounds""",
+    """md:
+## One instance: FOCUS on the 003 Figure 4 problem
+
+Full participation at the paper's step 6e-4, K = 3, against the shape 1 - c eta mu_f K N: the
+stated value at the implied constant, the exact mean-square rate (0.3598), the rate measured by
+simulation, and the rounds to epsilon = 1e-6 under each.""",
+    """
+f4 = check({"algorithm": "focus", "local_steps": 3, "lr": 6e-4, "quantity": "mean_square_rate",
+            "bound": "1 - c*eta*mu_f*K*N", "constant": "c", "problem": "figure4", "seeds": 1})
+print(f4.table())
+print(f4.sentence())
+print("rounds to 1e-6:", f4.named["rounds_to_epsilon"])""",
+    """md:
+## A class: gradient descent, a true tight bound and a false one
+
+K = 1 FedAvg with full participation is gradient descent: its mean-square factor is
+max |1 - eta lambda|^2, so (1 - eta mu_f)^2 at eta = 1/L_f is tight on every instance, and
+(1 - eta mu_f)^3 is false. The search finds the breaker and saves it.""",
+    """
+gd = {"algorithm": "fedavg", "clients": 4, "lr": "1/L_f", "quantity": "mean_square_rate",
+      "condition": "eta <= 1/L_f", "class": {"dim": 3, "L": 10.0, "mu": 1.0}}
+true = check({**gd, "bound": "(1 - eta*mu_f)**2"}, search=60)
+false = check({**gd, "bound": "(1 - eta*mu_f)**3"}, search=60)
+for name, r in (("(1 - eta mu_f)^2", true), ("(1 - eta mu_f)^3", false)):
+    st = [e.stated for e in r.instances]
+    ex = [e.exact for e in r.instances]
+    plt.scatter(st, ex, s=10, label=f"{name}: violated {r.violated}")
+lim = [0, 1]
+plt.plot(lim, lim, "k:", lw=0.8)
+plt.xlabel("stated factor"); plt.ylabel("exact mean-square factor"); plt.legend(); plt.show()
+print(false.sentence())""",
+    """md:
+## A planted false bound under random participation, and its counterexample
+
+FOCUS under Bernoulli participation against 1 - eta mu_f K N / 2, a rate that ignores p_min (it
+holds under full participation on this class). The breaker has a rarely sampled client: its exact
+E||x_r - x*||^2 falls far more slowly than the stated rate promises.""",
+    """
+spec = {"algorithm": "focus", "participation": "bernoulli", "clients": [3, 4, 6],
+        "local_steps": [1, 2, 3], "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
+        "bound": "1 - eta*mu_f*K*N/2",
+        "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]}}
+res = check(spec, search=100)
+w = res.worst
+inst = w.draw.instance(res.spec)
+print(res.sentence(), "p_min =", round(w.constants["p_min"], 3))
+R = 300
+curve = exact_mse_curve(inst.problem, "focus", inst.participation(res.spec), rounds=R,
+                        lr=w.eta, local_steps=inst.local_steps)
+plt.semilogy(curve / curve[0], label="exact E||x_r - x*||^2 / ||x*||^2")
+plt.semilogy(w.stated ** np.arange(R + 1), "--", label="stated rate^r")
+plt.xlabel("round"); plt.legend(); plt.show()""",
+    """md:
+## Implied constants (the C1/rate row of the catalog)
+
+For the linear-rate shapes a theorem of this kind takes, the largest constant c that bounds every
+instance of the class around Figure 4 (the shipped `focus-thm1-rate.toml`): a paper's constant
+above it is contradicted by the saved instance.""",
+    """
+shipped = load_spec(paper_bounds()["focus-thm1-rate"])
+cls = check(shipped, search=30)
+shapes = ["1 - c*eta*mu", "1 - c*eta*mu*K", "1 - c*eta*mu*K*p_min", "1 - c*eta*mu_f*K*N"]
+for shape in shapes:
+    imp = implied_over({**shipped.to_dict(), "bound": shape}, cls.instances)
+    print(f"{shape:24s} largest c = {imp['value']:.4g}  (at {imp['argmax'].label})")
+cs = [e.c for e in cls.instances]
+plt.hist(cs, bins=20); plt.xlabel("c_i of 1 - c eta mu K p_min per instance"); plt.show()""",
+    """md:
+From the command line: `fedtheory bound focus-thm1-rate --problem figure4`, or
+`fedtheory bound my-theorem.toml --search 200 --json out.json` with a spec of your own.""",
 )
 
 

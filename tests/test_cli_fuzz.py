@@ -46,6 +46,7 @@ EXAMPLES = {
     "participation": 80,
     "nn": 40,
     "rate": 40,
+    "bound": 30,
 }
 #: At most this many lines on stderr for a refused command (warnings printed before the error
 #: line included).
@@ -93,6 +94,11 @@ def make_work(d: Path) -> Path:
     (d / "bad_file.toml").write_text('problem_file = "junk.bin"\nalgorithm = "fedavg"\n'
                                      'rounds = 2\nlocal_steps = 1\nlr = 0.1\n')  # fmt: skip
     (d / "not.toml").write_text("this is [not toml\n")
+    gd = ('algorithm = "fedavg"\nclients = 4\nlr = "1/L_f"\nquantity = "mean_square_rate"\n'
+          'condition = "eta <= 1/L_f"\n[class]\ndim = 3\nL = 10.0\nmu = 1.0\n')  # fmt: skip
+    (d / "bound.toml").write_text('bound = "(1 - eta*mu_f)**3"\n' + gd)
+    (d / "bound_shape.toml").write_text('bound = "1 - c*eta*mu_f"\nconstant = "c"\n' + gd)
+    (d / "bound_bad.toml").write_text('bound = "1 - eta*lambda_min"\n' + gd)
     (d / "folder").mkdir()
     (d / "fresh").mkdir()
     return d
@@ -397,6 +403,23 @@ def sweep_argv(draw) -> list[str]:
     return draw(options(["sweep", spec, "--store", store], extra, outputs={"--json": JSON_OUT}))
 
 
+@st.composite
+def bound_argv(draw) -> list[str]:
+    """Small GD bounds (N = 4, d = 3: a search of 8 draws in milliseconds), bad specs, and the
+    instance flags; counterexample files go to a fresh folder."""
+    spec = draw(value(["@bound.toml", "@bound_shape.toml"],
+                      ["@bound_bad.toml", "@not.toml", "@text.txt", "@junk.bin", "@folder",
+                       "bogus", ""]))  # fmt: skip
+    base = ["bound", spec, "--search", draw(value(["0", "3", "8"], BAD_SMALL_INT)),
+            "--out-dir", draw(value(["@fresh"], ["@text.txt/sub", "@" + EXISTING])),
+            "--seeds", draw(value(["0", "2"], ["-1"]))]  # fmt: skip
+    extra = {
+        "--seed": ints(0, 3),
+        "--problem-file": value(GOOD_INPUT["problem"], BAD_INPUT),
+    }
+    return draw(options(base, extra, outputs={"--json": JSON_OUT}))
+
+
 STRATEGIES = {
     "sweep": sweep_argv(),
     "verify": verify_argv(),
@@ -407,6 +430,7 @@ STRATEGIES = {
     "participation": participation_argv(),
     "nn": nn_argv(),
     "rate": rate_argv(),
+    "bound": bound_argv(),
 }
 
 

@@ -28,6 +28,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "participation",
     "nn",
     "rate",
+    "bound",
 )
 
 

@@ -19,16 +19,19 @@ Rates are those of the states reached from the initialization (conserved directi
 rate, :func:`exact_mse_curve` gives the exact transient E||x_r - x*||^2, and
 :func:`problem_constants` the constants a reader needs to evaluate a theorem's step-size
 condition (none of the three papers states a rate that can be evaluated as a number:
-``stated-bounds.md``; :data:`STATED` says so per algorithm).
+docs/stated-bounds.md; :data:`STATED` says so per algorithm, and :mod:`fedtheory.bounds`
+checks a bound a reader types in against these rates).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from fedtheory.analysis.exact.extract import (
     RoundModel,
@@ -54,18 +57,20 @@ FIXED_POINT_RTOL = 1e-9
 
 _FOCUS_STATED = (
     "not stated: 003 Theorem 1 states linear convergence, but its rate, step-size condition "
-    "and Lyapunov function were lost in extraction (stated-bounds.md)"
+    "and Lyapunov function are missing from the available text (docs/stated-bounds.md); "
+    "fedtheory bound reports the constant a shape implies"
 )
 #: What the papers state about each algorithm's rate (nothing that evaluates to a number).
 STATED: dict[str, str] = {
     "focus": _FOCUS_STATED,
     "sg-focus": (
         "not stated: 003 Theorems 3-5 state linear convergence to a noise neighbourhood; the "
-        "formulas were lost in extraction (stated-bounds.md)"
+        "formulas are missing from the available text (docs/stated-bounds.md)"
     ),
     "fedavg": (
         "not stated: 003 Theorem 2 bounds the neighbourhood by drift, step-size and "
-        "non-uniform-sampling terms whose formula was lost (stated-bounds.md)"
+        "non-uniform-sampling terms whose formula is missing from the available text "
+        "(docs/stated-bounds.md)"
     ),
 }
 _BASELINE = "not stated: a baseline of 003 Figure 4; the seed papers state no rate for it"
@@ -202,6 +207,25 @@ def _check_keywords(kw: dict, allowed: tuple[str, ...]) -> None:
         )
 
 
+def one_blas_thread(func: Any) -> Any:
+    """Run ``func`` with BLAS limited to one thread (threadpoolctl), whatever the environment.
+
+    The oracle's work is many small products and eigensolver steps: on a shared 2-core machine
+    two BLAS threads contend and ran several times slower (measured: a 225 x 225 eigenproblem
+    took 0.13-1.7 s with two threads under load and 19 ms with one; 003 Figure 4's uniform
+    mean-square rate took 111 s against 46 s), and a machine with more cores gains little on
+    these sizes. One thread is never the slow choice here; entering the limit costs ~1 ms.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return func(*args, **kw)
+
+    return wrapper
+
+
+@one_blas_thread
 def exact_rates(problem: Any, algorithm: Any, participation: Any = None, **kw: Any) -> ExactRates:
     """Exact per-round rates and limits of an affine algorithm on a quadratic problem.
 
@@ -568,6 +592,7 @@ def _system(
     return _Setting(system, model, alg, law, x_star, sigma)
 
 
+@one_blas_thread
 def exact_mse_curve(
     problem: Any, algorithm: Any, participation: Any = None, *, rounds: int, **kw: Any
 ) -> np.ndarray:
@@ -687,6 +712,7 @@ def _bisect(rate: Any, lr: float, rtol: float, hi_known: float | None = None) ->
     return lo, hi, rlo, rhi
 
 
+@one_blas_thread
 def largest_stable_lr(
     problem: Any,
     algorithm: str,

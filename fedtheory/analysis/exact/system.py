@@ -39,7 +39,9 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sps
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, gmres
+from threadpoolctl import threadpool_limits
 
 from fedtheory.analysis.exact.extract import RoundModel
 from fedtheory.analysis.exact.law import MarkovLaw, RoundLaw
@@ -51,6 +53,11 @@ CONSERVED_RTOL = 1e-9
 DENSE_MAX = 4096
 #: Dense eigenvalues (rather than ARPACK) up to this many unknowns.
 DENSE_EIG_MAX = 1024
+#: Arnoldi vectors of the first ARPACK attempt (twice as many if it does not converge).
+NCV = 60
+#: L0's server rows are multiplied as a sparse matrix below this fraction of non-zeros (FOCUS's
+#: x <- x - eta sum_j y_j has 1 non-zero per column: 2% of the Figure 4 block).
+SPARSE_L0_DENSITY = 0.1
 
 
 @dataclass(frozen=True)
@@ -106,9 +113,10 @@ def spectral_radius(
         return dense @ v if dense is not None else apply(v)
 
     op = LinearOperator((dim, dim), matvec=mv, dtype=np.float64)
-    for ncv in (min(dim - 1, 60), min(dim - 1, 120)):
+    for ncv in (min(dim - 1, NCV), min(dim - 1, 2 * NCV)):
         try:
-            lam, vec = eigs(op, k=1, which="LM", v0=v0, tol=tol, ncv=ncv, maxiter=20 * dim)
+            with threadpool_limits(limits=1, user_api="blas"):
+                lam, vec = eigs(op, k=1, which="LM", v0=v0, tol=tol, ncv=ncv, maxiter=20 * dim)
         except ArpackNoConvergence:
             v0 = None
             continue
@@ -143,8 +151,9 @@ def solve_fixed_point(
     def cb(_: Any) -> None:
         count[0] += 1
 
-    x, info = gmres(op, rhs, x0=x0, rtol=1e-13, atol=0.0, restart=80, maxiter=400,
-                    callback=cb, callback_type="pr_norm")  # fmt: skip
+    with threadpool_limits(limits=1, user_api="blas"):
+        x, info = gmres(op, rhs, x0=x0, rtol=1e-13, atol=0.0, restart=80, maxiter=400,
+                        callback=cb, callback_type="pr_norm")  # fmt: skip
     res = np.linalg.norm(op.matvec(x) - rhs) / max(np.linalg.norm(rhs), 1e-300)
     if info != 0 and res > 1e-9:
         raise FedTheoryError(
@@ -270,6 +279,15 @@ class AffineSystem:
         self.beta_v = np.ascontiguousarray(b[:, :, du:])
         self.bbar = np.einsum("k,kab->kab", self.m1, b).reshape(C, N, self.m, self.m).sum(0)
         self._ms_dense: np.ndarray | None = None
+        # The blocked strategy (:meth:`_ms_parts_blocked`): L0u^T as a sparse matrix when it is
+        # sparse, and the u-column blocks [Auu_T; Buv_T] stacked for one batched product.
+        L0T = np.ascontiguousarray(L0u.T)
+        sparse = np.count_nonzero(L0T) <= SPARSE_L0_DENSITY * L0T.size
+        self._L0T = sps.csr_array(L0T) if sparse else L0T
+        self._L0 = sps.csr_array(L0u) if sparse else L0u
+        self._RU = np.ascontiguousarray(
+            np.concatenate([self.Auu_T, self.Buv_T], axis=1) if dv else self.Auu_T
+        )
 
     # -- embedding ------------------------------------------------------------------------------
     def embed_rows(self, X: np.ndarray) -> np.ndarray:
@@ -400,9 +418,65 @@ class AffineSystem:
         self._add_rows(Z, Rk)
         return Z, X
 
+    def _ms_parts_blocked(self, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_ms_parts` for one symmetric P (n, n), the same sums in another order.
+
+        The strategy every eigensolver application uses (tested against :meth:`_ms_parts` to
+        1e-12 relative): L0 is applied as a sparse matrix when it is sparse; the cross term is
+        accumulated from E[alpha_k] Y_k without a (K, m, n) temporary; the quadratic term's
+        u columns are one batched product with [Auu_T; Buv_T] and its v_l columns add
+        Y_k^{v_l} Bvv_T[k, l] per client l, where each product reads a strided block of Y in
+        place. On the 003 Figure 4 FOCUS state (n = 850, K = 16) one application takes
+        about 60% of the time of :meth:`_ms_parts` with one BLAS thread.
+        """
+        du, dv, N, K, C, m, n = self.du, self.dv, self.N, self.K, self.C, self.m, self.n
+        L0, L0T, m1 = self._L0, self._L0T, self.m1
+        # L0 P L0^T with L0 = [[L0u], [0, I]]: only rows and columns of u change.
+        Z = P.copy()
+        Bu = P[du:] @ L0T
+        Z[du:, :du] = Bu
+        Z[:du, du:] = Bu.T
+        Z[:du, :du] = (L0 @ P) @ L0T
+        # Y_k = beta_k (rows u and v_j of P).
+        Y = np.empty((K, m, n))
+        np.matmul(self.beta_u, P[:du], out=Y.reshape(K * m, n))
+        if dv:
+            PV = P[du:].reshape(N, dv, n)
+            Y += self.beta_v @ (PV if C == 1 else PV[self.jk])
+        # X = sum_k E[alpha_k] G_k P L0^T: (Y_k L0^T) keeps Y_k's v columns.
+        YL = (Y.reshape(K * m, n) @ L0T).reshape(K, m, du)
+        X = np.empty((n, n))
+        X[:du] = (m1 @ Y[:, :du, :].reshape(K, du * n)).reshape(du, n)
+        X[:du, :du] = (m1 @ YL[:, :du, :].reshape(K, du * du)).reshape(du, du)
+        if dv and C == 1:
+            np.multiply(m1[:, None, None], Y[:, du:, :], out=X[du:].reshape(N, dv, n))
+            X[du:, :du] = (m1[:, None, None] * YL[:, du:, :]).reshape(N * dv, du)
+        elif dv:
+            w = m1.reshape(C, N)[..., None, None]
+            X[du:] = (w * Y.reshape(C, N, m, n)[:, :, du:]).sum(0).reshape(N * dv, n)
+            X[du:, :du] = (w * YL.reshape(C, N, m, du)[:, :, du:]).sum(0).reshape(N * dv, du)
+        Z += X
+        # Quadratic terms sum_kl E[alpha_k alpha_l] G_k P G_l^T: u columns, then v_l columns.
+        Ru = Y @ self._RU  # (K, m, du)
+        if C > 1:
+            Ru = Ru.reshape(C, N, m, du).sum(0)
+        Z[:du, :du] += Ru[:, :du].sum(0)
+        if not dv:
+            return Z, X
+        Z[du:, :du] += Ru[:, du:].reshape(N * dv, du)
+        Rv = Y[:, :, :du] @ self.Avu_T  # (K, m, N dv)
+        R4 = Rv.reshape(K, m, N, dv)
+        for j in range(N):  # N client blocks, each one batched product over the K channels
+            R4[:, :, j, :] += Y[:, :, du + j * dv : du + (j + 1) * dv] @ self.Bvv_T[:, j]
+        if C > 1:
+            Rv = Rv.reshape(C, N, m, N * dv).sum(0)
+        Z[:du, du:] += Rv[:, :du].sum(0)
+        Z[du:, du:] += Rv[:, du:].reshape(N * dv, N * dv)
+        return Z, X
+
     def ms_full(self, P: np.ndarray) -> np.ndarray:
         """T(P) = E[M_S P M_S^T] on the full coordinates, P symmetric (..., n, n)."""
-        Z, X = self._ms_parts(P)
+        Z, X = self._ms_parts_blocked(P) if P.ndim == 2 else self._ms_parts(P)
         Z += _swap(X)
         return Z
 
@@ -461,7 +535,7 @@ class AffineSystem:
         vectors half as long halve the eigensolver's orthogonalization work."""
         if self.red.tied.size:
             return self.pack(self.ms_apply(self.unpack(v)))
-        Z, X = self._ms_parts(self.unpack(v))  # triu(Z + X^T) = triu(Z) + tril(X)^T
+        Z, X = self._ms_parts_blocked(self.unpack(v))  # triu(Z + X^T) = triu(Z) + tril(X)^T
         up, lo = self._triu()
         return Z.reshape(-1).take(up) + X.reshape(-1).take(lo)
 

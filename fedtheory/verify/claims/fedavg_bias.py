@@ -19,6 +19,7 @@ from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_probabilities
 from fedtheory.simulation import simulate
 from fedtheory.verify.claims._common import EXACT_TEST, fmt, save
+from fedtheory.verify.claims._implied import f2_floor
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import FAILS, HOLDS, INCONCLUSIVE, combined, judge, judge_effect
 
@@ -145,7 +146,7 @@ def f2(ctx: Context):
         )
         ax.legend(fontsize=8)
         fig_path = save(fig, fig_path)
-    return combined(
+    limit = combined(
         verdict,
         "floor "
         + ", ".join(f"{fmt(f.mean())} (eta {e:g})" for e, _, f in rows)
@@ -169,6 +170,7 @@ def f2(ctx: Context):
             "rounds": {str(e): r for e, r, _ in rows},
         },
     )
+    return [limit, f2_floor(ctx)]  # F2/floor: Theorem 2's floor shape (issue 21, _implied.py)
 
 
 @claim(

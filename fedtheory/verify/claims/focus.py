@@ -36,6 +36,7 @@ from fedtheory.problems.nonconvex import NonPLProblem, PLProblem
 from fedtheory.problems.quadratic import figure4_problem, random_quadratic
 from fedtheory.simulation import simulate
 from fedtheory.verify.claims._common import decisive, fmt, interval, ordered_text, plan, save
+from fedtheory.verify.claims._implied import c1_rate
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import (
     FAILS,
@@ -45,7 +46,6 @@ from fedtheory.verify.result import (
     combined,
     invariant,
     judge,
-    not_stated,
     verdict_of,
 )
 
@@ -148,8 +148,9 @@ def c1(ctx: Context):
     participation is deterministic: one run, an exact rate. Test: per-seed least-squares fits of
     log error on the round, Student-t interval of the mean factor over seeds (95%).
 
-    ``C1/rate`` is ``not stated``: Theorem 1's rate and step-size condition are lost from the
-    available text, so the measured rates have no stated number to meet. Shown next to the
+    ``C1/rate``: Theorem 1's rate and step-size condition are missing from the available text,
+    so the row reports the constants that linear-rate shapes imply on exact rates
+    (:func:`fedtheory.verify.claims._implied.c1_rate`, its own criterion). Shown next to the
     measurement, not judged: the exact rates of FOCUS's random affine round on this problem
     (:func:`fedtheory.experiments.figure4.exact_figure4`): the mean rate, and the mean-square
     rate in the thorough tier (about a minute each) or under full participation (free).
@@ -205,30 +206,7 @@ def c1(ctx: Context):
                 },
             )
         )
-    out.append(
-        not_stated(
-            "003 Thm 1: the linear rate and the step-size condition are lost from the available "
-            "text (only 'if [.]' survives, lines 126-139); no number to compare with",
-            "measured contraction per round: "
-            + ", ".join(f"{k} {fmt(v.estimate, 4)}" for k, v in rates.items()),
-            sub="rate",
-            exact="for ||x - x*||, sqrt of the exact mean-square rate: "
-            + ", ".join(
-                f"{k} {np.sqrt(v['exact_mean_square_rate']):.4f}"
-                for k, v in exacts.items()
-                if np.isfinite(v.get("exact_mean_square_rate", np.nan))
-            )
-            + "; exact mean rates: "
-            + ", ".join(
-                f"{k} {v['exact_mean_rate']:.4f}"
-                for k, v in exacts.items()
-                if "exact_mean_rate" in v
-            ),
-            stated="003 Thm 1's rate for this problem and step: lost from the available text "
-            "(only 'if [.]' survives, lines 126-139)",
-            evidence={k: {**v.to_dict(), **exacts[k]} for k, v in rates.items()},
-        )
-    )
+    out.append(c1_rate(ctx))  # C1/rate: implied constants (issue 21, _implied.py)
     if ax is not None:
         ax.axhline(EXACT, color="k", ls=":", lw=0.8)
         ax.set(

@@ -1,0 +1,477 @@
+"""A stated bound as data: the TOML file a reader types from a paper, and its Python object.
+
+A bound file names an algorithm and its setting, the quantity bounded, the bound as a sympy
+expression of named constants (:data:`~fedtheory.bounds.constants.CONSTANTS`), the theorem's
+step-size condition, and optionally a free constant (``c`` of an O(.) shape). The minimal
+file (issue 21)::
+
+    algorithm = "fedavg"
+    participation = "full"
+    clients = 4
+    local_steps = 1
+    lr = "1/L_f"
+    quantity = "mean_square_rate"
+    bound = "(1 - eta*mu_f)**2"
+    condition = "eta <= 1/L_f"
+
+    [class]          # quadratic least-squares clients
+    dim = 3
+    L = 10.0         # every client's smoothness at most L
+    mu = 1.0         # every client's strong convexity at least mu
+
+Keys (docs/bounds.md has the full table): ``clients``, ``clients_per_round`` and
+``local_steps`` take an integer or a list (the class search draws among them); ``lr`` is a
+number or an expression of the constants (not ``eta``); ``condition`` is one inequality, several
+joined by ``and``, or a list of them; ``constant`` names the free constant and
+``constant_value`` may give the paper's value of it. ``problem`` (a built-in name) or
+``problem_file`` (an ``.npz``) names one instance to check; ``[class]`` the instance class to
+search. Unknown keys and unknown symbols are refused naming the accepted ones.
+
+Expressions are parsed by sympy (``^`` is a power, as typed from a PDF) after a check that every
+name in them is an accepted constant or one of :data:`FUNCTIONS`, so a spec cannot call Python.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from typing import Any
+
+import sympy
+from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
+
+from fedtheory.analysis.exact import AFFINE_ALGORITHMS
+from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
+from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
+from fedtheory.io import check_input_file
+
+#: The quantities a bound may be about, and what each is.
+QUANTITIES: dict[str, str] = {
+    "mean_square_rate": "per-round factor of E||x_r - x*||^2 (the exact mean-square rate)",
+    "mean_rate": "per-round factor of ||E z_r - z_bar|| (the exact mean rate rho(E[M_S]))",
+    "stationary_mse": "lim_r E||x_r - x*||^2, the floor (absolute, not relative to ||x*||^2)",
+    "rounds_to": "rounds until E||x_r - x*||^2 <= epsilon ||x_0 - x*||^2 (exact transient)",
+}
+#: Quantities that are per-round factors: compared in rounds (log(stated) / log(exact)).
+RATE_QUANTITIES = ("mean_square_rate", "mean_rate")
+
+#: Functions an expression may call (sympy's), besides the arithmetic operators.
+FUNCTIONS: dict[str, Any] = {
+    "sqrt": sympy.sqrt,
+    "log": sympy.log,
+    "exp": sympy.exp,
+    "min": sympy.Min,
+    "max": sympy.Max,
+    "Min": sympy.Min,
+    "Max": sympy.Max,
+    "abs": sympy.Abs,
+    "Abs": sympy.Abs,
+    "ceiling": sympy.ceiling,
+    "floor": sympy.floor,
+    "pi": sympy.pi,
+}
+
+#: Participation models a bound may name (those with an exact law in the oracle).
+PARTICIPATION = ("full", "uniform", "weighted", "bernoulli")
+
+#: Default violation tolerance, relative to the stated value (docs/bounds.md, "Tolerance").
+TOLERANCE = 1e-6
+
+_TOP_KEYS = (
+    "title", "source", "stated", "algorithm", "participation", "clients", "clients_per_round",
+    "p", "local_steps", "lr", "quantity", "bound", "condition", "constant", "constant_value",
+    "epsilon", "tolerance", "aggregation", "empty", "global_lr", "prox_mu", "noise",
+    "problem", "problem_file", "topology", "seeds", "rounds", "class",
+)  # fmt: skip
+_CLASS_KEYS = ("dim", "L", "mu", "heterogeneity", "p_range")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FORBIDDEN = re.compile(r"__|[;\[\]{}'\"\\@:`$#!?]|\blambda\b|\.[A-Za-z_]")
+
+
+def _ints(name: str, value: Any, minimum: int = 1) -> tuple[int, ...] | None:
+    """An integer or a non-empty list of integers (the choices a search draws from)."""
+    if value is None:
+        return None
+    vals = value if isinstance(value, list | tuple) else [value]
+    if not vals:
+        raise AssumptionError(f"{name} must be an integer or a non-empty list of integers")
+    out = []
+    for v in vals:
+        if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v:
+            raise AssumptionError(f"{name} must be an integer or a list of integers, got {v!r}")
+        if int(v) < minimum:
+            raise AssumptionError(f"{name} must be >= {minimum}, got {v}")
+        out.append(int(v))
+    return tuple(out)
+
+
+def _float(name: str, value: Any, *, positive: bool = False, allow_zero: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise AssumptionError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise AssumptionError(f"{name} must be finite, got {value!r}")
+    if positive and (v < 0 or (v == 0 and not allow_zero)):
+        raise AssumptionError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return v
+
+
+def parse_expression(text: Any, allowed: tuple[str, ...], what: str) -> sympy.Expr:
+    """Parse ``text`` as a sympy expression (or relation) whose names are all in ``allowed``
+    (or :data:`FUNCTIONS`).
+
+    Raises
+    ------
+    AssumptionError
+        Not a string or number, an empty string, a character that is not arithmetic (``;``,
+        brackets, quotes, attribute access), an unknown name (the message lists the accepted
+        ones), or text sympy cannot parse.
+    """
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        raise AssumptionError(f"{what} must be a string (or a number), got {text!r}")
+    src = str(text).strip()
+    if not src:
+        raise AssumptionError(f"{what} is empty")
+    if _FORBIDDEN.search(src):
+        raise AssumptionError(
+            f"{what} {src!r} contains characters that are not arithmetic (allowed: names, "
+            "numbers, + - * / ^ ** ( ) , < <= > >= ==)"
+        )
+    unknown = sorted({n for n in _NAME.findall(src) if n not in allowed and n not in FUNCTIONS})
+    unknown = [n for n in unknown if not re.fullmatch(r"e[0-9]*", n)]  # 1e-3's "e" is a number
+    if unknown:
+        raise AssumptionError(
+            f"{what} {src!r} uses unknown symbol(s) {', '.join(unknown)}; accepted: "
+            f"{', '.join(allowed)} and the functions {', '.join(sorted(FUNCTIONS))}"
+        )
+    local = {n: sympy.Symbol(n, real=True) for n in allowed}
+    local.update(FUNCTIONS)
+    glob = {"__builtins__": {}, "Integer": sympy.Integer, "Float": sympy.Float,
+            "Rational": sympy.Rational, "Symbol": sympy.Symbol}  # fmt: skip
+    try:
+        return parse_expr(src, local_dict=local, global_dict=glob,
+                          transformations=(*standard_transformations, convert_xor))  # fmt: skip
+    except (SyntaxError, TypeError, ValueError, AttributeError, NameError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise AssumptionError(
+            f"{what} {src!r} is not an expression sympy can read ({first})"
+        ) from None
+
+
+def _conditions(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = value if isinstance(value, list | tuple) else [value]
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            raise AssumptionError(f"condition must be a string or a list of strings, got {item!r}")
+        out.extend(p.strip() for p in re.split(r"\band\b|&", item) if p.strip())
+    return tuple(out)
+
+
+def _numeric(expr: sympy.Basic, names: tuple[str, ...]) -> Callable[[dict], float]:
+    """A float64 evaluator of ``expr`` on a dict of constants (NaN where undefined)."""
+    syms = [sympy.Symbol(n, real=True) for n in names]
+    f = sympy.lambdify(syms, expr, modules=["math"])
+
+    def evaluate(values: dict) -> Any:
+        try:
+            return f(*(values.get(n, math.nan) for n in names))
+        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+            return math.nan
+
+    return evaluate
+
+
+@dataclass(frozen=True)
+class InstanceClass:
+    """The ``[class]`` table: quadratic least-squares clients to search over.
+
+    Client i has f_i(x) = 1/2 ||A_i x - b_i||^2 with A_i = diag(sqrt(lambda_i)) Q_i^T (so
+    H_i = Q_i diag(lambda_i) Q_i^T, every lambda_ij in [mu, L]) and b_i = A_i x_i*,
+    x_i* = z + h e_i with h in [0, heterogeneity].
+
+    Attributes
+    ----------
+    dim : tuple of int
+        Dimensions d drawn from.
+    L, mu : float
+        Every client's smoothness at most L, strong convexity at least mu (0 < mu <= L).
+    heterogeneity : float
+        Largest spread h of the client optima (default 1).
+    p_range : (float, float)
+        Range of drawn participation probabilities (Bernoulli p_i; weighted draws: raw weights
+        normalized to sum 1) when the spec gives no ``p`` (default (0.05, 1)).
+    """
+
+    dim: tuple[int, ...]
+    L: float
+    mu: float
+    heterogeneity: float = 1.0
+    p_range: tuple[float, float] = (0.05, 1.0)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> InstanceClass:
+        if not isinstance(d, dict):
+            raise AssumptionError(f"[class] must be a table, got {d!r}")
+        bad = sorted(set(d) - set(_CLASS_KEYS))
+        if bad:
+            raise UnknownOptionError(
+                f"unknown key(s) {', '.join(bad)} in [class]; accepted: {', '.join(_CLASS_KEYS)}"
+            )
+        for key in ("dim", "L", "mu"):
+            if key not in d:
+                raise AssumptionError(f"[class] needs {key} (accepted: {', '.join(_CLASS_KEYS)})")
+        L = _float("[class] L", d["L"], positive=True, allow_zero=False)
+        mu = _float("[class] mu", d["mu"], positive=True, allow_zero=False)
+        if mu > L:
+            raise AssumptionError(f"[class] needs mu <= L, got mu = {mu}, L = {L}")
+        het = _float("[class] heterogeneity", d.get("heterogeneity", 1.0), positive=True)
+        pr = d.get("p_range", (0.05, 1.0))
+        if not (isinstance(pr, list | tuple) and len(pr) == 2):
+            raise AssumptionError(f"[class] p_range must be [low, high], got {pr!r}")
+        lo, hi = (_float("[class] p_range", v) for v in pr)
+        if not 0 < lo <= hi <= 1:
+            raise AssumptionError(f"[class] p_range must satisfy 0 < low <= high <= 1, got {pr}")
+        return cls(_ints("[class] dim", d["dim"]), L, mu, het, (lo, hi))
+
+    def to_dict(self) -> dict:
+        return {"dim": list(self.dim), "L": self.L, "mu": self.mu,
+                "heterogeneity": self.heterogeneity, "p_range": list(self.p_range)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BoundSpec:
+    """A stated bound and the setting it is stated for (see the module docstring).
+
+    Build it with :meth:`from_dict` (a parsed TOML table) or :func:`load_spec` (a file); the
+    constructor takes the same keys as keywords (``class`` is ``instance_class``).
+    """
+
+    algorithm: str
+    lr: str
+    quantity: str
+    bound: str
+    participation: str = "full"
+    clients: tuple[int, ...] | None = None
+    clients_per_round: tuple[int, ...] | None = None
+    p: tuple[float, ...] | None = None
+    local_steps: tuple[int, ...] = (1,)
+    condition: tuple[str, ...] = ()
+    constant: str | None = None
+    constant_value: float | None = None
+    epsilon: float = 1e-6
+    tolerance: float = TOLERANCE
+    aggregation: str = "mean"
+    empty: str = "redraw"
+    global_lr: float | None = None
+    prox_mu: float | None = None
+    noise: float = 0.0
+    problem: str | None = None
+    problem_file: str | None = None
+    topology: str | None = None
+    seeds: int = 32
+    rounds: int | None = None
+    instance_class: InstanceClass | None = None
+    title: str = ""
+    source: str = ""
+    stated: str = ""
+    path: str | None = field(default=None, compare=False)
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: Any, *, path: str | None = None) -> BoundSpec:
+        """A spec from a parsed TOML table (validated; every error names the key)."""
+        if not isinstance(d, dict):
+            raise AssumptionError(f"a bound spec is a table of keys, got {type(d).__name__}")
+        bad = sorted(set(d) - set(_TOP_KEYS))
+        if bad:
+            raise UnknownOptionError(
+                f"unknown key(s) {', '.join(bad)} in the bound spec; accepted: "
+                f"{', '.join(_TOP_KEYS)}"
+            )
+        for key in ("algorithm", "lr", "quantity", "bound"):
+            if key not in d:
+                raise AssumptionError(f"the bound spec needs {key!r}")
+        kw: dict[str, Any] = {"path": path}
+        for key in ("algorithm", "participation", "quantity", "aggregation", "empty", "title",
+                    "source", "stated", "problem", "problem_file", "topology", "constant",
+                    "bound"):  # fmt: skip
+            if key in d:
+                if not isinstance(d[key], str):
+                    raise AssumptionError(f"{key} must be a string, got {d[key]!r}")
+                kw[key] = d[key]
+        kw["lr"] = d["lr"] if isinstance(d["lr"], str) else repr(_float("lr", d["lr"]))
+        kw["clients"] = _ints("clients", d.get("clients"))
+        kw["clients_per_round"] = _ints("clients_per_round", d.get("clients_per_round"))
+        if "local_steps" in d:
+            kw["local_steps"] = _ints("local_steps", d["local_steps"])
+        if "p" in d:
+            if not isinstance(d["p"], list | tuple) or not d["p"]:
+                raise AssumptionError(f"p must be a list of probabilities, got {d['p']!r}")
+            kw["p"] = tuple(_float("p", v, positive=True) for v in d["p"])
+        kw["condition"] = _conditions(d.get("condition"))
+        for key in ("constant_value", "global_lr", "prox_mu"):
+            if key in d:
+                kw[key] = _float(key, d[key])
+        for key in ("epsilon", "tolerance", "noise"):
+            if key in d:
+                kw[key] = _float(key, d[key], positive=True)
+        for key in ("seeds", "rounds"):
+            if key in d:
+                kw[key] = _ints(key, d[key])[0]
+        if "class" in d:
+            kw["instance_class"] = InstanceClass.from_dict(d["class"])
+        return cls(**kw)
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in AFFINE_ALGORITHMS:
+            raise AssumptionError(
+                f"algorithm {self.algorithm!r} has no exact rate (its round is not affine); "
+                f"a bound is checked for one of {', '.join(AFFINE_ALGORITHMS)}"
+            )
+        if self.participation not in PARTICIPATION:
+            raise AssumptionError(
+                f"participation {self.participation!r}: choose one of {', '.join(PARTICIPATION)}"
+            )
+        if self.quantity not in QUANTITIES:
+            raise AssumptionError(
+                f"quantity {self.quantity!r}: choose one of {', '.join(QUANTITIES)}"
+            )
+        if self.participation in ("uniform", "weighted") and not self.clients_per_round:
+            raise AssumptionError(f"{self.participation} participation needs clients_per_round")
+        if self.participation == "full" and self.clients_per_round:
+            raise AssumptionError("full participation takes no clients_per_round")
+        if self.problem is not None and self.problem_file is not None:
+            raise AssumptionError("give problem or problem_file, not both")
+        if self.instance_class is not None and self.clients is None:
+            raise AssumptionError("a [class] search needs clients (N, or a list to draw from)")
+        if self.constant is not None:
+            if not _NAME.fullmatch(self.constant) or self.constant in CONSTANTS:
+                raise AssumptionError(
+                    f"constant {self.constant!r} must be a new name (not one of the instance's "
+                    f"constants {', '.join(CONSTANTS)})"
+                )
+            if self.constant not in {str(s) for s in self.bound_expr.free_symbols}:
+                raise AssumptionError(
+                    f"the free constant {self.constant!r} does not appear in the bound"
+                )
+        if not 0 < self.epsilon < 1:
+            raise AssumptionError(f"epsilon must lie in (0, 1), got {self.epsilon}")
+        # Parse everything now: a typo is refused before any computation.
+        _ = self.bound_expr, self.condition_exprs, self.lr_expr
+
+    # -- parsed expressions -----------------------------------------------------------------
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """Names a bound or condition may use: the constants and the free constant."""
+        return (*CONSTANTS, *((self.constant,) if self.constant else ()))
+
+    @cached_property
+    def bound_expr(self) -> sympy.Expr:
+        expr = parse_expression(self.bound, self.symbols, "the bound")
+        if isinstance(expr, sympy.logic.boolalg.Boolean | sympy.core.relational.Relational):
+            raise AssumptionError(f"the bound {self.bound!r} must be a value, not a relation")
+        return expr
+
+    @cached_property
+    def condition_exprs(self) -> tuple[sympy.Basic, ...]:
+        out = []
+        for text in self.condition:
+            e = parse_expression(text, self.symbols, "the condition")
+            if not isinstance(e, sympy.core.relational.Relational | sympy.logic.boolalg.Boolean):
+                raise AssumptionError(
+                    f"the condition {text!r} must be an inequality (e.g. eta <= 1/L_f)"
+                )
+            out.append(e)
+        return tuple(out)
+
+    @cached_property
+    def lr_expr(self) -> sympy.Expr:
+        return parse_expression(self.lr, LR_CONSTANTS, "lr")
+
+    @cached_property
+    def _evaluators(self) -> tuple[Callable, tuple[Callable, ...], Callable]:
+        names = self.symbols
+        return (
+            _numeric(self.bound_expr, names),
+            tuple(_numeric(c, names) for c in self.condition_exprs),
+            _numeric(self.lr_expr, LR_CONSTANTS),
+        )
+
+    def step_size(self, constants: dict) -> float:
+        """eta for an instance's constants (``lr`` evaluated).
+
+        Raises
+        ------
+        AssumptionError
+            When it is not a finite positive number there.
+        """
+        eta = float(self._evaluators[2](constants))
+        if not (math.isfinite(eta) and eta > 0):
+            raise AssumptionError(f"lr = {self.lr!r} gives eta = {eta} on this instance")
+        return eta
+
+    def stated_value(self, constants: dict, c: float | None = None) -> float:
+        """The bound evaluated on ``constants`` (with the free constant ``c``), as a float."""
+        vals = dict(constants)
+        if self.constant is not None:
+            vals[self.constant] = self.constant_value if c is None else c
+        try:
+            return float(self._evaluators[0](vals))
+        except TypeError:  # a complex number (e.g. sqrt of a negative value)
+            return math.nan
+
+    def condition_met(self, constants: dict, c: float | None = None) -> bool:
+        """Whether every inequality of ``condition`` holds on ``constants``."""
+        vals = dict(constants)
+        if self.constant is not None:
+            vals[self.constant] = self.constant_value if c is None else c
+        return all(bool(f(vals) is True or f(vals) == 1) for f in self._evaluators[1])
+
+    @property
+    def is_rate(self) -> bool:
+        return self.quantity in RATE_QUANTITIES
+
+    def to_dict(self) -> dict:
+        """The spec as a JSON-able table (the TOML keys; ``class`` for the instance class)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "path" or v is None or v == () or v == "":
+                continue
+            if f.name == "instance_class":
+                out["class"] = v.to_dict()
+            else:
+                out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+
+def load_spec(path: str | os.PathLike) -> BoundSpec:
+    """Read a bound spec from a TOML file.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    FedTheoryError
+        Not TOML (the message names the line), or any error of :meth:`BoundSpec.from_dict`.
+    """
+    given = os.fsdecode(os.fspath(path))
+    p = check_input_file(given)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise FedTheoryError(f"{given} is not a text file; expected a TOML bound spec") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FedTheoryError(f"{given} is not valid TOML: {exc}") from None
+    try:
+        return BoundSpec.from_dict(data, path=given)
+    except FedTheoryError as exc:
+        raise type(exc)(f"{given}: {exc}") from None

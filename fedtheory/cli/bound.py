@@ -1,0 +1,102 @@
+"""``fedtheory bound``: put a stated bound beside the exact value, and search for its breaker.
+
+Contract (other tools rely on it)::
+
+    fedtheory bound SPEC.toml [--search N] [--seed S] [--json OUT]
+
+prints a short table and one sentence; ``--json`` writes an object with ``violated`` (bool),
+``worst`` {``stated``, ``exact``, ``ratio``, ``eta``, ``problem_file``}, ``instances`` (list of
+{``stated``, ``exact``, ``condition_met``}) and, with a free constant, ``implied_constant``
+{``value``, ``problem_file``}. A violated bound's worst instance is written as an ``.npz``
+problem file (and ``.p.npy`` probabilities) that ``fedtheory rate --problem-file`` and
+``fedtheory simulate --problem-file`` read; ``worst.command`` is the ``rate`` command that
+reproduces the exact value. docs/bounds.md describes the spec format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from fedtheory.bounds import DEFAULT_SEARCH, check, load_spec, paper_bounds
+from fedtheory.cli.common import add_json, add_parser, human_stream, write_json
+from fedtheory.errors import FedTheoryError
+from fedtheory.io import check_output_dir
+from fedtheory.problems import BUILTIN_PROBLEMS
+
+
+def register(subparsers: Any) -> None:
+    p = add_parser(
+        subparsers,
+        "bound",
+        help="check a stated bound against exact rates; search an instance class for a breaker",
+        description=(
+            "Evaluate a bound typed from a paper (a TOML spec: algorithm, setting, quantity, "
+            "bound as an expression of named constants, step-size condition, optional free "
+            "constant) against the exact oracle: on one instance (stated, exact, simulated, "
+            "rounds to epsilon) and by a worst-case search over the spec's [class] of "
+            "quadratic least-squares clients (random draws, then Nelder-Mead refinement). A "
+            "violated bound's worst instance is saved as a problem file that "
+            "'fedtheory rate --problem-file' reproduces. Shipped bound files of the three "
+            f"papers: {', '.join(paper_bounds()) or 'none'} (pass the name instead of a path)."
+        ),
+        examples=[
+            "fedtheory bound my-theorem.toml --search 200 --json out.json",
+            "fedtheory bound focus-thm1-rate --problem figure4",
+            "fedtheory bound spec.toml --problem-file counterexample.npz --seeds 64",
+        ],
+    )
+    p.add_argument("spec", metavar="SPEC.toml", help="a bound spec (or a shipped bound's name)")
+    p.add_argument("--search", type=int, default=None, metavar="N",
+                   help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
+                   "0: none); the worst three are refined with N/4 more evaluations")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the search")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS),
+                     help="check on this built-in problem (overrides the spec's)")  # fmt: skip
+    src.add_argument("--problem-file", metavar="F.npz",
+                     help="check on this problem file (overrides the spec's)")  # fmt: skip
+    p.add_argument("--seeds", type=int, default=None, metavar="S",
+                   help="simulation seeds on the named instance (default: the spec's seeds, 32; "
+                   "0: no simulation)")  # fmt: skip
+    p.add_argument("--out-dir", metavar="DIR", default=None,
+                   help="where counterexample files go (default: the folder of --json OUT, "
+                   "else the current folder)")  # fmt: skip
+    add_json(p, "the check (violated, worst, instances, implied_constant, ...)")
+    p.set_defaults(func=run)
+
+
+def _spec_path(text: str) -> str:
+    if os.path.exists(text) or text.endswith(".toml"):
+        return text
+    shipped = paper_bounds()
+    if text in shipped:
+        return str(shipped[text])
+    raise FedTheoryError(
+        f"no such file: {text} (nor a shipped bound: {', '.join(shipped) or 'none'})"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_spec(_spec_path(args.spec))
+    if args.search is not None and args.search < 0:
+        raise FedTheoryError(f"--search N must be >= 0, got {args.search}")
+    if args.seeds is not None and args.seeds < 0:
+        raise FedTheoryError(f"--seeds must be >= 0, got {args.seeds}")
+    out_dir = args.out_dir
+    if out_dir is None:
+        out_dir = Path(args.json).parent if args.json not in (None, "-") else Path.cwd()
+    out_dir = check_output_dir(out_dir)
+    res = check(spec, search=args.search, seed=args.seed, problem=args.problem,
+                problem_file=args.problem_file, measure_seeds=args.seeds,
+                out_dir=out_dir, name=Path(spec.path).stem)  # fmt: skip
+    out = human_stream(args)
+    title = spec.title or Path(spec.path).stem
+    print(f"{title}: {spec.quantity} <= {spec.bound}"
+          + (f" if {' and '.join(spec.condition)}" if spec.condition else ""), file=out)  # fmt: skip
+    print(res.table(), file=out)
+    print(res.sentence(), file=out)
+    write_json(res.to_dict(), args)
+    return 0
