@@ -169,6 +169,27 @@ def test_damaged_metadata_and_coordinates_are_rewritten(engine, reference, tmp_p
     _same(path, reference)
 
 
+def test_metadata_another_zarr_writes_otherwise_is_not_damage(engine, reference, tmp_path):
+    """Another zarr version may lay out zarr.json otherwise or choose other codec defaults: what
+    a read depends on is compared (shape, dtype, chunks, fill value, attributes; coordinates by
+    value), so an upgrade does not make every store "damaged"; a resume rewrites the text."""
+    path = _copy(reference, tmp_path)
+    meta_path = path / "error" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["codecs"][1]["configuration"]["level"] = 3
+    meta_path.write_text(json.dumps(dict(reversed(list(meta.items())))))
+    assert check(path).complete
+    xr.testing.assert_identical(open_sweep(path).load(), reference[1])
+    summary = _resume(engine, path)
+    assert summary["metadata_repaired"] == [] and summary["tasks_run"] == 0
+    assert meta_path.read_bytes() == (reference[0] / "error" / "zarr.json").read_bytes()
+    lr = zarr.open_array(path / "lr", mode="r+")
+    lr[...] = np.array([0.01, 0.03])  # a coordinate that decodes to other values is damage
+    assert check(path).metadata == ["lr/c/0"]
+    assert _resume(engine, path)["metadata_repaired"] == ["lr/c/0"]
+    _same(path, reference)
+
+
 def test_a_damaged_root_naming_the_spec_is_rewritten(engine, reference, tmp_path):
     path = _copy(reference, tmp_path)
     root = path / "zarr.json"

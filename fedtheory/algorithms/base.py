@@ -221,6 +221,10 @@ class SeedRng:
         return low + (high - low) * self.random(size)
 
 
+#: The largest seed id: ids are int64 in results and sweep stores.
+MAX_SEED_ID = 2**63 - 1
+
+
 def seed_sequences(seed: int, n_seeds: int, seed_ids: Sequence[int] | None = None) -> list:
     """Per-seed :class:`numpy.random.SeedSequence` children of ``seed``.
 
@@ -234,7 +238,7 @@ def seed_sequences(seed: int, n_seeds: int, seed_ids: Sequence[int] | None = Non
         list(range(n_seeds))
         if seed_ids is None
         else [
-            check_int(f"seed_ids[{k}]", i, minimum=0, maximum=2**63 - 1)
+            check_int(f"seed_ids[{k}]", i, minimum=0, maximum=MAX_SEED_ID)
             for k, i in enumerate(seed_ids)
         ]
     )

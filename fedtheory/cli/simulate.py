@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     res = simulate(
         problem, args.algorithm, model, rounds=args.rounds, seeds=args.seeds, seed=args.seed,
         aggregation=args.aggregation, backend=args.backend, dtype=dtype, lr=args.lr,
-        local_steps=args.local_steps, workers=args.workers, **settings,
+        local_steps=args.local_steps, workers=args.workers, progress=True, **settings,
         **_options(args.algorithm, args.option),
     )  # fmt: skip
     out = {

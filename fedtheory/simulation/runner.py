@@ -24,8 +24,8 @@ the other seeds go on. Nothing stops with an exception because one seed blew up.
 diverges slowly is told by growth instead: it is flagged ``diverging`` (and keeps running, its
 curve intact) at the first round where its error is at least ``divergence_growth`` (10) times
 its smallest value over the ``divergence_window`` (50) rounds before and above its initial
-value, unless its error is back at or below its initial value by the last round (FedAvg with a step size just past stability grows tenfold in 30 rounds and never nears
-the ceiling).
+value, unless its error is back at or below its initial value by the last round (FedAvg with a
+step size just past stability grows tenfold in 30 rounds and never nears the ceiling).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms.base import Algorithm, RoundDraw, SeedRng, seed_sequences
+from fedtheory.algorithms.base import MAX_SEED_ID, Algorithm, RoundDraw, SeedRng, seed_sequences
 from fedtheory.algorithms.registry import make_algorithm
 from fedtheory.backend import get_backend, get_namespace, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
@@ -67,9 +67,6 @@ BLOCK_BYTES = 768 * 1024
 #: Peak bytes per (seed, round, client) of a plan: the participation draw and its float64
 #: weights, and the sampler's random keys and partition while drawing.
 PLAN_BYTES = 25
-#: The largest seed id: seed ids are stored as int64 (results, the sweep store).
-MAX_SEED_ID = 2**63 - 1
-
 #: Defaults of the divergence-by-growth rule (see the module docstring).
 DIVERGENCE_GROWTH = 10.0
 DIVERGENCE_WINDOW = 50

@@ -291,13 +291,13 @@ def check(store: str | os.PathLike) -> StoreCheck:
     return check_store(store)
 
 
-def open(store: str | os.PathLike | Path) -> Any:  # the issue's name; shadows open() here only
+def open(store: str | os.PathLike | Path, *, verify: bool = True) -> Any:  # shadows open() here
     """The sweep store at ``store`` as a lazy :class:`xarray.Dataset`.
 
     ``ds.error`` has one dimension per swept key plus ``seed`` and ``round``; seeds of tasks
     not yet run hold NaN and ``ds.complete`` False. The spec is ``ds.attrs["fedtheory_spec"]``.
     The store is verified first (metadata, coordinates and every task's checksums): a damaged
     store is refused with :class:`~fedtheory.errors.StoreError`, naming what is damaged (running
-    the sweep again repairs it).
+    the sweep again repairs it). ``verify=False`` skips that (it reads the whole store once).
     """
-    return open_dataset(store)
+    return open_dataset(store, verify=verify)

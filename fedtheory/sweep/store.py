@@ -317,14 +317,64 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
-def _differences(path: Path, skeleton: Path) -> list[str]:
-    """The files of ``skeleton`` that ``path`` lacks or holds with other bytes."""
+#: The fields of an array's metadata that decide what a read returns. The codecs are left out:
+#: a codec that cannot decode shows in the chunks it cannot read, one that decodes to other
+#: values in the checksums (and in the coordinates' values), and zarr's defaults and layout of
+#: its JSON may change between its versions, which must not make a store "damaged".
+_FIELDS = ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "attributes",
+           "dimension_names", "node_type", "zarr_format")  # fmt: skip
+
+
+def _view(meta: Any) -> Any:
+    """What of a ``zarr.json`` a read depends on (:data:`_FIELDS`, for the consolidated
+    metadata of every array too)."""
+    if not isinstance(meta, dict):
+        return meta
+    out: dict[str, Any] = {k: meta.get(k) for k in _FIELDS}
+    cons = meta.get("consolidated_metadata")
+    if isinstance(cons, dict) and isinstance(cons.get("metadata"), dict):
+        out["consolidated"] = {k: _view(v) for k, v in cons["metadata"].items()}
+    return out
+
+
+def _same_file(path: Path, skeleton: Path, rel: str) -> bool:
+    """The file ``rel`` of the store means what the skeleton's does: its metadata's
+    :func:`_view`, a coordinate chunk's decoded values."""
+    try:
+        mine = (path / rel).read_bytes()
+    except OSError:
+        return False
+    theirs = (skeleton / rel).read_bytes()
+    if mine == theirs:
+        return True
+    if rel.endswith("zarr.json"):
+        try:
+            return _view(json.loads(mine)) == _view(json.loads(theirs))
+        except ValueError:
+            return False
+    zarr = require("zarr")  # a coordinate's chunk: compare the values it decodes to
+    name = rel.split("/")[0]
+    try:
+        a = zarr.open_array(path / name, mode="r", zarr_format=3)[...]
+        b = zarr.open_array(skeleton / name, mode="r", zarr_format=3)[...]
+    except Exception:
+        return False
+    return np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b)
+
+
+def _differences(path: Path, skeleton: Path, *, exact: bool = False) -> list[str]:
+    """The files of ``skeleton`` that ``path`` lacks or holds damaged (:func:`_same_file`);
+    with ``exact``, every file whose bytes differ (the same meaning written by another version
+    of zarr included)."""
     out = []
     for rel in _files(skeleton):
-        try:
-            same = (path / rel).read_bytes() == (skeleton / rel).read_bytes()
-        except OSError:
-            same = False
+        if exact:
+            try:
+                same = (path / rel).read_bytes() == (skeleton / rel).read_bytes()
+            except OSError:
+                same = False
+        else:
+            same = _same_file(path, skeleton, rel)
         if not same:
             out.append(rel)
     return out
@@ -589,8 +639,9 @@ def _resume_metadata(path: Path, spec: Spec, dim: int) -> list[str]:
     skeleton = path / f".fedtheory-skeleton-{uuid.uuid4().hex[:8]}"
     try:
         _skeleton(skeleton, spec, dim, _attrs(spec, version))
-        repaired = _differences(path, skeleton)
-        for rel in repaired:
+        repaired = _differences(path, skeleton)  # damaged: reported
+        # rewritten: the damaged files and those another version of zarr wrote otherwise
+        for rel in _differences(path, skeleton, exact=True):
             (path / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(skeleton / rel, path / rel)  # atomic, on the store's file system
     except OSError as exc:
