@@ -194,7 +194,7 @@ def test_a_damaged_root_naming_the_spec_is_rewritten(engine, reference, tmp_path
     path = _copy(reference, tmp_path)
     root = path / "zarr.json"
     text = root.read_bytes()
-    root.write_bytes(b"{" + text[2:])  # broken JSON, the spec hash still there
+    root.write_bytes(b"[" + text[1:])  # broken JSON, the spec hash still there
     summary = _resume(engine, path)
     assert summary["metadata_repaired"] == ["zarr.json"] and summary["tasks_run"] == 0
     _same(path, reference)
