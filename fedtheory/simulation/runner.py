@@ -447,10 +447,10 @@ class _Recorder:
         self.diverged_at = np.full(S, -1, dtype=np.int64)
         self.diverging = np.zeros(S, dtype=bool)
         self.diverging_at = np.full(S, -1, dtype=np.int64)
-        # the scores of the recorded rounds within the divergence window, a ring of rows
-        slots = -(-plan.divergence_window // plan.record_every)
-        self._window = np.full((slots, S), np.nan)
-        self._window_rounds = np.full(slots, -1, dtype=np.int64)
+        # the scores of the last recorded rounds of the divergence window, a ring of rows (inf:
+        # not yet recorded, never the smallest)
+        self._window = np.full((-(-plan.divergence_window // plan.record_every), S), np.inf)
+        self._slot = 0
         self._known = plan.problem.x_star is not None
         score = "rel_error" if self._known else "grad_norm2"
         own = list(RUNNER_METRICS.values()) + list((plan.algorithm.metrics or {}).values())
@@ -501,20 +501,19 @@ class _Recorder:
 
     def _growth(self, r: int, score: np.ndarray) -> None:
         """Flag the seeds whose score is at least ``divergence_growth`` times its smallest value
-        over the ``divergence_window`` rounds before ``r`` and above its initial value (the
-        divergence ceiling's ``base``); then keep ``score`` in the window."""
-        plan = self.plan
-        recent = self._window_rounds >= max(r - plan.divergence_window, 0)
-        if recent.any() and plan.divergence_growth != math.inf:
-            with np.errstate(invalid="ignore"):
-                low = self._window[recent].min(axis=0)
-                grew = (score > self.base) & (score >= plan.divergence_growth * low)
-            new = grew & ~self.diverging & ~self.diverged
-            self.diverging[new] = True
-            self.diverging_at[new] = r
-        k = (r // plan.record_every) % len(self._window_rounds)
-        self._window[k] = score
-        self._window_rounds[k] = r
+        over the ``divergence_window`` rounds before ``r`` (the last ceil(window /
+        record_every) recorded rounds) and above its initial value (the divergence ceiling's
+        ``base``); then keep ``score`` in the window. A few array operations per round: the
+        run's loop is already inside ``np.errstate(all="ignore")``."""
+        growth = self.plan.divergence_growth
+        if growth != math.inf:
+            grew = score >= growth * self._window.min(axis=0)
+            if grew.any():
+                new = grew & (score > self.base) & ~self.diverging & ~self.diverged
+                self.diverging[new] = True
+                self.diverging_at[new] = r
+            self._window[self._slot] = score
+            self._slot = (self._slot + 1) % self._window.shape[0]
         self._last = score
 
     def finish(self) -> None:
