@@ -120,7 +120,8 @@ def check(args: argparse.Namespace) -> int:
     if report.problem or report.metadata:
         what = report.problem or "damaged metadata or coordinates: " + ", ".join(report.metadata)
         print(f"store: {out['store']}: {what}; the tasks were not verified", file=stream)
-        print("running the sweep again on it repairs damaged metadata", file=stream)
+        print("running the sweep again on it (same spec) repairs damaged metadata that still "
+              "names its spec", file=stream)  # fmt: skip
         return 1
     counts = report.counts()
     print(
