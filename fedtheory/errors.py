@@ -21,3 +21,12 @@ class UnknownOptionError(FedTheoryError, TypeError):
     """A keyword argument that the function or algorithm does not read (a typo would otherwise
     run a different experiment); the message lists the valid names. Also a ``TypeError``, as
     Python raises for an unexpected keyword argument."""
+
+
+class StoreError(FedTheoryError):
+    """A sweep store that cannot be used as it is: damaged data or metadata (a resume repairs
+    what it can), another store format, or a store made from another spec."""
+
+
+class StoreInUseError(StoreError):
+    """Another driver is running a sweep into the same store (one driver per store)."""

@@ -6,8 +6,11 @@
   :func:`check_tolerance`: numbers and vectors.
 - :func:`check_seed`: a seed is None, an integer >= 0, a ``numpy.random.Generator`` or a
   ``SeedSequence``.
-- :func:`check_memory`: refuse an allocation whose estimate exceeds the memory this machine has
-  (:func:`available_memory`), saying the estimate.
+- :func:`check_memory`: refuse an allocation whose estimate exceeds the memory limit
+  (:func:`memory_limit`: ``--max-memory`` / :func:`max_memory` where set, else the memory this
+  machine has, :func:`available_memory`), saying the estimate and how to proceed.
+- :func:`announce`: work estimated to take long says on stderr what it is doing, with its
+  estimate, before it starts.
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -106,8 +114,10 @@ def check_tolerance(name: str, value: Any) -> float:
     return check_positive(f"the tolerance {name}", value, allow_zero=True)
 
 
-def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
-    """An integer count (rounds, local steps, clients) with an optional lower bound."""
+def check_int(
+    name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """An integer count (rounds, local steps, clients) with optional bounds."""
     if isinstance(value, bool | np.bool_ | str | bytes) or value is None:
         raise AssumptionError(f"{name} must be an integer, got {value!r}")
     try:
@@ -119,6 +129,8 @@ def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
     v = int(value)
     if minimum is not None and v < minimum:
         raise AssumptionError(f"{name} must be >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise AssumptionError(f"{name} must be <= {maximum}, got {v}")
     return v
 
 
@@ -242,18 +254,110 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def check_memory(what: str, nbytes: float) -> None:
-    """Refuse ``what`` when its estimated ``nbytes`` exceed :func:`available_memory`.
+#: The limit set by :func:`max_memory` in this context: (bytes, how it was set), or None.
+_MEMORY_LIMIT: ContextVar[tuple[int, str] | None] = ContextVar(
+    "fedtheory_memory_limit", default=None
+)
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def parse_bytes(text: Any, name: str = "the memory limit") -> int:
+    """A size in bytes: a number (``1.5e9``) or a number and a binary unit (``4G``, ``512MiB``,
+    ``2 GB``: K, M, G, T, P are powers of 1024, with an optional ``i`` and ``B``).
+
+    Raises
+    ------
+    AssumptionError
+        Not a size, or not > 0.
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([kKmMgGtTpP]?)(?:i?[bB]?)\s*", str(text))
+        try:
+            value = float(m.group(1)) * _UNITS[m.group(2).lower()] if m else math.nan
+        except ValueError:
+            value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise AssumptionError(
+            f"{name} must be a size such as 4G, 512M or 1.5e9 (bytes), got {text!r}"
+        )
+    return int(value)
+
+
+@contextmanager
+def max_memory(limit: Any, *, source: str = "max_memory") -> Iterator[None]:
+    """Within the block, :func:`check_memory` refuses beyond ``limit`` (bytes or a size such as
+    ``"4G"``, see :func:`parse_bytes`) instead of the memory available; None changes nothing.
+
+    ``fedtheory COMMAND --max-memory 4G`` runs the command in this block (``source`` names the
+    flag in messages).
+
+    >>> with max_memory("1G"):                      # doctest: +SKIP
+    ...     simulate(problem, "focus", rounds=10**6)  # refused: the estimate exceeds 1 GiB
+    """
+    if limit is None:
+        yield
+        return
+    token = _MEMORY_LIMIT.set((parse_bytes(limit, source), source))
+    try:
+        yield
+    finally:
+        _MEMORY_LIMIT.reset(token)
+
+
+def memory_limit() -> tuple[int, str]:
+    """The limit :func:`check_memory` applies, and what it is: ``(bytes, "allowed by
+    --max-memory")`` inside :func:`max_memory`, else ``(available_memory(), "of memory available
+    on this machine")``."""
+    set_ = _MEMORY_LIMIT.get()
+    if set_ is not None:
+        return set_[0], f"allowed by {set_[1]}"
+    return available_memory(), "of memory available on this machine"
+
+
+def check_memory(what: str, nbytes: float, *, hint: str | None = None) -> None:
+    """Refuse ``what`` when its estimated ``nbytes`` exceed :func:`memory_limit`.
+
+    ``hint`` says how to proceed (make it smaller); the message always adds how the limit is set.
 
     Raises
     ------
     AssumptionError
         ``"a dense 100000 x 100000 matrix needs about 74.5 GiB, more than the 21.3 GiB of memory
-        available"``.
+        available on this machine: <hint>; --max-memory SIZE (FEDTHEORY_MEMORY_LIMIT in the
+        environment) sets the limit"``.
     """
-    avail = available_memory()
-    if nbytes > avail:
+    limit, where = memory_limit()
+    if nbytes > limit:
         raise AssumptionError(
-            f"{what} needs about {format_bytes(nbytes)}, more than the {format_bytes(avail)} "
-            "of memory available on this machine"
+            f"{what} needs about {format_bytes(nbytes)}, more than the {format_bytes(limit)} "
+            f"{where}: {hint + '; ' if hint else ''}--max-memory SIZE (FEDTHEORY_MEMORY_LIMIT in "
+            "the environment) sets the limit"
         )
+
+
+#: Work estimated to take longer than this says what it is doing on stderr before it starts.
+LONG_WORK_SECONDS = 10.0
+
+
+def format_seconds(seconds: float) -> str:
+    """``95`` -> ``"about 2 min"``: a rough duration for an estimate."""
+    if seconds < 90:
+        return f"about {max(seconds, 1):.0f} s"
+    if seconds < 90 * 60:
+        return f"about {seconds / 60:.0f} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def announce(what: str, *, seconds: float | None = None, nbytes: float | None = None) -> None:
+    """Say on stderr what is about to run and its estimate, when it is estimated to take longer
+    than :data:`LONG_WORK_SECONDS` (``fedtheory: the participation report of 3000000 clients:
+    about 915.5 MiB of memory, about 15 s``). Silent otherwise, and when
+    the environment sets ``FEDTHEORY_NO_PROGRESS``."""
+    if seconds is None or seconds < LONG_WORK_SECONDS or os.environ.get("FEDTHEORY_NO_PROGRESS"):
+        return
+    parts = [] if nbytes is None else [f"about {format_bytes(nbytes)} of memory"]
+    parts.append(format_seconds(seconds))
+    print(f"fedtheory: {what}: {', '.join(parts)}", file=sys.stderr, flush=True)

@@ -221,23 +221,33 @@ class SeedRng:
         return low + (high - low) * self.random(size)
 
 
+#: The largest seed id: ids are int64 in results and sweep stores.
+MAX_SEED_ID = 2**63 - 1
+
+
 def seed_sequences(seed: int, n_seeds: int, seed_ids: Sequence[int] | None = None) -> list:
     """Per-seed :class:`numpy.random.SeedSequence` children of ``seed``.
 
     Seed s of a run is ``SeedSequence(seed).spawn(...)[s]``, so a single-seed run of seed s
-    (``seed_ids=[s]``) reproduces the batched run's seed s bit for bit.
+    (``seed_ids=[s]``) reproduces the batched run's seed s bit for bit. That child is built
+    directly, ``SeedSequence(seed, spawn_key=(s,))`` (what ``spawn`` makes), so a large id costs
+    nothing; ids are int64 (at most 2**63 - 1), as results and sweep stores hold them.
     """
     seed = check_seed(seed)
     ids = (
         list(range(n_seeds))
         if seed_ids is None
-        else [check_int(f"seed_ids[{k}]", i, minimum=0) for k, i in enumerate(seed_ids)]
+        else [
+            check_int(f"seed_ids[{k}]", i, minimum=0, maximum=MAX_SEED_ID)
+            for k, i in enumerate(seed_ids)
+        ]
     )
     if not ids:
         raise AssumptionError("seed_ids is empty: a run needs at least one seed")
-    top = max(ids) + 1
-    children = np.random.SeedSequence(seed).spawn(top)
-    return [children[i] for i in ids]
+    root = np.random.SeedSequence(seed)
+    return [
+        np.random.SeedSequence(root.entropy, spawn_key=(i,), pool_size=root.pool_size) for i in ids
+    ]
 
 
 class Participants(NamedTuple):

@@ -16,6 +16,7 @@ import sys
 from fedtheory._version import __version__
 from fedtheory.cli.common import check_outputs
 from fedtheory.errors import FedTheoryError
+from fedtheory.validation import max_memory
 
 # Modules of fedtheory.cli that define subcommands, in the order --help lists them.
 SUBCOMMANDS: tuple[str, ...] = (
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 0
         check_outputs(args)
-        return int(args.func(args) or 0)
+        with max_memory(getattr(args, "max_memory", None), source="--max-memory"):
+            return int(args.func(args) or 0)
     except FedTheoryError as exc:
         return fail(str(exc))
     except BrokenPipeError:  # the reader went away (``fedtheory ... | head``): stop quietly

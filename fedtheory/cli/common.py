@@ -6,6 +6,9 @@
   round; older spellings (``--n``, ``--N``, ``--M``) stay as aliases.
 - Algorithm names are matched case-insensitively (``FOCUS``, ``focus``, ``HA-Fed``, ``hafed``).
 - ``--help`` shows every default and an example.
+- ``--max-memory SIZE`` (where a command's memory grows with its input) sets the limit of the
+  estimates made before work (default: the memory available); beyond it the command refuses,
+  naming the estimate (:func:`fedtheory.validation.check_memory`).
 
 A subcommand module registers itself with :func:`add_parser` and reads its arguments with the
 helpers below; it leaves the checking of values to the library, whose errors name the violated
@@ -84,7 +87,13 @@ def write_json(obj: Any, args: argparse.Namespace) -> None:
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse a bad output path before any computation: ``--json``/``--html`` files and
     ``--plot``/``--plot-families`` figures (format from the suffix), wherever a subcommand has
-    them (an hour's run must not end on "cannot write ...")."""
+    them (an hour's run must not end on "cannot write ..."); two outputs to stdout (``--json -
+    --html -``) would run together, and are refused too."""
+    to_stdout = [f"--{n}" for n in ("json", "html") if getattr(args, n, None) == "-"]
+    if len(to_stdout) > 1:
+        raise FedTheoryError(
+            f"{' and '.join(to_stdout)} would both write to stdout: give one of them a file"
+        )
     for name in ("json", "html"):
         path = getattr(args, name, None)
         if isinstance(path, str) and path != "-":
@@ -93,6 +102,19 @@ def check_outputs(args: argparse.Namespace) -> None:
         path = getattr(args, name, None)
         if isinstance(path, str):
             check_figure_path(path)
+
+
+def add_max_memory(p: argparse.ArgumentParser) -> None:
+    """``--max-memory SIZE``: the limit of the memory estimates made before work (``4G``,
+    ``512M``, bytes); the command line runs the command inside
+    :func:`fedtheory.validation.max_memory`."""
+    p.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        default=None,
+        help="refuse work whose memory estimate exceeds SIZE (4G, 512M, bytes; default: the "
+        "memory available)",
+    )
 
 
 def add_clients(

@@ -5,6 +5,12 @@ Prints pi_i = P(i in S) and, for each aggregation rule, q_i = E[w_i | the round 
 program or enumeration, or Monte Carlo with a standard error. ``--json [OUT]`` gives the object
 other tools read (keys ``inclusion``, ``q_mean``, ``method`` = ``exact`` | ``monte-carlo``,
 ``stderr``); ``--plot`` draws the participation raster and q.
+
+A flag the chosen model does not read (``--replace`` without weighted, ``--a`` without markov,
+``--rounds``/``--seed`` without ``--plot``, ...) is refused, as :func:`make_participation`
+refuses keywords. The report's memory and time grow with N: both are estimated before any work
+(:data:`REPORT_BYTES_PER_CLIENT`, :data:`REPORT_SECONDS_PER_CLIENT`); beyond the memory limit
+(``--max-memory``, default the memory available) it is refused, and a long report says so first.
 """
 
 from __future__ import annotations
@@ -17,16 +23,40 @@ from fedtheory.cli.common import (
     add_clients,
     add_clients_per_round,
     add_json,
+    add_max_memory,
     add_parser,
     json_to_stdout,
     write_json,
 )
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, UnknownOptionError
 from fedtheory.io import pyplot, save_figure
 from fedtheory.participation import RULES, load_vector, make_participation
+from fedtheory.participation.factory import ACCEPTS
 from fedtheory.participation.plot import plot_participation
+from fedtheory.validation import announce, check_memory
 
 MODELS = ("full", "uniform", "weighted", "bernoulli", "markov", "cyclic", "cluster", "trace")
+
+#: The flags that set a keyword of :func:`make_participation`: flag -> (argument, keyword). A
+#: flag whose keyword the model does not read (:data:`~fedtheory.participation.factory.ACCEPTS`)
+#: is refused.
+MODEL_FLAGS = {
+    "--clients-per-round": ("clients_per_round", "m"),
+    "--probabilities": ("probabilities", "p"),
+    "--replace": ("replace", "replace"),
+    "--empty-policy": ("empty_policy", "empty"),
+    "--a": ("a", "a"),
+    "--b": ("b", "b"),
+    "--start": ("start", "start"),
+    "--clusters": ("clusters", "n_clusters"),
+    "--trace": ("trace", "path"),
+}
+
+#: Peak bytes per client of the report and its table or JSON (pi, q and standard errors for
+#: three rules, their JSON lists or table lines): measured 300 with --json at N = 10^6.
+REPORT_BYTES_PER_CLIENT = 320
+#: Seconds per client of the report and its output: measured 5e-6 at N = 10^6 (uniform).
+REPORT_SECONDS_PER_CLIENT = 5e-6
 
 
 def register(subparsers) -> None:
@@ -58,7 +88,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--empty-policy",
         choices=("redraw", "skip"),
-        default="redraw",
+        default=None,
         help="bernoulli: what an empty round does (default: redraw until non-empty)",
     )
     p.add_argument(
@@ -69,15 +99,16 @@ def register(subparsers) -> None:
     p.add_argument(
         "--start",
         choices=("stationary", "on", "off"),
-        default="stationary",
+        default=None,
         help="markov: law of round 0 (default: stationary)",
     )
     p.add_argument("--clusters", type=int, metavar="C", help="cluster: C equal clusters")
     p.add_argument("--trace", metavar="FILE", help="trace: R x N boolean mask (.npy/.csv/.txt)")
     add_json(p, "the report")
     p.add_argument("--plot", metavar="PNG", help="draw the participation raster and q")
-    p.add_argument("--rounds", type=int, default=60, help="rounds drawn for --plot")
-    p.add_argument("--seed", type=int, default=0, help="seed of the --plot draw")
+    p.add_argument("--rounds", type=int, default=None, help="rounds drawn for --plot (default: 60)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the --plot draw (default: 0)")
+    add_max_memory(p)
     p.set_defaults(func=main)
 
 
@@ -91,13 +122,35 @@ def _rate(value: str | None, name: str):
         return load_vector(value, name)
 
 
-def build_model(args):
+def check_flags(args) -> None:
+    """Refuse a flag the model does not read, naming it and what the model reads."""
+    reads = ACCEPTS[args.model]
+    stray = [
+        flag
+        for flag, (dest, key) in MODEL_FLAGS.items()
+        if getattr(args, dest) not in (None, False) and key not in reads
+    ]
+    if stray:
+        own = [f for f, (_, key) in MODEL_FLAGS.items() if key in reads]
+        raise UnknownOptionError(
+            f"{args.model} participation does not read {', '.join(stray)} (it reads -N"
+            f"{', ' + ', '.join(own) if own else ''})"
+        )
+    plot_only = [f for f in ("--rounds", "--seed") if getattr(args, f[2:]) is not None]
+    if plot_only and not args.plot:
+        raise UnknownOptionError(
+            f"{' and '.join(plot_only)} set{'s' if len(plot_only) == 1 else ''} the draw of "
+            "--plot: give --plot PNG, or leave them out"
+        )
 
+
+def build_model(args):
+    check_flags(args)
     kw = {}
     name = args.model
     n = args.clients
     if name == "bernoulli":
-        kw["empty"] = args.empty_policy
+        kw["empty"] = args.empty_policy or "redraw"
     elif name == "weighted":
         kw["replace"] = args.replace
     elif name == "markov":
@@ -108,7 +161,7 @@ def build_model(args):
                 raise AssumptionError("markov with scalar --a/--b needs --clients N")
             kw["a"] = np.broadcast_to(a, (size,)) if a is not None else None
             kw["b"] = np.broadcast_to(b, (size,)) if b is not None else None
-        kw["start"] = args.start
+        kw["start"] = args.start or "stationary"
     elif name == "cluster" and args.clusters is not None:
         kw["n_clusters"] = args.clusters
     elif name == "trace":
@@ -162,12 +215,24 @@ def _table(rep: dict) -> str:
     return "\n".join(lines)
 
 
-def main(args) -> int:
+def estimate(n: int, *, say: bool = True) -> None:
+    """Refuse a report of ``n`` clients beyond the memory limit; say so when it is long."""
+    what = f"the participation report of {n} clients"
+    nbytes = REPORT_BYTES_PER_CLIENT * float(n)
+    check_memory(what, nbytes, hint="ask for fewer clients -N")
+    if say:
+        announce(what, seconds=REPORT_SECONDS_PER_CLIENT * n, nbytes=nbytes)
 
+
+def main(args) -> int:
+    if args.clients is not None and args.clients >= 1:  # before the model holds per-client data
+        estimate(args.clients, say=False)
     model = build_model(args)
+    estimate(model.n_clients)
     rep = report(model)
     if args.plot:
-        fig, _ = plot_participation(model, rounds=args.rounds, seed=args.seed)
+        rounds = 60 if args.rounds is None else args.rounds
+        fig, _ = plot_participation(model, rounds=rounds, seed=args.seed or 0)
         path = save_figure(fig, args.plot, dpi=120)
         pyplot().close(fig)
         rep["plot"] = str(path)

@@ -11,12 +11,16 @@ f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2). The JSON object has ``mean_rate``,
 ``mean_square_rate``, ``state_dim``, ``method`` and, where they exist, ``fixed_point`` (its x
 part), ``stationary_mean`` and ``stationary_mse`` (lim E||x_r - x*||^2), plus the problem's
 constants and how every number was obtained. An algorithm whose round is not affine is refused
-in one line naming why (exit status 2).
+in one line naming why (exit status 2). A rate >= 1 means the iterates diverge (in mean, or in
+mean square): a warning on stderr and ``"diverging": true``; ``--fail-on-divergence`` then exits
+with status 3. A flag the model or algorithm does not read (``--empty`` without bernoulli,
+``--noise`` for an algorithm with exact gradients) is refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import numpy as np
@@ -82,8 +86,8 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--aggregation", default="mean", choices=("mean", "weighted", "unbiased"),
                    help="aggregation weights of FedAvg-type servers")  # fmt: skip
-    p.add_argument("--empty", default="redraw", choices=("redraw", "skip"),
-                   help="bernoulli: empty-round policy")  # fmt: skip
+    p.add_argument("--empty", default=None, choices=("redraw", "skip"),
+                   help="bernoulli: empty-round policy (default: redraw)")  # fmt: skip
     p.add_argument("--local-steps", "-K", type=int, metavar="K", help="local steps per round")
     p.add_argument("--lr", type=float, metavar="ETA", help="step size (FOCUS: its single eta)")
     p.add_argument("--global-lr", type=float, default=1.0, metavar="ETA", help="server step")
@@ -95,6 +99,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tol", type=float, default=1e-10, help="eigensolver (ARPACK) tolerance")
     p.add_argument("--largest-stable-lr", action="store_true",
                    help="also bisect the largest step with mean-square rate < 1")  # fmt: skip
+    p.add_argument("--fail-on-divergence", action="store_true",
+                   help="exit with status 3 when a rate is >= 1 (default: warn, exit 0)")  # fmt: skip
     add_json(p, "the rates, fixed point, floor and the problem's constants")
     p.set_defaults(func=run)
 
@@ -106,6 +112,11 @@ def _participation(args: argparse.Namespace, problem: Any) -> Any:
             f"--clients-per-round M = {args.clients_per_round} must lie in [1, N = {n}]"
         )
     p = load_vector(args.probabilities) if args.probabilities else None
+    if args.empty is not None and args.participation != "bernoulli":
+        raise FedTheoryError(
+            f"--empty is the empty-round policy of bernoulli participation; "
+            f"--participation {args.participation} does not read it"
+        )
     if args.participation in ("uniform", "weighted", "markov") and args.clients_per_round is None:
         raise FedTheoryError(f"--participation {args.participation} needs --clients-per-round M")
     if args.participation == "weighted" and p is None:
@@ -117,7 +128,8 @@ def _participation(args: argparse.Namespace, problem: Any) -> Any:
             raise FedTheoryError(
                 "--participation bernoulli needs --probabilities or --clients-per-round"
             )
-        return make_participation("bernoulli", n, args.clients_per_round, p, empty=args.empty)
+        empty = args.empty or "redraw"
+        return make_participation("bernoulli", n, args.clients_per_round, p, empty=empty)
     return make_participation(args.participation, n, args.clients_per_round, p)
 
 
@@ -168,14 +180,23 @@ def run(args: argparse.Namespace) -> int:
     if args.algorithm == "fedprox" or args.prox_mu:
         kw["prox_mu"] = args.prox_mu
     res = exact_rates(problem, args.algorithm, model, lr=args.lr, **kw)
+    if args.noise and not res.noise:  # the round never drew the gradient noise
+        raise FedTheoryError(
+            f"{res.algorithm} uses exact gradients: --noise (the gradient-noise sigma) does not "
+            "act on it; leave --noise out, or choose an algorithm with stochastic gradients "
+            "(sg-focus; fedavg-type algorithms)"
+        )
     extra: dict[str, Any] = {}
     if args.largest_stable_lr:
         kw.pop("tol")
         extra["largest_stable_lr"] = largest_stable_lr(
             problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8, **kw
         ).as_dict()
+    rates = {"mean": res.mean_rate, "mean-square": res.mean_square_rate}
+    above = {k: v for k, v in rates.items() if v is not None and v >= 1}  # NaN: not computed
     out = {
         **res.as_dict(),
+        "diverging": bool(above),
         "problem": args.problem_file or args.problem,
         "n_clients": problem.n_clients,
         "dim": problem.dim,
@@ -185,4 +206,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json is None:
         print(_summary(res, extra))
     write_json(out, args)
+    if above:
+        said = ", ".join(f"{k} rate {v:.6g} >= 1" for k, v in above.items())
+        print(f"fedtheory: warning: diverging: {said} (the error grows geometrically)",
+              file=sys.stderr)  # fmt: skip
+        if args.fail_on_divergence:
+            return 3
     return 0

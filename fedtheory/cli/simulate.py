@@ -29,6 +29,7 @@ from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.cli.common import (
     add_clients_per_round,
     add_json,
+    add_max_memory,
     add_parser,
     algorithm_name,
     human_stream,
@@ -116,7 +117,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--backend", choices=("numpy", "cupy"), default=None, help="array backend")
     p.add_argument("--float32", action="store_true", help="single precision instead of float64")
     p.add_argument("--fail-on-divergence", action="store_true",
-                   help="exit with status 3 when a seed diverged (default: report it, exit 0)")  # fmt: skip
+                   help="exit with status 3 when a seed diverged or is diverging (its error grew "
+                   "10x within 50 rounds to above its start; default: report it, exit 0)")  # fmt: skip
+    add_max_memory(p)
     add_json(p, "the error curves and final models")
     p.add_argument("--out", metavar="OUT.npz", help="also write the arrays as a NumPy .npz")
     p.add_argument("--list", action="store_true", help="list algorithms, problems, participation")
@@ -196,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     res = simulate(
         problem, args.algorithm, model, rounds=args.rounds, seeds=args.seeds, seed=args.seed,
         aggregation=args.aggregation, backend=args.backend, dtype=dtype, lr=args.lr,
-        local_steps=args.local_steps, workers=args.workers, **settings,
+        local_steps=args.local_steps, workers=args.workers, progress=True, **settings,
         **_options(args.algorithm, args.option),
     )  # fmt: skip
     out = {
@@ -217,6 +220,8 @@ def run(args: argparse.Namespace) -> int:
         "x_star": None if res.x_star is None else res.x_star.tolist(),
         "diverged": res.diverged,
         "diverged_at": res.diverged_at,
+        "diverging": res.diverging,
+        "diverging_at": res.diverging_at,
         "final_error": res.rel_error[:, -1],
         "x_final": res.x_final,
         "wall_time_s": res.wall_time,
@@ -232,9 +237,8 @@ def run(args: argparse.Namespace) -> int:
         print(summary(res, out, paths), file=human_stream(args))
     diverged = res.divergence_summary()
     if diverged:
-        print(
-            f"fedtheory: warning: {diverged}; their curves are null from there on", file=sys.stderr
-        )
+        tail = "; a diverged seed's curve is null from there on" if res.diverged.any() else ""
+        print(f"fedtheory: warning: {diverged}{tail}", file=sys.stderr)
         if args.fail_on_divergence:
             return 3
     return 0
@@ -285,6 +289,10 @@ def summary(res: Any, out: dict, paths: list[str]) -> str:
             )
         except AssumptionError as exc:
             lines.append(f"fitted linear rate: none ({exc})")
-    lines.append(f"diverged: {int(res.diverged.sum())} of {n} seeds")
+    growing = int((res.diverging & ~res.diverged).sum())
+    lines.append(
+        f"diverged: {int(res.diverged.sum())} of {n} seeds"
+        + (f"; diverging (error grew 10x, still above its start): {growing}" if growing else "")
+    )
     lines += [f"wrote {p}" for p in paths]
     return "\n".join(lines)

@@ -9,6 +9,10 @@ Examples::
     fedtheory spectral torus -N 64 --setting N=64,M=8 --plot torus.png
     fedtheory spectral --setting N=100,M=10,C=5,m=2,K=24
     fedtheory spectral --plot-families rho_vs_n.png
+
+A flag the chosen graph does not read is refused (``--p`` on a ring, ``--weights`` with
+``--matrix``, graph flags without a graph). Large graphs are estimated before any work (memory
+beyond ``--max-memory``, default the memory available, is refused) and long work says so.
 """
 
 from __future__ import annotations
@@ -22,8 +26,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from fedtheory.cli.common import add_clients, add_json, add_parser, json_to_stdout, write_json
-from fedtheory.errors import FedTheoryError
+from fedtheory.cli.common import (
+    add_clients,
+    add_json,
+    add_max_memory,
+    add_parser,
+    json_to_stdout,
+    write_json,
+)
+from fedtheory.errors import FedTheoryError, UnknownOptionError
 from fedtheory.graphs import closedforms as CF
 from fedtheory.graphs import conditions as Cn
 from fedtheory.graphs import families as F
@@ -147,7 +158,57 @@ def register(subparsers: Any) -> None:
         metavar="OUT.png",
         help="plot rho and 1 - rho against n for the topology families",
     )
+    add_max_memory(out)
     p.set_defaults(func=run)
+
+
+#: The flags of a topology family's parameters: flag -> parameter of its adjacency constructor
+#: (:func:`~fedtheory.graphs.families.family_parameters` says which a family reads).
+FAMILY_FLAGS = {"--p": "p", "--radius": "radius", "--rows": "rows", "--cols": "cols"}
+#: Flags that shape a graph: refused where there is no graph (the report and settings tables).
+GRAPH_FLAGS = {"--clients": "clients", "--weights": "weights", "--lazy": "lazy",
+               "--alpha": "alpha", "--clusters": "clusters", "--gamma": "gamma"}  # fmt: skip
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Refuse a flag the chosen graph does not read (one line naming it)."""
+    given = lambda dest: getattr(args, dest) not in (None, False)  # noqa: E731
+    family_flags = [f for f, dest in FAMILY_FLAGS.items() if given(dest)]
+    if not (args.topology or args.matrix or args.edges):
+        stray = [f for f, d in GRAPH_FLAGS.items() if given(d)] + family_flags
+        if stray:
+            raise UnknownOptionError(
+                f"{', '.join(stray)} shape{'s' if len(stray) == 1 else ''} a graph: give a "
+                "TOPOLOGY, --matrix or --edges "
+                "(without one, spectral prints the papers' values and settings)"
+            )
+        return
+    if args.matrix:
+        stray = [f for f in ("--weights", "--lazy", "--alpha") if given(f[2:])] + family_flags
+        if stray:
+            raise UnknownOptionError(
+                f"--matrix is used as it is: {', '.join(stray)} would not change it"
+            )
+        return
+    if args.edges or args.topology.strip().lower() in F.TIME_VARYING:
+        reads: tuple[str, ...] = ()
+        what = "an --edges graph" if args.edges else f"the {args.topology} graph"
+    else:
+        reads = F.family_parameters(args.topology)
+        what = f"the {F.family(args.topology).name} topology"
+    stray = [f for f in family_flags if FAMILY_FLAGS[f] not in reads]
+    if stray:
+        own = [f for f, key in FAMILY_FLAGS.items() if key in reads]
+        raise UnknownOptionError(
+            f"{what} does not read {', '.join(stray)}"
+            + (f" (it reads {', '.join(own)})" if own else "")
+        )
+    rule = args.weights or (None if args.edges else F.family(args.topology).default_weights)
+    if args.alpha is not None and rule != "laplacian":
+        raise UnknownOptionError(
+            f"--alpha is the step of --weights laplacian (I - alpha L); the weights here are "
+            f"{rule or 'metropolis'}"
+        )
 
 
 # ------------------------------------------------------------------------------------------
@@ -351,6 +412,7 @@ def _plot_families(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_flags(args)
     if not (args.topology or args.matrix or args.edges):
         if args.plot:
             raise FedTheoryError("--plot needs a TOPOLOGY, --matrix or --edges")

@@ -62,6 +62,8 @@ def register(subparsers) -> None:
 
 def main(args) -> int:
     check_int("--seed", args.seed, minimum=0)
+    if args.only is not None and not args.only.strip():  # select("") means every claim
+        raise FedTheoryError("--only '' names no claim: give ids such as C1,F2 (see --list)")
     claims = select(args.only)
     if args.list:
         for c in claims:

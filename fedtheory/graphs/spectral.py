@@ -44,7 +44,7 @@ from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.graphs.closedforms import closed_form
 from fedtheory.graphs.families import estimated_nonzeros, family, mixing_matrix
 from fedtheory.graphs.validate import DEFAULT_ATOL, check_mixing_matrix, components, is_symmetric
-from fedtheory.validation import check_int, check_memory, check_seed, check_tolerance
+from fedtheory.validation import announce, check_int, check_memory, check_seed, check_tolerance
 
 DENSE_MAX = 500
 """Largest n for which ``method="auto"`` uses the dense path."""
@@ -53,10 +53,31 @@ DENSE_BYTES = 64
 """Bytes per entry of W the dense path may hold at once (copies of W, W - J, W^T W,
 eigenvectors and LAPACK workspace: about eight n x n float64 arrays)."""
 
+#: Peak bytes per non-zero of W on the sparse path (W, I - W and I + W, the AMG hierarchy,
+#: LOBPCG's blocks): measured about 290 on Erdos-Renyi graphs of 3e4 and 1e5 nodes.
+SPARSE_BYTES = 400
+#: Seconds per non-zero of W on the sparse path: measured 2e-5 to 2.5e-5 on the same graphs
+#: (two cores shared); an order of magnitude, for saying that long work has started.
+SPARSE_SECONDS = 2e-5
+#: Seconds per non-zero to build a random mixing matrix (1.5 s for 2.4e6 on the same cores).
+BUILD_SECONDS = 7e-7
+
+
 CLOSED_FORM_NONZEROS = 10**7
 """:func:`topology_gap` with ``method="auto"`` answers from the closed form (where one exists)
 once the mixing matrix would have more non-zeros than this, e.g. complete graphs above 3162
 nodes, rings above 3.3 million."""
+
+
+def check_sparse_size(what: str, nnz: float, *, say: bool = True) -> None:
+    """Refuse the sparse path on ``nnz`` non-zeros beyond the memory limit
+    (:data:`SPARSE_BYTES` each), and (``say``) say that it starts when it is long."""
+    need = SPARSE_BYTES * float(nnz)
+    what = f"{what} ({nnz:.3g} non-zeros)"
+    check_memory(what, need, hint="use a graph with fewer nodes or edges")
+    if say:
+        announce(what, seconds=SPARSE_SECONDS * nnz, nbytes=need)
+
 
 NO_THEOREM = (
     "W is disconnected ({k} components): null(I - W) != span(1) and rho = 1, so no gossip "
@@ -412,6 +433,9 @@ def spectral_gap(
         method = "dense" if n <= dense_max else "sparse"
     if method == "dense":
         check_memory(f"the dense spectral gap of a {n} x {n} matrix", DENSE_BYTES * n * n)
+    else:
+        nnz = W.nnz if sp.issparse(W) else np.count_nonzero(W)
+        check_sparse_size(f"the sparse spectral gap of a graph on {n} nodes", nnz)
     sym = is_symmetric(W, atol)
     k, _ = components(W)
     if k > 1:
@@ -557,7 +581,8 @@ def topology_gap(
             f"no closed form for the {fam.name} topology on {n} nodes with these weights "
             f"(closed forms: {', '.join(CLOSED_FORM_FAMILIES)} with their default weights)"
         )
-    big = estimated_nonzeros(fam.name, n, **params) > CLOSED_FORM_NONZEROS
+    nnz = estimated_nonzeros(fam.name, n, **params)
+    big = nnz > CLOSED_FORM_NONZEROS
     if cf is not None and (method == "closed-form" or big):
         check_tolerance("atol", atol)
         rho_cf, gap = cf
@@ -575,6 +600,10 @@ def topology_gap(
             method=f"closed form of the {fam.name} with its default weights "
             "(graphs.closedforms, derived with sympy); no matrix built",
         )
+    if method == "sparse" or (method != "dense" and n > DENSE_MAX):  # refused before building
+        where = f"the {fam.name} graph on {n} nodes"
+        check_sparse_size(f"the sparse spectral gap of {where}", nnz, say=False)
+        announce(f"building the {fam.name} mixing matrix on {n} nodes", seconds=BUILD_SECONDS * nnz)
     W = mixing_matrix(
         fam.name, n, weights=weights, lazy_weights=lazy_weights, alpha=alpha, seed=seed,
         format="dense" if method == "dense" else "auto", **params,

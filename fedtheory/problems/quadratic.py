@@ -81,6 +81,11 @@ class QuadraticProblem:
         h = check_finite("h", h)
         if H.ndim != 3 or H.shape[1] != H.shape[2]:
             raise AssumptionError(f"H must have shape (N, d, d), got {H.shape}")
+        if H.shape[0] < 1 or H.shape[1] < 1:
+            raise AssumptionError(
+                f"a problem needs at least one client and dimension d >= 1, got N = "
+                f"{H.shape[0]} clients of dimension d = {H.shape[1]}"
+            )
         if h.shape != H.shape[:2]:
             raise AssumptionError(f"h must have shape (N, d) = {H.shape[:2]}, got {h.shape}")
         asym = np.abs(H - np.swapaxes(H, 1, 2)).max(initial=0.0)
@@ -278,6 +283,11 @@ class LeastSquaresProblem(QuadraticProblem):
         b = check_finite("b", b)
         if A.ndim != 3:
             raise AssumptionError(f"A must have shape (clients, rows, dim), got {A.shape}")
+        if A.shape[0] < 1 or A.shape[2] < 1:
+            raise AssumptionError(
+                f"A has shape {A.shape}: a problem needs at least one client and dimension "
+                "d >= 1 (A is (clients, rows, dim))"
+            )
         if b.ndim == 3 and b.shape[-1] == 1:
             b = b[..., 0]
         if b.shape != A.shape[:2]:
@@ -350,12 +360,16 @@ class ProblemFile(LeastSquaresProblem):
         if np.ndim(lam) != 0:
             raise AssumptionError(f"lam in {self.path} must be a scalar, got shape {np.shape(lam)}")
         lam = as_real_array(f"lam in {self.path}", lam)
-        super().__init__(
-            as_real_array(f"A in {self.path}", data["A"]),
-            as_real_array(f"b in {self.path}", data["b"]),
-            float(lam),
-            **kw,
-        )
+        try:
+            super().__init__(
+                as_real_array(f"A in {self.path}", data["A"]),
+                as_real_array(f"b in {self.path}", data["b"]),
+                float(lam),
+                **kw,
+            )
+        except AssumptionError as exc:  # name the file: "A has shape ..." alone is not enough
+            msg = str(exc)
+            raise AssumptionError(msg if self.path in msg else f"{self.path}: {msg}") from None
         if self.x_star is None:
             N, n, d = self.A.shape
             rank = int(np.linalg.matrix_rank(self.H_mean))

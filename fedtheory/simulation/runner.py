@@ -20,7 +20,12 @@ Recorded by default: the runner's ``rel_error`` (||x_r - x*|| / ||x*||), ``subop
 
 A seed whose iterate becomes non-finite or whose error grows past ``divergence_bound`` times its
 initial value is frozen at its last finite state and flagged (``diverged``, ``diverged_at``);
-the other seeds go on. Nothing stops with an exception because one seed blew up.
+the other seeds go on. Nothing stops with an exception because one seed blew up. A seed that
+diverges slowly is told by growth instead: it is flagged ``diverging`` (and keeps running, its
+curve intact) at the first round where its error is at least ``divergence_growth`` (10) times
+its smallest value over the ``divergence_window`` (50) rounds before and above its initial
+value, unless its error is back at or below its initial value by the last round (FedAvg with a
+step size just past stability grows tenfold in 30 rounds and never nears the ceiling).
 """
 
 from __future__ import annotations
@@ -35,14 +40,21 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms.base import Algorithm, RoundDraw, SeedRng, seed_sequences
+from fedtheory.algorithms.base import MAX_SEED_ID, Algorithm, RoundDraw, SeedRng, seed_sequences
 from fedtheory.algorithms.registry import make_algorithm
 from fedtheory.backend import get_backend, get_namespace, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.io import progress as progress_bar
 from fedtheory.participation import Full, ParticipationModel, make_participation
 from fedtheory.simulation.metrics import RUNNER_METRICS, Metric, select_metrics
-from fedtheory.validation import available_cores, check_int, check_memory, check_positive
+from fedtheory.validation import (
+    as_real_array,
+    available_cores,
+    check_finite,
+    check_int,
+    check_memory,
+    check_positive,
+)
 
 Array = Any
 
@@ -55,6 +67,10 @@ BLOCK_BYTES = 768 * 1024
 #: Peak bytes per (seed, round, client) of a plan: the participation draw and its float64
 #: weights, and the sampler's random keys and partition while drawing.
 PLAN_BYTES = 25
+#: Defaults of the divergence-by-growth rule (see the module docstring).
+DIVERGENCE_GROWTH = 10.0
+DIVERGENCE_WINDOW = 50
+
 #: (S, N, d) arrays a round may hold at once (client models, gradients, control variates,
 #: optimizer moments and temporaries), an over-estimate for the memory check.
 STATE_COPIES = 12
@@ -101,6 +117,10 @@ class SimulationResult:
     metrics : dict of str to ndarray (seeds, rounds + 1)
     diverged : ndarray of bool (seeds,)
     diverged_at : ndarray of int (seeds,); -1 where the seed did not diverge
+    diverging : ndarray of bool (seeds,)
+        The seed's error grew by ``divergence_growth`` over ``divergence_window`` rounds to
+        above its initial value (it kept running; see the module docstring).
+    diverging_at : ndarray of int (seeds,); -1 where the seed was not flagged
     x_final : ndarray (seeds, d)
     x_star : ndarray (d,) or None
     x_mean : ndarray (seeds, d) or None
@@ -124,6 +144,8 @@ class SimulationResult:
     x_mean: np.ndarray | None = None
     wall_time: float = 0.0
     config: dict = field(default_factory=dict)
+    diverging: np.ndarray | None = None
+    diverging_at: np.ndarray | None = None
 
     def __getattr__(self, name: str) -> np.ndarray:
         metrics = self.__dict__.get("metrics")
@@ -139,18 +161,31 @@ class SimulationResult:
         return self.metrics[metric][:, -1]
 
     def divergence_summary(self) -> str | None:
-        """One line saying how many seeds diverged and when, or None when none did.
+        """One line saying how many seeds diverged or are diverging and when, or None.
 
         >>> result.divergence_summary()  # doctest: +SKIP
         '3 of 100 seeds diverged (first at round 12)'
+        >>> slow.divergence_summary()  # doctest: +SKIP
+        '2 of 2 seeds diverging: the error grew 10x within 50 rounds to above its initial value
+        (first at round 26)'
         """
-        n = int(np.count_nonzero(self.diverged))
-        if n == 0:
-            return None
-        first = int(np.asarray(self.diverged_at)[np.asarray(self.diverged)].min())
         seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
-        when = f"first at round {first}" if n > 1 else f"at round {first}"
-        return f"{n} of {seeds} diverged ({when})"
+        diverged = np.asarray(self.diverged, dtype=bool)
+        parts = []
+        flags = [(diverged, self.diverged_at, "diverged", "")]
+        if self.diverging is not None:  # a seed that also diverged is counted there
+            g, w = self.config.get("divergence_growth"), self.config.get("divergence_window")
+            why = f": the error grew {g:g}x within {w} rounds to above its initial value"
+            flags.append(
+                (np.asarray(self.diverging) & ~diverged, self.diverging_at, "diverging", why)
+            )
+        for flag, at, what, why in flags:
+            n = int(np.count_nonzero(flag))
+            if n:
+                first = int(np.asarray(at)[flag].min())
+                when = f"first at round {first}" if n > 1 else f"at round {first}"
+                parts.append(f"{n} of {seeds} {what}{why} ({when})")
+        return "; ".join(parts) or None
 
 
 @dataclass
@@ -181,6 +216,8 @@ class RunPlan:
     divergence_bound: float
     average_from: int | None
     record_every: int
+    divergence_growth: float = DIVERGENCE_GROWTH
+    divergence_window: int = DIVERGENCE_WINDOW
 
 
 def make_participation_model(
@@ -249,6 +286,8 @@ def plan_run(
     backend: str | None = None,
     dtype: Any = None,
     divergence_bound: float = 1e10,
+    divergence_growth: float = DIVERGENCE_GROWTH,
+    divergence_window: int = DIVERGENCE_WINDOW,
     average_from: int | None = None,
     record_every: int = 1,
     metrics: Sequence[str] | Mapping[str, Metric] | None = None,
@@ -260,6 +299,14 @@ def plan_run(
     check_int("the number of seeds", seeds, minimum=1)
     seed = check_int("the seed", seed, minimum=0)
     check_positive("the divergence bound", divergence_bound)
+    if divergence_growth != math.inf:  # inf turns the rule off
+        divergence_growth = check_positive("the divergence growth factor", divergence_growth)
+        if not divergence_growth > 1:
+            raise AssumptionError(
+                f"the divergence growth factor must be > 1 (math.inf turns the rule off), "
+                f"got {divergence_growth}"
+            )
+    divergence_window = check_int("the divergence window", divergence_window, minimum=1)
     record_every = check_int("record_every", record_every, minimum=1)
     if average_from is not None:
         average_from = check_int("average_from", average_from, minimum=0)
@@ -296,12 +343,7 @@ def plan_run(
     if draws is None:
         masks = draw_participation(model, rounds, seqs)
     else:
-        masks = np.asarray(draws)
-        if masks.shape != (S, rounds, N):
-            raise AssumptionError(
-                f"draws must have shape (seeds, rounds, clients) = {(S, rounds, N)}, "
-                f"got {masks.shape}"
-            )
+        masks = check_draws(draws, (S, rounds, N), counts=model.counts)
     weights = np.asarray(model.weights(masks, aggregation), dtype=dt)
     step_masks = None
     if algorithm.needs_step_masks:
@@ -311,8 +353,8 @@ def plan_run(
     noise_seqs = [np.random.SeedSequence(s.entropy, spawn_key=s.spawn_key + (2,)) for s in seqs]
     if x0 is None:
         x = xp.zeros((S, d), dtype=dt)
-    else:
-        x0 = np.asarray(to_numpy(x0), dtype=dt)
+    else:  # complex, NaN or inf: bad input, refused here rather than reported as divergence
+        x0 = check_finite("the initial model x0", to_numpy(x0)).astype(dt)
         if x0.shape not in ((d,), (S, d)):
             raise AssumptionError(f"x0 must have shape ({d},) or ({S}, {d}), got {x0.shape}")
         x = xp.asarray(np.broadcast_to(x0, (S, d)).copy())
@@ -335,7 +377,38 @@ def plan_run(
         divergence_bound=divergence_bound,
         average_from=average_from,
         record_every=record_every,
+        divergence_growth=divergence_growth,
+        divergence_window=divergence_window,
     )
+
+
+def check_draws(draws: Any, shape: tuple, *, counts: bool = False) -> np.ndarray:
+    """Explicit participation draws ``(S, R, N)``: booleans or 0/1 numbers (a participation
+    mask), or, for a model that samples with replacement (``counts``), integers >= 0.
+
+    A float such as 0.5 is refused naming its entry: a mask is read as ``draw > 0``, so 0.5
+    would silently count as full participation.
+
+    Raises
+    ------
+    AssumptionError
+        Another shape, a non-real dtype, or an entry that is not 0/1 (an integer >= 0).
+    """
+    arr = as_real_array("draws", draws, dtype=None)
+    if arr.shape != shape:
+        raise AssumptionError(
+            f"draws must have shape (seeds, rounds, clients) = {shape}, got {arr.shape}"
+        )
+    if arr.dtype == bool:
+        return arr
+    bad = (
+        ~np.isfinite(arr) | (arr < 0) | (arr != np.round(arr) if counts else ~np.isin(arr, (0, 1)))
+    )
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        want = "an integer count >= 0 (draws with replacement)" if counts else "0 or 1 (or bool)"
+        raise AssumptionError(f"draws{list(idx)} is {arr[idx].item()!r}: each entry must be {want}")
+    return arr if counts else arr.astype(bool)
 
 
 #: Blocks of fewer seeds than this evaluate the metrics that can wait on about this many stacked
@@ -372,6 +445,12 @@ class _Recorder:
         self.values = {k: np.full((S, R + 1), np.nan) for k in plan.available}
         self.diverged = np.zeros(S, dtype=bool)
         self.diverged_at = np.full(S, -1, dtype=np.int64)
+        self.diverging = np.zeros(S, dtype=bool)
+        self.diverging_at = np.full(S, -1, dtype=np.int64)
+        # the scores of the last recorded rounds of the divergence window, a ring of rows (inf:
+        # not yet recorded, never the smallest)
+        self._window = np.full((-(-plan.divergence_window // plan.record_every), S), np.inf)
+        self._slot = 0
         self._known = plan.problem.x_star is not None
         score = "rel_error" if self._known else "grad_norm2"
         own = list(RUNNER_METRICS.values()) + list((plan.algorithm.metrics or {}).values())
@@ -401,6 +480,7 @@ class _Recorder:
             score = np.zeros(self.diverged.shape)
         if self.base is None:
             self.base = np.maximum(score, 1.0)
+        self._growth(r, score)
         bad = ~np.isfinite(score) | (score > plan.divergence_bound * self.base)
         if not self._known:
             bad |= ~np.isfinite(to_numpy(state.x)).all(axis=-1)
@@ -418,6 +498,30 @@ class _Recorder:
             self._states.append(state)
             if len(self._rounds) == self._chunk:
                 self.flush()
+
+    def _growth(self, r: int, score: np.ndarray) -> None:
+        """Flag the seeds whose score is at least ``divergence_growth`` times its smallest value
+        over the ``divergence_window`` rounds before ``r`` (the last ceil(window /
+        record_every) recorded rounds) and above its initial value (the divergence ceiling's
+        ``base``); then keep ``score`` in the window. A few array operations per round: the
+        run's loop is already inside ``np.errstate(all="ignore")``."""
+        growth = self.plan.divergence_growth
+        if growth != math.inf:
+            grew = score >= growth * self._window.min(axis=0)
+            if grew.any():
+                new = grew & (score > self.base) & ~self.diverging & ~self.diverged
+                self.diverging[new] = True
+                self.diverging_at[new] = r
+            self._window[self._slot] = score
+            self._slot = (self._slot + 1) % self._window.shape[0]
+        self._last = score
+
+    def finish(self) -> None:
+        """After the last round: a seed flagged as diverging whose error came back to its
+        initial value or below by the end was a transient, not a divergence; unflag it."""
+        back = self.diverging & ~(self._last > self.base)
+        self.diverging[back] = False
+        self.diverging_at[back] = -1
 
     def flush(self) -> None:
         """Evaluate the waiting metrics on the kept states, stacked along the seed axis."""
@@ -492,6 +596,7 @@ def run_rounds(plan: RunPlan, *, progress: bool = False) -> tuple[Any, _Recorder
             if (r + 1) % plan.record_every == 0 or r + 1 == R:
                 record(r + 1, state)
         record.flush()
+        record.finish()
     return state, record, x_sum, time.perf_counter() - t0
 
 
@@ -512,6 +617,8 @@ def simulate(
     backend: str | None = None,
     dtype: Any = None,
     divergence_bound: float = 1e10,
+    divergence_growth: float = DIVERGENCE_GROWTH,
+    divergence_window: int = DIVERGENCE_WINDOW,
     average_from: int | None = None,
     record_every: int = 1,
     metrics: Sequence[str] | Mapping[str, Metric] | None = None,
@@ -536,21 +643,30 @@ def simulate(
     rounds, seeds, seed : int
         ``seed`` >= 0 is the root seed.
     seed_ids : list of int, optional
-        Which seeds of the root ``seed`` to run (default ``0..seeds-1``).
+        Which seeds of the root ``seed`` to run (default ``0..seeds-1``; each in
+        ``[0, 2**63 - 1]``).
     x0 : array (d,) or (S, d), optional
-        Initial server model (default zero).
+        Initial server model (default zero); real and finite.
     participation_m, participation_p : optional
         Only with a participation model name (an error otherwise).
     aggregation : {"mean", "weighted", "unbiased"}
         The participation module's aggregation rule for the weights w.
     draws : array (S, R, N), optional
-        Explicit participation masks (overrides the model's draws; weights still by
-        ``aggregation`` over the model).
+        Explicit participation masks, bool or 0/1 (integer counts >= 0 for a model that draws
+        with replacement); overrides the model's draws; weights still by ``aggregation`` over
+        the model.
     backend : "numpy" or "cupy", optional
     dtype : float64 (default) or float32
     divergence_bound : float
         A seed is flagged as diverged once ||x_r - x*|| (or ||grad f||^2 without x*) exceeds
-        ``divergence_bound`` times max(1, its initial value), or turns non-finite.
+        ``divergence_bound`` times max(1, its initial value), or turns non-finite; it is then
+        frozen (its metrics NaN from there on).
+    divergence_growth, divergence_window : float, int
+        A seed is flagged as diverging (``diverging``, ``diverging_at``; it keeps running) at
+        the first round where its error is at least ``divergence_growth`` times its smallest
+        value over the ``divergence_window`` rounds before and above max(1, its initial value),
+        unless its error is back at or below that by the last round (a transient).
+        ``divergence_growth=math.inf`` turns this off.
     average_from : int, optional
         Also return the time average of x_r over rounds average_from..R (``x_mean``).
     record_every : int
@@ -590,19 +706,24 @@ def simulate(
     Raises
     ------
     AssumptionError
-        A bad count, step size, shape, metric name, or participation argument.
+        A bad count, step size, shape, metric name, or participation argument; a complex or
+        non-finite ``x0``; a seed id beyond int64; draws that are not 0/1.
     TypeError
         An unknown configuration keyword (the message lists the valid ones).
     """
     kw = dict(
         rounds=rounds, seed=seed, x0=x0, participation_m=participation_m,
         participation_p=participation_p, aggregation=aggregation, draws=draws, backend=backend,
-        dtype=dtype, divergence_bound=divergence_bound, average_from=average_from,
+        dtype=dtype, divergence_bound=divergence_bound, divergence_growth=divergence_growth,
+        divergence_window=divergence_window, average_from=average_from,
         record_every=record_every, metrics=metrics, **config,
     )  # fmt: skip
     n_seeds = check_int("the number of seeds", seeds, minimum=1)
     if seed_ids is not None:
-        seed_ids = [check_int(f"seed_ids[{k}]", i, minimum=0) for k, i in enumerate(seed_ids)]
+        seed_ids = [
+            check_int(f"seed_ids[{k}]", i, minimum=0, maximum=MAX_SEED_ID)
+            for k, i in enumerate(seed_ids)
+        ]
         n_seeds = len(seed_ids)
     N, d = int(problem.n_clients), int(problem.dim)
     itemsize = resolve_dtype(dtype).itemsize
@@ -710,7 +831,14 @@ def _result(
         x_star=None if x_star is None else np.asarray(x_star, dtype=np.float64),
         x_mean=None if x_sum is None else to_numpy(x_sum / max(n_avg, 1)).astype(np.float64),
         wall_time=wall,
-        config={**algorithm.config.as_dict(), "aggregation": plan.aggregation},
+        config={
+            **algorithm.config.as_dict(),
+            "aggregation": plan.aggregation,
+            "divergence_growth": plan.divergence_growth,
+            "divergence_window": plan.divergence_window,
+        },
+        diverging=record.diverging,
+        diverging_at=record.diverging_at,
     )
 
 
@@ -728,6 +856,8 @@ def _concatenate(parts: list) -> SimulationResult:
         metrics={k: cat(lambda p, k=k: p.metrics[k]) for k in first.metrics},
         diverged=cat(lambda p: p.diverged),
         diverged_at=cat(lambda p: p.diverged_at),
+        diverging=cat(lambda p: p.diverging),
+        diverging_at=cat(lambda p: p.diverging_at),
         x_final=cat(lambda p: p.x_final),
         x_star=first.x_star,
         x_mean=None if first.x_mean is None else cat(lambda p: p.x_mean),

@@ -98,6 +98,10 @@ class Engine:
     ) -> None:
         if workers is not None and scheduler is not None:
             raise FedTheoryError("give workers or a scheduler address, not both")
+        if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+            raise FedTheoryError(
+                f"a scheduler address is a string such as tcp://HOST:8786, got {scheduler!r}"
+            )
         if workers is not None and (isinstance(workers, bool) or int(workers) != workers):
             raise FedTheoryError(f"workers must be a whole number, got {workers!r}")
         if workers is not None and workers < 1:
@@ -127,9 +131,10 @@ class Engine:
         if self.scheduler is not None:
             try:
                 self.client = dd.Client(self.scheduler, timeout=CONNECT_TIMEOUT)
-            except (OSError, TimeoutError) as exc:
+            except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address
                 raise FedTheoryError(
-                    f"cannot reach the Dask scheduler at {self.scheduler}: {exc}"
+                    f"cannot reach the Dask scheduler at {self.scheduler}: {exc} (an address "
+                    "is tcp://HOST:PORT)"
                 ) from None
             return self
         # Dask's nanny puts distributed.nanny.pre-spawn-environ into its own process's

@@ -33,6 +33,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fedtheory.algorithms import available
 from fedtheory.errors import FedTheoryError
 from fedtheory.problems import BUILTIN_PROBLEMS
@@ -161,8 +163,12 @@ class Spec:
     @cached_property
     def hash(self) -> str:
         """SHA-256 of the normalized spec (canonical JSON; files by content, read once)."""
-        text = json.dumps(self.hashable(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
+        return spec_digest(self.hashable())
+
+    @property
+    def n_tasks(self) -> int:
+        """The number of tasks: grid points x seed blocks (without building them)."""
+        return math.prod(self.grid_shape) * len(self.seed_blocks())
 
     def seed_blocks(self) -> list[tuple[int, ...]]:
         """Seeds 0..S-1 cut into consecutive blocks of ``seed_block`` (the last may be shorter)."""
@@ -186,6 +192,30 @@ class Spec:
         """Keys whose values differ from another normalized spec's (``other`` as hashable dict)."""
         mine = self.hashable()
         return [k for k in sorted(set(mine) | set(other)) if mine.get(k) != other.get(k)]
+
+
+def spec_digest(hashable: dict) -> str:
+    """SHA-256 of a spec's :meth:`Spec.hashable` dict as canonical JSON (:attr:`Spec.hash`)."""
+    text = json.dumps(hashable, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def from_stored(values: dict, files: dict, source: str) -> tuple[Spec, str]:
+    """The spec a store holds (its attributes ``fedtheory_spec`` and ``fedtheory_spec_files``)
+    and the hash it had, without reading its files again (they may be gone or changed).
+
+    Raises
+    ------
+    FedTheoryError
+        The stored spec does not have the keys of :data:`KEYS` (a damaged store).
+    """
+    if not isinstance(values, dict) or set(values) != set(KEYS):
+        raise FedTheoryError(f"{source}: the stored spec does not have the keys of a sweep spec")
+    spec = Spec(
+        values={k: tuple(values[k]) if isinstance(values[k], list) else values[k] for k in KEYS},
+        source=source,
+    )
+    return spec, spec_digest({**spec.to_dict(), **files})
 
 
 def _file_digest(key: str, path: str) -> str:
@@ -269,11 +299,13 @@ def normalize(
                 )
             if not val:
                 raise FedTheoryError(f"key {name!r} in {source} is an empty list: nothing to sweep")
-            items = tuple(_value(name, key, v, base, source) for v in val)
-            repeated = [v for i, v in enumerate(items) if v in items[:i]]
-            if repeated:
+            items = _numbers(key, val)
+            if items is None:  # not plain numbers in range: each value checked, naming it
+                items = tuple(_value(name, key, v, base, source) for v in val)
+            twice = _repeated(items)
+            if twice is not None:
                 raise FedTheoryError(
-                    f"key {name!r} in {source} lists {repeated[0]!r} twice: "
+                    f"key {name!r} in {source} lists {twice!r} twice: "
                     "each swept value is one coordinate"
                 )
             values[name] = items
@@ -298,6 +330,32 @@ def normalize(
 
 def _as_tuple(v: Any) -> tuple:
     return v if isinstance(v, tuple) else (v,)
+
+
+def _repeated(items: tuple) -> Any:
+    """A value that ``items`` holds twice, or None (numbers sorted by NumPy: a set of 10^6
+    floats takes half a second)."""
+    if items and set(map(type, items)) <= {int, float}:
+        order = np.argsort(np.asarray(items, dtype=np.float64), kind="stable")
+        arr = np.asarray(items, dtype=np.float64)[order]
+        same = np.flatnonzero(arr[1:] == arr[:-1])
+        return items[order[same[0]]] if same.size else None
+    seen: set = set()
+    return next((v for v in items if v in seen or seen.add(v)), None)
+
+
+def _numbers(key: Key, vals: list) -> tuple | None:
+    """A long swept list of numbers checked at once (a grid of 10^6 points is normalized in a
+    fraction of a second, then refused by its size); None when :func:`_value` must look at each
+    value (other kinds, bools, non-finite or out-of-range values: its message names the one)."""
+    kinds = (int, float) if key.kind == "float" else (int,) if key.kind == "int" else None
+    if kinds is None or not set(map(type, vals)) <= set(kinds):
+        return None
+    arr = np.asarray(vals, dtype=np.float64 if key.kind == "float" else np.int64)
+    ok = np.isfinite(arr).all() if key.kind == "float" else True
+    ok = ok and (not key.positive or (arr > 0).all())
+    ok = ok and (key.minimum is None or (arr >= key.minimum).all())
+    return tuple(arr.tolist()) if ok else None
 
 
 def _value(name: str, key: Key, v: Any, base: Path, source: str) -> Any:

@@ -42,6 +42,10 @@ class TaskResult:
     x_final : ndarray (seeds, d)
     diverged : ndarray of bool (seeds,)
     diverged_at : ndarray of int (seeds,); -1 where the seed did not diverge
+    diverging : ndarray of bool (seeds,)
+        The error grew by the simulator's divergence growth factor (see
+        :func:`~fedtheory.simulation.simulate`).
+    diverging_at : ndarray of int (seeds,); -1 where the seed was not flagged
     wall_time : float
         Seconds in the simulator's round loop.
     """
@@ -50,6 +54,8 @@ class TaskResult:
     x_final: np.ndarray
     diverged: np.ndarray
     diverged_at: np.ndarray
+    diverging: np.ndarray
+    diverging_at: np.ndarray
     wall_time: float
 
 
@@ -121,6 +127,8 @@ def run_task(task: Task) -> TaskResult:
         x_final=np.asarray(res.x_final, dtype=np.float64),
         diverged=np.asarray(res.diverged, dtype=bool),
         diverged_at=np.asarray(res.diverged_at, dtype=np.int64),
+        diverging=np.asarray(res.diverging, dtype=bool),
+        diverging_at=np.asarray(res.diverging_at, dtype=np.int64),
         wall_time=float(res.wall_time),
     )
 
