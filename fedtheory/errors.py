@@ -21,3 +21,13 @@ class UnknownOptionError(FedTheoryError, TypeError):
     """A keyword argument that the function or algorithm does not read (a typo would otherwise
     run a different experiment); the message lists the valid names. Also a ``TypeError``, as
     Python raises for an unexpected keyword argument."""
+
+
+class MissingExtraError(FedTheoryError, ImportError):
+    """A feature needs an optional extra that is not installed; the message names the extra and
+    the command that installs it (``pip install 'fedtheory[nn]'``). Also an ``ImportError``, as
+    Python raises for a missing module. ``extra`` holds the extra's name."""
+
+    def __init__(self, message: str, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra

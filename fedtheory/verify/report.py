@@ -10,13 +10,15 @@ from pathlib import Path
 
 from fedtheory._version import __version__
 from fedtheory.io import jsonable
-from fedtheory.verify.result import PAPER_VERDICTS, VERDICTS, ClaimResult
+from fedtheory.verify.result import NOT_RUN, PAPER_VERDICTS, VERDICTS, ClaimResult
 
 COLUMNS = (("claim", 13), ("source", 17), ("stated", 38), ("measured", 46), ("verdict", 19))
 
 
 def verdict_label(r: ClaimResult) -> str:
-    return "CRASHED" if not r.ran else r.verdict
+    """The verdict, ``CRASHED`` for a check that raised, ``not run`` for one that was skipped
+    (thorough tier only, a missing extra)."""
+    return "CRASHED" if r.crashed else r.verdict
 
 
 def _cell(value) -> str:
@@ -26,8 +28,13 @@ def _cell(value) -> str:
 
 
 def _measured(r: ClaimResult) -> str:
-    """The measured cell, with the exact value next to it where one is computed."""
+    """The measured cell, with the exact value next to it where one is computed, the estimate
+    on fresh seeds after a sequential stop, or why the claim was not run."""
+    if r.skipped:
+        return f"not run: {r.reason}"
     text = _cell(r.measured)
+    if r.confirmation and r.confirmation.get("estimate") is not None:
+        text += f"; on fresh seeds after the stop: {_effect_text(r.confirmation)}"
     return f"{text}; exact: {r.exact}" if r.exact else text
 
 
@@ -37,12 +44,16 @@ def format_table(results: list[ClaimResult]) -> str:
     Verdicts about the papers come first; implementation invariants and formulas the available
     text does not state follow in a block of their own.
     """
-    paper = [r for r in results if r.about_paper]
+    paper = [r for r in results if r.about_paper and not r.skipped]
     other = [r for r in results if not r.about_paper]
+    skipped = [r for r in results if r.skipped]
     lines = _rows(paper)
     if other:
         lines += ["", "Not verdicts about the papers (implementation invariants; formulas the "
                   "available text does not state):", *_rows(other)]  # fmt: skip
+    if skipped:
+        lines += ["", "Not run here (thorough tier only, or an optional extra is missing):",
+                  *_rows(skipped)]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -68,6 +79,8 @@ def summary(results: list[ClaimResult]) -> str:
         counts[verdict_label(r)] = counts.get(verdict_label(r), 0) + 1
     paper = ", ".join(f"{counts[v]} {v}" for v in PAPER_VERDICTS if counts.get(v))
     rest = [f"{counts[v]} {v}" for v in VERDICTS if v not in PAPER_VERDICTS and counts.get(v)]
+    if counts.get(NOT_RUN):
+        rest.append(f"{counts[NOT_RUN]} not run")
     if counts.get("CRASHED"):
         rest.append(f"{counts['CRASHED']} CRASHED")
     return f"claims about the papers: {paper or 'none'}" + ("; " + ", ".join(rest) if rest else "")
@@ -108,11 +121,12 @@ def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
         "outside assumptions": "#fff1c2",
         "invariant": "#dfeff7",
         "not stated": "#eeeeee",
+        NOT_RUN: "#f4f4f4",
     }
     rows, details, seen = [], [], set()
     for r in results:
         label = verdict_label(r)
-        color = "#f4a0a0" if not r.ran else colors.get(r.verdict, "#e8e8e8")
+        color = "#f4a0a0" if r.crashed else colors.get(r.verdict, "#e8e8e8")
         anchor = html.escape(r.id.replace("/", "-"))
         rows.append(
             "<tr>"
@@ -127,6 +141,7 @@ def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
             for k, v in (
                 ("criterion", r.criterion),
                 ("effect", _effect_text(r.effect)),
+                ("on fresh seeds after the stop", _effect_text(r.confirmation)),
                 ("seeds", r.seeds),
                 ("test", r.test),
                 ("uncertainty", r.uncertainty),

@@ -29,6 +29,7 @@ N1_PAIRS = tuple(zip(STATED_ORDER[:-1], STATED_ORDER[1:], strict=True))
     "N1",
     source="000 Tables 1-3",
     stated="MLP, Dirichlet 0.6, 50 clients, 10%: ordering CAFGA > AFGA > FedAMSGrad > FedAvg",
+    needs=("nn",),
 )
 def n1(ctx: Context):
     """``run_n1`` (MNIST-1D generated locally, MLP 40-64-64-10, Dirichlet(0.6) over 50 clients,
