@@ -24,23 +24,19 @@ from functools import lru_cache
 
 import numpy as np
 
-from fedtheory.analysis.comm_time import TABLE7_HOURS
 from fedtheory.analysis.stats import Effect, sequential
 from fedtheory.experiments.local_steps import (
     gradient_curves,
     grid_conditions,
     horizon_violations,
-    step_sizes,
-    study_problem,
     window_mean,
     window_min,
 )
-from fedtheory.experiments.time_to_target import SETTING1, hours_to_target, tune_constant
 from fedtheory.io import pyplot
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import random_quadratic
 from fedtheory.simulation import simulate
-from fedtheory.verify.claims._common import decisive, fmt, interval, ordered_text, plan, save
+from fedtheory.verify.claims._common import decisive, fmt, interval, plan, save
 from fedtheory.verify.regime import (
     REGIME_NOT_REACHED,
     Regime,
@@ -51,8 +47,6 @@ from fedtheory.verify.regime import (
 )
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import (
-    FAILS,
-    HOLDS,
     INCONCLUSIVE,
     all_of,
     combined,
@@ -561,247 +555,3 @@ def a4(ctx: Context):
             },  # fmt: skip
         },
     )
-
-
-@claim(
-    "A5",
-    source="000 Tables 4-5",
-    stated="gossip alone can hurt, gossip + re-sampling helps, clustering helps more; the "
-    "communication-adapted variant comes close",
-)
-def a5(ctx: Context):
-    """The ablation of 000 Table 4 on the study's PL problem in Setting 2 (N = 50, M = 5,
-    C = 5 clusters of 10 with one sampled per cluster, ring gossip, K = 8, R = 200, sigma_g = 1),
-    every variant with the same step sizes (AFGA's schedule, c = 0.01, c_l = 0.5) and the same
-    seed ids. Metric per seed, as Table 4 reads accuracy "at the last 5 rounds": the mean of
-    ||grad f(x_r)||^2 over the last 5 rounds (smaller is better).
-
-    Test: paired per-seed differences, sequential plan: blocks of 8 seeds up to 32 (quick) / 16
-    up to 96 (full), Student-t intervals at level 1 - 0.05 / looks (each row its own claim).
-    Criteria: ``A5/gossip``: gossip-only (AFGA without re-sampling) minus FedAMSGrad;
-    ``A5/resampling``: FedAMSGrad minus AFGA; ``A5/clustering``: AFGA minus CAFGA; each
-    ``holds`` when the interval lies above 0, ``fails`` below 0, else ``inconclusive``.
-    ``A5/adapted``: the relative difference (adapted - AFGA) / AFGA per seed; ``holds`` when its
-    interval lies inside +-10%, ``fails`` when wholly outside, else ``inconclusive``.
-    """
-    N, M, C, K, R = 50, 5, 5, 8, 200
-    prob = study_problem("pl", N, 10, sigma=1.0, sigma_g=1.0, seed=0)
-    eta, eta_l = step_sizes("afga", R=R, K=K, M=M, N=N, c=0.01, c_l=0.5)
-    variants = {
-        "FedAMSGrad": ("fedamsgrad", {}),
-        "+gossip": ("afga", {"resample": False, "topology": "ring"}),
-        "AFGA": ("afga", {"topology": "ring"}),
-        "CAFGA": ("cafga", {"topology": "ring", "clusters": C}),
-        "AFGA-adapted": ("afga-adapted", {"topology": "ring"}),
-    }
-    rows = {
-        "gossip": ("+gossip", "FedAMSGrad", "gossip alone is worse than FedAMSGrad"),
-        "resampling": (
-            "FedAMSGrad",
-            "AFGA",
-            "AFGA (gossip + re-sampling) is better than FedAMSGrad",
-        ),  # fmt: skip
-        "clustering": ("AFGA", "CAFGA", "CAFGA is better than AFGA"),
-        "adapted": ("AFGA-adapted", "AFGA", "communication-adapted AFGA comes close to AFGA"),
-    }
-    metric: dict = {k: [] for k in variants}
-
-    def draw(ids, active):
-        need = {v for r in active for v in rows[r][:2]}
-        got = {}
-        for name in need:
-            alg, kw = variants[name]
-            part = (make_participation("cluster", N, 1, n_clusters=C) if alg == "cafga"
-                    else make_participation("uniform", N, M))  # fmt: skip
-            res = simulate(prob, alg, part, rounds=R, seeds=len(ids), seed=ctx.seed,
-                           seed_ids=ids, lr=eta_l, global_lr=eta, local_steps=K,
-                           metrics=["grad_norm2"], **kw)  # fmt: skip
-            got[name] = np.asarray(res.grad_norm2)[:, R - 4 : R + 1].mean(axis=1)
-            metric[name].extend(got[name].tolist())
-        out = {}
-        for r in active:
-            worse, better, _ = rows[r]
-            d = got[worse] - got[better]
-            out[r] = d / got[better] if r == "adapted" else d
-        return out
-
-    def decided(name, effect):
-        if name == "adapted":
-            return effect.within(-0.1, 0.1) != 0
-        return effect.side(0.0) != 0
-
-    pl = plan(ctx, (8, 32), (16, 96))
-    comps = sequential(draw, list(rows), pl, unit="difference of the last-5-rounds metric",
-                       decided=decided)  # fmt: skip
-    test = pl.describe("paired t on per-seed differences")
-    ev = {"eta": eta, "eta_l": eta_l, "K": K, "R": R, "metric": metric}
-    out = []
-    for r, (worse, better, what) in rows.items():
-        comp = comps[r]
-        mean = {k: fmt(np.mean(metric[k])) for k in (worse, better)}
-        if r == "adapted":
-            e = Effect(comp.effect.estimate, comp.effect.ci_low, comp.effect.ci_high,
-                       "relative difference (adapted - AFGA) / AFGA", comp.effect.confidence,
-                       comp.n)  # fmt: skip
-            side = e.within(-0.1, 0.1)
-            verdict = HOLDS if side == 1 else FAILS if side == -1 else INCONCLUSIVE
-            text = (
-                f"adapted vs AFGA: {e.estimate:+.1%} [{e.ci_low:+.1%}, {e.ci_high:+.1%}] "
-                f"({comp.n} seeds; {worse} {mean[worse]}, {better} {mean[better]})"
-            )
-            criterion = "interval of the relative difference inside +-10% (wholly outside: fails)"
-        else:
-            e = comp.effect
-            verdict = verdict_of(e)
-            text = ordered_text(comp, better, worse, "ends", "lower in ||grad f||^2 than")
-            text += f" (means: {worse} {mean[worse]}, {better} {mean[better]})"
-            criterion = (
-                f"interval of {worse} - {better} (last-5-rounds metric) above 0 (below 0: fails)"
-            )
-        out.append(
-            combined(verdict, text, sub=r, stated=what, criterion=criterion, effect=e,
-                     seeds=comp.n, test=test,
-                     evidence={**ev, "differences": comp.values, "history": comp.history})
-        )  # fmt: skip
-    return out
-
-
-#: A6: the demanding target (000 Table 7's 80% column: the only one where the paper's own table
-#: supports the text), and the tuning grid of the schedule constant c (the same for every
-#: algorithm; each is applied to the algorithm's own schedule).
-A6_TARGET = 0.1
-A6_GRID = (0.001, 0.003, 0.01, 0.03, 0.1)
-#: Tuning seed ids of the base seed per tier, disjoint from the evaluation's (0, 1, ... < 1000).
-A6_TUNING_IDS = {"quick": (1000, 1001), "full": (1000, 1001, 1002, 1003)}
-
-
-@claim(
-    "A6",
-    source="000 App. B.1.1, Table 7",
-    stated="with 1.8 s / 18 s transfers, AFGA and CAFGA reach high accuracy in less "
-    "communication time than FedAMSGrad",
-)
-def a6(ctx: Context):
-    """Simulated time to target in 000's Setting 1 (N = 100, M = 5, C = 5, K = 24, ring, R = 300
-    rounds), the communication-time model of ``fedtheory.analysis.comm_time`` (t_cc = 1.8 s,
-    t_cs = 18 s), on the study problem (sigma = 1, sigma_g = 1). The demanding target
-    ||grad f||^2 <= 0.1 stands for Table 7's 80% (the paper's own table supports the text there
-    only: at 70% FedAMSGrad 76.0 h < CAFGA 76.22 h < AFGA 91.76 h; at 80% CAFGA 179.82 h < AFGA
-    250.86 h < FedAMSGrad 281.0 h; an earlier paraphrase of this claim ranked CAFGA < FedAMSGrad
-    at 70%, which the table does not say).
-
-    Tuning, the same budget for each algorithm's own schedule: c in {0.001, 0.003, 0.01, 0.03,
-    0.1} (c_l = 0.5), chosen by the smallest median hours to the target on seed ids 1000-1001
-    (quick) / 1000-1003 (full) of the base seed (disjoint from the evaluation's seed ids 0,
-    1, ...); a choice at the grid's edge is reported. Evaluation: per seed,
-    hours(FedAMSGrad) - hours(X) for X in AFGA, CAFGA (paired seed ids). Test: paired t,
-    sequential plan: blocks of 4 seeds up to 12 (quick) / 8 up to 48 (full), Student-t
-    intervals at level 1 - 0.05 / looks (each row its own claim).
-
-    Criterion per row: ``holds`` when the interval lies above 0 (X is faster), ``fails`` when it
-    lies below 0, ``inconclusive`` otherwise; a target not reached within the horizon by either
-    algorithm in some seed ends the row ``inconclusive`` (the time is then unknown). A verdict
-    against an algorithm needs its tuning to have bracketed its optimum: ``holds`` needs
-    FedAMSGrad's chosen c, ``fails`` needs X's chosen c, inside the grid (not at its edge);
-    otherwise the row is ``inconclusive`` (the tuning budget did not reach that algorithm's
-    best constant).
-    """
-    algs = ("fedamsgrad", "afga", "cafga")
-    tuned = {a: tune_constant(a, A6_GRID, A6_TARGET, seed=ctx.seed,
-                          seed_ids=A6_TUNING_IDS[ctx.tier])
-             for a in algs}  # fmt: skip
-    hours: dict = {a: [] for a in algs}
-
-    def draw(ids, active):
-        got = {}
-        for a in ("fedamsgrad", *active):
-            h, _ = hours_to_target(a, tuned[a].c, A6_TARGET, seed=ctx.seed, seed_ids=ids)
-            got[a] = h
-            hours[a].extend(h.tolist())
-        with np.errstate(invalid="ignore"):
-            return {a: np.where(np.isfinite(got[a] + got["fedamsgrad"]),
-                                got["fedamsgrad"] - got[a], np.nan) for a in active}  # fmt: skip
-
-    pl = plan(ctx, (4, 12), (8, 48))
-    comps = sequential(draw, ["afga", "cafga"], pl, unit="hours (FedAMSGrad - X)")
-    test = pl.describe("paired t on per-seed differences of simulated hours")
-    ev = {
-        "setting": SETTING1,
-        "target": A6_TARGET,
-        "tuning": {
-            a: {
-                "c": t.c,
-                "grid": t.grid,
-                "median_hours": t.median_hours,
-                "median_final": t.median_final,
-                "seed_ids": t.seed_ids,
-            }
-            for a, t in tuned.items()
-        },  # fmt: skip
-        "hours": hours,
-        "table7_hours": TABLE7_HOURS,
-        "note": "000 Table 7 has FedAMSGrad 76.0 h < CAFGA 76.22 h at 70%: the paraphrase "
-        "'CAFGA < FedAMSGrad < AFGA at 70%' is not the paper's; the text's claim is checked at "
-        "the demanding target",
-    }
-    out = []
-    for a, comp in comps.items():
-        edge = [LABEL[b] for b in ("fedamsgrad", a) if tuned[b].c in (A6_GRID[0], A6_GRID[-1])]
-        cs = f"(c: FedAMSGrad {tuned['fedamsgrad'].c:g}, {LABEL[a]} {tuned[a].c:g}" + (
-            f"; at the grid's edge: {', '.join(edge)})" if edge else ")"
-        )
-        if comp.effect.estimate is None:
-            missed = {b: int(np.sum(~np.isfinite(np.asarray(hours[b])))) for b in ("fedamsgrad", a)}
-            text = (f"target {A6_TARGET:g} not reached within 300 rounds by "
-                    + ", ".join(f"{LABEL[b]} in {k} of {len(hours[b])} seeds"
-                                for b, k in missed.items() if k) + f" {cs}")  # fmt: skip
-            out.append(
-                combined(
-                    INCONCLUSIVE,
-                    text,
-                    sub=LABEL[a],
-                    criterion=_A6_RULE,
-                    effect=comp.effect,
-                    seeds=comp.n,
-                    test=test,
-                    evidence=ev,
-                    reason="target not reached within the horizon",
-                    stated=f"{LABEL[a]} reaches ||grad f||^2 <= 0.1 in less simulated "
-                    "time than FedAMSGrad",
-                )  # fmt: skip
-            )
-            continue
-        text = ordered_text(comp, LABEL[a], "FedAMSGrad", f"reaches {A6_TARGET:g}", "h before")
-        med = {b: float(np.median(hours[b])) for b in ("fedamsgrad", a)}
-        text += f" {cs}; median {LABEL[a]} {med[a]:.1f} h, FedAMSGrad {med['fedamsgrad']:.1f} h"
-        verdict = verdict_of(comp.effect)
-        loser = {HOLDS: "fedamsgrad", FAILS: a}.get(verdict)
-        reason = None
-        if loser is not None and tuned[loser].c in (A6_GRID[0], A6_GRID[-1]):
-            verdict = INCONCLUSIVE
-            reason = (
-                f"the tuning did not bracket {LABEL[loser]}'s optimum (c = {tuned[loser].c:g} "
-                "at the grid's edge)"
-            )
-        out.append(
-            combined(
-                verdict,
-                text,
-                sub=LABEL[a],
-                reason=reason,
-                criterion=_A6_RULE,
-                effect=comp.effect,
-                seeds=comp.n,
-                test=test,
-                evidence={**ev, "differences": comp.values, "history": comp.history},
-                stated=f"{LABEL[a]} reaches ||grad f||^2 <= 0.1 in less simulated time "
-                "than FedAMSGrad",
-            )  # fmt: skip
-        )
-    return out
-
-
-_A6_RULE = (
-    "interval of hours(FedAMSGrad) - hours(X) above 0 (below 0: fails); target not reached "
-    "within the horizon, or the slower algorithm's tuned c at the grid's edge: inconclusive"
-)
