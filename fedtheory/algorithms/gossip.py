@@ -248,6 +248,23 @@ def selected_ring(mask: Any, kind: str = "ring") -> np.ndarray:
     return W
 
 
+def cluster_selected_ring(mask: Any, n_clusters: int, kind: str = "ring") -> np.ndarray:
+    """Per-seed mixing matrices ``(S, N, N)`` of communication-adapted CAFGA: inside each of the
+    C contiguous clusters, a ring (or complete graph) formed on the cluster's selected clients
+    alone (:func:`selected_ring` per cluster; 000 Sec. 5: the communication adaptation "can
+    also be applied here to CAFGA"); block diagonal, unselected clients offline (identity)."""
+    m = np.asarray(to_numpy(mask), dtype=bool)
+    if m.ndim != 2:
+        raise AssumptionError(f"the round's mask must have shape (seeds, clients), got {m.shape}")
+    S, N = m.shape
+    C, n = cluster_sizes(N, n_clusters)
+    blocks = selected_ring(m.reshape(S * C, n), kind).reshape(S, C, n, n)
+    W = np.zeros((S, N, N))
+    for k in range(C):  # C blocks (a handful), every seed at once
+        W[:, k * n : (k + 1) * n, k * n : (k + 1) * n] = blocks[:, k]
+    return W
+
+
 def global_rho(config: AlgorithmConfig, n_clients: int, clients_per_round: int | None) -> float:
     """rho = ||W - 11^T/N||_2 of the N-client graph (AFGA, DSGD; 000 Assumption 4.5)."""
     W = global_mixing(config, n_clients)
@@ -264,6 +281,16 @@ def selected_rho(config: AlgorithmConfig, n_clients: int, clients_per_round: int
     """rho of the ring (or complete graph) on the M clients of S_r (000 Section 5, fn. 4)."""
     M = check_int("clients per round M", clients_per_round or n_clients, minimum=1)
     return 0.0 if M <= 2 else float(graph_rho(gossip_matrix(config.topology or "ring", M)))
+
+
+def cluster_selected_rho(config: AlgorithmConfig, n_clients: int,
+                         clients_per_round: int | None) -> float:  # fmt: skip
+    """rho of the ring (or complete graph) on the m = M / C selected clients of a cluster
+    (communication-adapted CAFGA)."""
+    C, _ = cluster_sizes(n_clients, config.clusters)
+    M = check_int("clients per round M", clients_per_round or n_clients, minimum=1)
+    m = max(M // C, 1)
+    return 0.0 if m <= 2 else float(graph_rho(gossip_matrix(config.topology or "ring", m)))
 
 
 class GossipState(NamedTuple):

@@ -12,6 +12,7 @@ algorithm     eta (server)                    eta_l (local)                 sour
 fedamsgrad    c sqrt(K M)                     c_l / sqrt(R K^2)             Wang et al. 2022b
 afga          c N sqrt(K) / M                 c_l / sqrt(R K^2)             000 Cor. 4.7
 cafga         c n sqrt(K / m)                 c_l / sqrt(R K^2)             000 App. D, (33)
+cafga-adapted (as cafga)
 hafed         c sqrt(K M)                     c_l / sqrt(R K)               004 Cor. 5.11
 other         c                               c_l / sqrt(R K)               (no theorem)
 ============  ==============================  ============================  ==================
@@ -97,7 +98,7 @@ def step_sizes(
         return c * math.sqrt(K * M), c_l / math.sqrt(R * K * K)
     if alg.name in ("afga", "afga-adapted"):
         return c * N * math.sqrt(K) / M, c_l / math.sqrt(R * K * K)
-    if alg.name == "cafga":
+    if alg.name in ("cafga", "cafga-adapted"):
         n, m = N // clusters, max(M // clusters, 1)
         return c * n * math.sqrt(K / m), c_l / math.sqrt(R * K * K)
     if alg.name == "hafed":

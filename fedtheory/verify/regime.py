@@ -37,8 +37,21 @@ import numpy as np
 
 from fedtheory.analysis.stats import Effect, jackknife_interval
 from fedtheory.errors import AssumptionError
+from fedtheory.experiments.local_steps import gradient_curves, horizon_violations
+from fedtheory.verify.result import FAILS, HOLDS, INCONCLUSIVE, unanimous
 
-__all__ = ["Regime", "ShapeTest", "log_slope", "nonnegative_shape", "r_regime", "shape_test"]
+__all__ = [
+    "RateRead",
+    "Regime",
+    "ShapeTest",
+    "log_slope",
+    "nonnegative_shape",
+    "r_regime",
+    "rate_text",
+    "rate_verdict",
+    "read_rate",
+    "shape_test",
+]
 
 #: The reason an O(.) claim is ``inconclusive`` outside its regime.
 REGIME_NOT_REACHED = "regime not reached"
@@ -205,10 +218,9 @@ class ShapeTest:
         """``fails`` when contradicted; ``holds`` when the metric moves as the bound says
         (falls with x for p < 0; rises more slowly than x^p for p > 0); else ``inconclusive``."""
         if self.contradicted:
-            return "fails"
-        if self.power < 0:
-            return "holds" if self.slope.side(0.0) == -1 else "inconclusive"
-        return "holds" if self.slope.side(self.power) == -1 else "inconclusive"
+            return FAILS
+        edge = 0.0 if self.power < 0 else self.power
+        return HOLDS if self.slope.side(edge) == -1 else INCONCLUSIVE
 
     def text(self, var: str = "K") -> str:
         return (f"{self.a:.3g} {var}^{self.power:g} + {self.b:.3g} fits within "
@@ -255,3 +267,63 @@ def shape_test(values, x, power: float, *, alpha: float = 0.05, stat=None) -> Sh
     a, b = nonnegative_shape(xv, m, power)
     resid = float(np.max(np.abs(m / (a * xv**power + b) - 1.0)))
     return ShapeTest(float(power), a, b, slope, ratio, resid, level)
+
+
+@dataclass
+class RateRead:
+    """One O(.) rate read at one step-size constant (:mod:`fedtheory.verify.regime`): the
+    regime check (metric at R/2 and R at the grid's largest value), the shape test on the
+    grid, and the per-constant verdict (``inconclusive`` outside the regime)."""
+
+    regime: Regime
+    shape: ShapeTest
+    exponent: Effect
+    metric: list
+    verdict: str
+
+
+def read_rate(alg: str, *, variable: str, values: tuple, power: float, stat, c: float, n: int,
+              seed: int, R: int = 200, level: float = 0.95, **kw) -> RateRead:  # fmt: skip
+    """Run ``alg`` (:func:`~fedtheory.experiments.local_steps.gradient_curves`, keywords ``kw``)
+    over ``values`` of ``variable`` (K or M) at horizon R, and at R/2 and R at the grid's
+    largest value for the regime check (:func:`r_regime` against R^(-1/2), the conditions on R
+    of :func:`~fedtheory.experiments.local_steps.horizon_violations`), and read the stated shape
+    a x^power + b (:func:`shape_test`; the exponent in ``variable`` reported at ``level``)."""
+    grid = gradient_curves(alg, variable=variable, values=values, R=R, c=c, seeds=n, seed=seed,
+                           **kw)  # fmt: skip
+    at = {variable: max(values)}
+    horizon = gradient_curves(alg, variable="R", values=(R // 2, R), c=c, seeds=n, seed=seed,
+                              **{**kw, **at})  # fmt: skip
+    M = at.get("M", kw.get("M", 5))  # gradient_curves' defaults
+    K = at.get("K", kw.get("K", 8))
+    viol = [v for r in (R // 2, R) for v in horizon_violations(alg, R=r, K=K, M=M)]
+    regime = r_regime(horizon.curves, (R // 2, R), stated=-0.5, violations=viol, stat=stat)
+    shape = shape_test(grid.curves, values, power, stat=stat)
+    exponent = log_slope(grid.curves, values, level, f"exponent of the metric in {variable}",
+                         stat)  # fmt: skip
+    verdict = shape.verdict() if regime.reached else INCONCLUSIVE
+    metric = [float(stat(np.nanmean(g, axis=0))) for g in grid.curves]
+    return RateRead(regime, shape, exponent, metric, verdict)
+
+
+def rate_verdict(reads: dict) -> tuple[str, list, str | None]:
+    """The row's verdict over step-size constants: the common verdict of the constants whose
+    runs reached the regime (``inconclusive`` when they differ), ``inconclusive`` with the
+    reason "regime not reached" when none did. Returns (verdict, constants in the regime,
+    reason)."""
+    inside = [c for c, r in reads.items() if r.regime.reached]
+    if not inside:
+        return INCONCLUSIVE, [], f"{REGIME_NOT_REACHED} at any step-size constant"
+    return unanimous([reads[c].verdict for c in inside]), inside, None
+
+
+def rate_text(reads: dict, var: str = "K") -> str:
+    """Per constant: regime (R exponent) and the shape's fit, or why the regime was not met."""
+    parts = []
+    for c, r in reads.items():
+        head = f"c = {c:g}: R exponent {_signed(r.regime.exponent)}"
+        if r.regime.reached:
+            parts.append(f"{head}, {r.shape.text(var)} -> {r.verdict}")
+        else:
+            parts.append(f"{head}: {r.regime.reason}")
+    return "; ".join(parts)

@@ -19,7 +19,6 @@ interval lies above it contradicts it (``fails``), one that contains it decides 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -39,15 +38,13 @@ from fedtheory.simulation import simulate
 from fedtheory.verify.claims._common import decisive, fmt, interval, plan, save
 from fedtheory.verify.regime import (
     REGIME_NOT_REACHED,
-    Regime,
-    ShapeTest,
     log_slope,
-    r_regime,
-    shape_test,
+    rate_text,
+    rate_verdict,
+    read_rate,
 )
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import (
-    INCONCLUSIVE,
     all_of,
     combined,
     judge,
@@ -77,68 +74,6 @@ def k_exponent(curves: list, Ks: tuple, stat, confidence: float) -> Effect:
     with a delete-one-seed jackknife interval (curves: one (seeds, R) array per K, same seeds).
     """
     return log_slope(curves, Ks, confidence, "exponent of the metric in K", stat)
-
-
-@dataclass
-class RateRead:
-    """One O(.) rate read at one step-size constant (:mod:`fedtheory.verify.regime`): the
-    regime check (metric at R/2 and R at the grid's largest value), the shape test on the
-    grid, and the per-constant verdict (``inconclusive`` outside the regime)."""
-
-    regime: Regime
-    shape: ShapeTest
-    exponent: Effect
-    metric: list
-    verdict: str
-
-
-def read_rate(alg: str, *, variable: str, values: tuple, power: float, stat, c: float, n: int,
-              seed: int, R: int = R_STUDY, level: float = 0.95, **kw) -> RateRead:  # fmt: skip
-    """Run ``alg`` over ``values`` of ``variable`` (K or M) at horizon R and at R/2, R for the
-    regime check at the grid's largest value, and read the stated shape a x^power + b (the
-    exponent in ``variable`` reported at ``level``)."""
-    grid = gradient_curves(alg, variable=variable, values=values, R=R, c=c, seeds=n, seed=seed,
-                           **kw)  # fmt: skip
-    at = {variable: max(values)}
-    horizon = gradient_curves(alg, variable="R", values=(R // 2, R), c=c, seeds=n, seed=seed,
-                              **{**kw, **at})  # fmt: skip
-    M = at.get("M", kw.get("M", M_STUDY))
-    K = at.get("K", kw.get("K", 8))
-    viol = [v for r in (R // 2, R) for v in horizon_violations(alg, R=r, K=K, M=M)]
-    regime = r_regime(horizon.curves, (R // 2, R), stated=-0.5, violations=viol, stat=stat)
-    shape = shape_test(grid.curves, values, power, stat=stat)
-    exponent = log_slope(grid.curves, values, level, f"exponent of the metric in {variable}",
-                         stat)  # fmt: skip
-    verdict = shape.verdict() if regime.reached else INCONCLUSIVE
-    metric = [float(stat(np.nanmean(g, axis=0))) for g in grid.curves]
-    return RateRead(regime, shape, exponent, metric, verdict)
-
-
-def rate_verdict(reads: dict) -> tuple[str, list, str | None]:
-    """The row's verdict over step-size constants: the common verdict of the constants whose
-    runs reached the regime (``inconclusive`` when they differ), ``inconclusive`` with the
-    reason "regime not reached" when none did. Returns (verdict, constants in the regime,
-    reason)."""
-    inside = [c for c, r in reads.items() if r.regime.reached]
-    if not inside:
-        return INCONCLUSIVE, [], f"{REGIME_NOT_REACHED} at any step-size constant"
-    return unanimous([reads[c].verdict for c in inside]), inside, None
-
-
-def rate_text(reads: dict, var: str = "K") -> str:
-    """Per constant: regime (R exponent) and the shape's fit, or why the regime was not met."""
-    parts = []
-    for c, r in reads.items():
-        head = f"c = {c:g}: R exponent {_sgn(r.regime.exponent)}"
-        if r.regime.reached:
-            parts.append(f"{head}, {r.shape.text(var)} -> {r.verdict}")
-        else:
-            parts.append(f"{head}: {r.regime.reason}")
-    return "; ".join(parts)
-
-
-def _sgn(e: Effect) -> str:
-    return interval(e, signed=True)
 
 
 @claim(
@@ -495,7 +430,8 @@ def a4(ctx: Context):
     the Spearman rank correlation between rho and the metric over the five graphs (> 0: a
     smaller rho converges faster), the same seed ids on every graph. Sequential plan: blocks of
     8 seeds up to 32 (quick) / 16 up to 96 (full). Test: Student-t intervals of the mean
-    correlation at level 1 - 0.05 / (looks x 3 constants) (Bonferroni).
+    correlation at level 1 - 0.05 / (looks x 3 constants) (Bonferroni); a constant decided
+    before the budget is also run on one fresh block after the stop, reported beside.
 
     Criterion: ``holds`` when the interval lies above 0 at every c, ``fails`` when it lies below
     0 at every c, ``inconclusive`` otherwise.
@@ -520,7 +456,7 @@ def a4(ctx: Context):
             out[key] = [float(np.corrcoef(r, np.argsort(np.argsort(y)))[0, 1]) for y in Y]
         return out
 
-    comps = sequential(draw, [str(c) for c in CONSTANTS], pl,
+    comps = sequential(draw, [str(c) for c in CONSTANTS], pl, confirm=True,
                        unit="Spearman correlation of rho and the metric")  # fmt: skip
     for c in comps.values():  # a correlation lies in [-1, 1]: so does its interval
         e = c.effect
@@ -543,6 +479,7 @@ def a4(ctx: Context):
         criterion="mean per-seed Spearman(rho, metric) interval above 0 at every c (below 0 at "
         "every c: fails)",
         effect=comps[key].effect,
+        confirmation=comps[key].confirmation,
         seeds=max(c.n for c in comps.values()),
         test=pl.describe("Student-t interval of the mean per-seed rank correlation"),
         evidence={

@@ -307,7 +307,11 @@ def c2(ctx: Context):
     that does not reach 1e-10 within 500 rounds counts 501 (a lower bound). Test: paired t,
     sequential plan: blocks of 20 seeds up to 100 (quick) / 50 up to 400 (full); intervals at
     level 1 - 0.05 / (looks x 5 baselines) (Bonferroni); a baseline stops drawing once its
-    interval excludes 0, and the regime stops once one interval lies below 0.
+    interval excludes 0, and the regime stops once one interval lies below 0. A comparison that
+    stopped before the budget is also run on one fresh block of seeds after the stop (ids from
+    the budget on): the effect at a sequential stop is selected by the stopping rule, the fresh
+    block's is not; it is reported beside the decision (the decisive baseline's in the row's
+    ``confirmation``), and does not change it.
 
     Criterion, per regime: ``holds`` when every baseline's interval lies above 0 (FOCUS is
     faster than each), ``fails`` when one lies below 0 (that baseline is faster),
@@ -338,6 +342,7 @@ def c2(ctx: Context):
             ]
             measured = f"rounds to 1e-10: FOCUS {hits['focus'][0]}, " + ", ".join(parts)
             evidence = {"rounds_to_1e-10": {a: int(v[0]) for a, v in hits.items()}}
+            confirmations: dict = {}
         else:
             raw: dict = {a: [] for a in ("focus", *C2_BASELINES)}
 
@@ -350,15 +355,21 @@ def c2(ctx: Context):
 
             comps = sequential(
                 draw, C2_BASELINES, pl, unit=unit,
-                stop=lambda c: any(x.side < 0 for x in c.values()),
+                stop=lambda c: any(x.side < 0 for x in c.values()), confirm=True,
             )  # fmt: skip
             effects = {b: c.effect for b, c in comps.items()}
+            confirmations = {b: c.confirmation for b, c in comps.items()}
             verdicts = {b: verdict_of(c.effect) for b, c in comps.items()}
             n = max(c.n for c in comps.values())
             test = pl.describe("paired t on per-seed differences")
             never = [b for b in C2_BASELINES if min(raw[b]) > 500]
             parts = [
                 ordered_text(c, "FOCUS", display_name(b), "reaches 1e-10", "rounds before")
+                + (
+                    f" (fresh seeds after the stop: {interval(c.confirmation, signed=True)} rounds)"
+                    if c.confirmation is not None and c.confirmation.estimate is not None
+                    else ""
+                )
                 for b, c in comps.items()
                 if b not in never
             ]
@@ -376,6 +387,10 @@ def c2(ctx: Context):
                         "looks": c.looks,
                         "history": c.history,
                         "effect": c.effect.to_dict(),
+                        "confirmation": None
+                        if c.confirmation is None
+                        else c.confirmation.to_dict(),
+                        "confirmation_seed_ids": c.confirmation_seed_ids,
                     }
                     for b, c in comps.items()
                 },
@@ -391,6 +406,7 @@ def c2(ctx: Context):
                 criterion="every baseline's interval of (its rounds - FOCUS's rounds) to 1e-10 "
                 "above 0 (one below 0: fails)",
                 effect=effects[key],
+                confirmation=confirmations.get(key),
                 seeds=n,
                 test=test,
                 figure=str(fig_path) if fig_path else None,
