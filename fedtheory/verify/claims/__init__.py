@@ -29,9 +29,10 @@ from fedtheory.verify.claims import (
     fedavg_bias,
     focus,
     graphs,
+    hafed,
     nn,
     participation,
     tuned,
 )
 
-__all__ = ["adaptive", "fedavg_bias", "focus", "graphs", "nn", "participation", "tuned"]
+__all__ = ["adaptive", "fedavg_bias", "focus", "graphs", "hafed", "nn", "participation", "tuned"]

@@ -436,7 +436,14 @@ def a4(ctx: Context):
     Criterion: ``holds`` when the interval lies above 0 at every c, ``fails`` when it lies below
     0 at every c, ``inconclusive`` otherwise.
     """
-    topologies = ("complete", "complete-random", "random", "torus", "ring")
+    return rho_trend(ctx, "afga", ("complete", "complete-random", "random", "torus", "ring"))
+
+
+def rho_trend(ctx: Context, alg: str, topologies: tuple, **kw):
+    """Does a smaller rho converge faster (A4, A8)? ``alg`` at K = 8, R = 200, M = 5 on each
+    topology, per c of :data:`CONSTANTS`: the per-seed Spearman correlation between rho (rho_max
+    for clustered algorithms) and (1/R) sum_r ||grad f(x_r)||^2, sequential blocks (8 up to 32
+    / 16 up to 96), Bonferroni over looks and constants; the verdict as A4's docstring says."""
     pl = plan(ctx, (8, 32), (16, 96), comparisons=len(CONSTANTS))
     rhos: dict = {}
     means: dict = {c: {t: [] for t in topologies} for c in CONSTANTS}
@@ -445,9 +452,9 @@ def a4(ctx: Context):
         out = {}
         for key in active:
             c = float(key)
-            cur = gradient_curves("afga", variable="topology", values=topologies, K=8,
+            cur = gradient_curves(alg, variable="topology", values=topologies, K=8,
                                   R=R_STUDY, M=M_STUDY, c=c, seed_ids=ids,
-                                  seed=ctx.seed)  # fmt: skip
+                                  seed=ctx.seed, **kw)  # fmt: skip
             rhos.update(zip(topologies, cur.rho, strict=True))
             Y = np.stack([np.nanmean(g, axis=1) for g in cur.curves], axis=1)  # (seeds, T)
             for t, col in zip(topologies, Y.T, strict=True):
@@ -492,3 +499,181 @@ def a4(ctx: Context):
             },  # fmt: skip
         },
     )
+
+
+def _rate_row(ctx: Context, alg: str, topo: str, *, variable: str, values: tuple, stat,
+              sub: str, stated: str, metric_name: str, **kw):  # fmt: skip
+    """One O(.) row (A3's reading, :mod:`fedtheory.verify.regime`): ``outside assumptions`` when
+    the gossip graph violates the theorem's spectral condition, else the shape a x^(-1/2) + b of
+    ``variable`` read in its regime at each step-size constant."""
+    n = _seeds(ctx)
+    probe = {"K": 8, "M": M_STUDY, **kw, variable: values[0]}
+    rho, conds = grid_conditions(alg, topology=topo, R=R_STUDY, K=probe["K"], M=probe["M"])
+    violated = sorted(set(conds) - set(horizon_violations(alg, R=R_STUDY, K=probe["K"],
+                                                          M=probe["M"])))  # fmt: skip
+    test = (f"regime: exponent of the metric in R (R/2, R), 95% delete-one-seed jackknife; "
+            f"shape a {variable}^(-1/2) + b (a, b >= 0): log-slope in {variable} and the trend of "
+            "metric / shape, 97.5% delete-one-seed jackknife each (Student-t)")  # fmt: skip
+    if violated:
+        cur = gradient_curves(alg, variable=variable, values=values, R=R_STUDY, topology=topo,
+                              c=CONSTANTS[1], seeds=n, seed=ctx.seed, **kw)  # fmt: skip
+        e = log_slope(cur.curves, values, 0.95, f"exponent of the metric in {variable}", stat)
+        return outside("; ".join(violated), f"{variable} exponent at c = {CONSTANTS[1]:g}: "
+                       f"{interval(e, signed=True)}", sub=sub, stated=stated, seeds=n, effect=e,
+                       test=f"slope of log metric on log {variable}, 95% delete-one-seed "
+                       "jackknife", evidence={"rho": rho, variable: list(values)})  # fmt: skip
+    reads = {c: read_rate(alg, variable=variable, values=values, power=-0.5, stat=stat, c=c,
+                          n=n, seed=ctx.seed, topology=topo, **kw)
+             for c in CONSTANTS}  # fmt: skip
+    verdict, inside, reason = rate_verdict(reads)
+    key = decisive({c: reads[c].shape.slope for c in (inside or CONSTANTS)}, verdict)
+    return combined(
+        verdict,
+        rate_text(reads, variable),
+        sub=sub,
+        stated=stated,
+        reason=reason,
+        criterion=f"per c in the regime (R exponent's interval below 0, reaching -1/2): fails "
+        f"when the data contradict a {variable}^(-1/2) + b (log-slope above 0 or the ratio to the "
+        f"shape growing), holds when not and the metric falls with {variable}; common verdict of "
+        "the constants in the regime; none in it: inconclusive (regime not reached)",
+        effect=reads[key].shape.slope,
+        seeds=n,
+        test=test,
+        evidence={
+            "metric": metric_name,
+            variable: list(values),
+            "rho": rho,
+            "fixed": kw,
+            "constants_in_regime": inside,
+            "per_constant": {
+                str(c): {
+                    "verdict": r.verdict,
+                    "regime": r.regime.to_dict(),
+                    "shape": r.shape.to_dict(),
+                    "metric": r.metric,
+                }
+                for c, r in reads.items()
+            },
+        },  # fmt: skip
+    )
+
+
+@claim(
+    "A7",
+    source="000 Thm D.3",
+    stated="CAFGA ~ 1/sqrt(R K m) when rho_max <= m/(m+n) (an upper bound in K: a K^(-1/2) + b)",
+)
+def a7(ctx: Context):
+    """CAFGA (000 Alg. 2; Thm D.3; schedule 000 App. D eq. 33: eta = c n sqrt(K/m),
+    eta_l = c_l/sqrt(R K^2)) in 000 Setting 2: N = 50 clients in C = 5 clusters of n = 10, m = 1
+    sampled per cluster, the cluster condition rho_max <= m/(m+n) = 1/11. Gossip inside every
+    cluster on the complete graph (rho_max = 0: inside) and on the ring (rho_max = 0.873:
+    outside). sigma_g = 1, R = 200, K in {1, 2, 4, 8} (quick) / {1, 2, 4, 8, 16} (full), c in
+    {0.01, 0.02, 0.05}, 12 / 30 seeds. Metric: the second-half average of E||grad f(x_r)||^2
+    (Thm D.3 bounds the average over rounds).
+
+    Read as A3 (:mod:`fedtheory.verify.regime`): regime per c (R/2 and R at the largest K: the
+    metric's exponent in R has its 95% jackknife interval below 0 and reaching -1/2); inside it
+    the shape a K^(-1/2) + b (a, b >= 0): contradicted when the log-slope in K lies above 0 or
+    the ratio metric / shape grows with K (97.5% jackknife intervals).
+
+    Criterion per topology (``A7/complete``, ``A7/ring``): ``outside assumptions`` when
+    rho_max > m/(m+n) (named); else per c in the regime ``fails`` when contradicted, ``holds``
+    when not and the metric falls with K, ``inconclusive`` otherwise; the row's verdict is the
+    common one over the constants in the regime, ``inconclusive`` (regime not reached) when none
+    is in it.
+    """
+    return [
+        _rate_row(
+            ctx,
+            "cafga",
+            topo,
+            variable="K",
+            values=_ks(ctx),
+            stat=window_mean,
+            sub=topo,
+            metric_name="second-half average",
+            stated=f"CAFGA, {topo} graph in every cluster: metric <= a K^(-1/2) + b "
+            "(O(1/sqrt(R K m)), 000 Thm D.3)",
+        )  # fmt: skip
+        for topo in ("complete", "ring")
+    ]
+
+
+CLUSTER_TOPOLOGIES = ("complete", "complete-random", "torus", "random", "ring")
+
+
+@claim(
+    "A8",
+    source="000 Fig. 1b; 004 Fig. 2b",
+    stated="a smaller cluster rho_max converges faster (CAFGA; HA-Fed)",
+)
+def a8(ctx: Context):
+    """CAFGA (000 Fig. 1b) and HA-Fed (004 Fig. 2b) at K = 8, R = 200 in 000 Setting 2 (N = 50,
+    5 clusters of 10, m = 1 per cluster) with the same graph inside every cluster: complete,
+    complete with random weights, torus, random, ring (rho_max 0, 0.46, 0.65, 0.86, 0.87),
+    each with its theorem's schedule, c in {0.01, 0.02, 0.05}. Metric per seed: (1/R) sum_r
+    ||grad f(x_r)||^2. Statistic per seed and c: the Spearman rank correlation between rho_max
+    and the metric over the five graphs (> 0: a smaller rho_max converges faster), the same seed
+    ids on every graph. Sequential plan: blocks of 8 seeds up to 32 (quick) / 16 up to 96
+    (full); Student-t intervals of the mean correlation at level 1 - 0.05 / (looks x 3
+    constants) (Bonferroni); one fresh block after an early stop is reported beside.
+
+    Criterion per algorithm (``A8/CAFGA``, ``A8/HA-Fed``): ``holds`` when the interval lies
+    above 0 at every c, ``fails`` when it lies below 0 at every c, ``inconclusive`` otherwise.
+    """
+    out = []
+    for alg in ("cafga", "hafed"):
+        o = rho_trend(ctx, alg, CLUSTER_TOPOLOGIES)
+        o.sub = LABEL[alg]
+        o.stated = f"{LABEL[alg]}: a smaller cluster rho_max converges faster"
+        out.append(o)
+    return out
+
+
+@claim(
+    "A12",
+    source="000 Cor. 4.7; 004 Cor. 5.11, Fig. 2a",
+    stated="AFGA/HA-Fed ~ 1/sqrt(R K M): more participating clients help (an upper bound in M: "
+    "a M^(-1/2) + b)",
+)
+def a12(ctx: Context):
+    """The M exponent of 000 Cor. 4.7 (AFGA) and 004 Cor. 5.11 (HA-Fed; Fig. 2a: "a larger
+    participation ratio p slightly improves the convergence"), each with its theorem's schedule
+    (AFGA: eta = c N sqrt(K)/M; HA-Fed: eta = c sqrt(K M)), on the complete graph (rho = 0,
+    inside both conditions), N = 50 (HA-Fed: 5 clusters of 10, m = M/5), K = 2, R = 200
+    (>= K M at every M, and R/2 = 100 > K M for the regime runs), M in {5, 10, 20, 25}, c in
+    {0.01, 0.02, 0.05}, 12 / 30 seeds, sigma_g = 1. Metric: AFGA, the second-half average of
+    E||grad f(x_r)||^2; HA-Fed, its second-half min_r (Cor. 5.11).
+
+    Read as A3 (:mod:`fedtheory.verify.regime`), in M: regime per c (R/2 and R at M = 25: the
+    metric's exponent in R has its 95% jackknife interval below 0 and reaching -1/2), inside it
+    the shape a M^(-1/2) + b (a, b >= 0), contradicted when the log-slope in M lies above 0
+    (the metric grows with M) or the ratio metric / shape grows with M (97.5% intervals).
+
+    Criterion per algorithm (``A12/AFGA``, ``A12/HA-Fed``): per c in the regime ``fails`` when
+    contradicted, ``holds`` when not and the metric falls with M, ``inconclusive`` otherwise;
+    the row's verdict is the common one over the constants in the regime, ``inconclusive``
+    (regime not reached) when none is in it.
+    """
+    Ms = (5, 10, 20, 25)
+    return [
+        _rate_row(
+            ctx,
+            alg,
+            "complete",
+            variable="M",
+            values=Ms,
+            stat=stat,
+            K=2,
+            sub=LABEL[alg],
+            metric_name=name,
+            stated=f"{LABEL[alg]} on the complete graph: metric <= a M^(-1/2) + b "
+            "(O(1/sqrt(R K M)))",
+        )  # fmt: skip
+        for alg, stat, name in (
+            ("afga", window_mean, "second-half average"),
+            ("hafed", window_min, "second-half min of the seed-mean curve"),
+        )
+    ]
