@@ -38,7 +38,8 @@ EX = dict(effect=Effect.exact(1.0, "unit"), test="exact")
 
 CATALOG = [f"G{i}" for i in range(1, 6)]
 CATALOG += [f"P{i}" for i in range(1, 5)] + [f"F{i}" for i in range(1, 4)]
-CATALOG += [f"C{i}" for i in range(1, 7)] + [f"A{i}" for i in range(1, 7)] + ["N1"]
+CATALOG += [f"C{i}" for i in range(1, 9)] + [f"A{i}" for i in range(1, 14)]
+CATALOG += [f"N{i}" for i in range(1, 5)]
 
 
 def test_registry_holds_the_catalog_in_order():

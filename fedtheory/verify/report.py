@@ -1,15 +1,21 @@
-"""The verification report: a text table, JSON (the contract), and a self-contained HTML page."""
+"""The verification report: a text table, JSON (the contract), a self-contained HTML page, and
+the claim catalog of docs/claims.md, generated from the registry (:func:`catalog_markdown`,
+:func:`write_catalog`; ``python -m fedtheory.verify catalog docs/claims.md``)."""
 
 from __future__ import annotations
 
 import base64
 import html
+import inspect
 import json
 import textwrap
 from pathlib import Path
 
 from fedtheory._version import __version__
-from fedtheory.io import jsonable
+from fedtheory.errors import FedTheoryError
+from fedtheory.extras import install_hint
+from fedtheory.io import jsonable, write_atomic
+from fedtheory.verify.registry import QUICK, Claim, all_claims
 from fedtheory.verify.result import NOT_RUN, PAPER_VERDICTS, VERDICTS, ClaimResult
 
 COLUMNS = (("claim", 13), ("source", 17), ("stated", 38), ("measured", 46), ("verdict", 19))
@@ -172,3 +178,71 @@ img{{max-width:100%}}
 {"".join(details)}
 </body></html>
 """
+
+
+#: The catalog's sections, by the claim id's letter (docs/claims.md).
+SECTIONS = {
+    "G": "Graphs and mixing matrices",
+    "P": "Participation and stochastic matrices",
+    "F": "FedAvg bias (003 Sec. 2, App. C)",
+    "C": "FOCUS and SG-FOCUS (003)",
+    "A": "Adaptive federated optimization with gossip (000, 004)",
+    "N": "Neural networks (MNIST-1D; the optional extra 'nn')",
+}
+#: The markers around the generated part of docs/claims.md (the rest is written by hand).
+CATALOG_BEGIN = (
+    "<!-- BEGIN claim catalog: generated from the registry by "
+    "`python -m fedtheory.verify catalog docs/claims.md`; edit the claims' docstrings -->"
+)
+CATALOG_END = "<!-- END claim catalog -->"
+
+
+def catalog_markdown(claims: list[Claim] | None = None) -> str:
+    """The claim catalog as Markdown, from the registry: per claim its id, source, statement,
+    where it runs (tier, optional extras) and its docstring (the experiment and the decision
+    rule fixed before measuring), grouped by :data:`SECTIONS`."""
+    claims = all_claims() if claims is None else claims
+    lines: list[str] = []
+    current = None
+    for c in claims:
+        section = SECTIONS.get(c.group, "Other claims")
+        if section != current:
+            lines += [f"## {section}", ""]
+            current = section
+        runs = ("quick and thorough tiers" if c.tier == QUICK
+                else "thorough tier only (`fedtheory verify --full`)")  # fmt: skip
+        needs = "".join(f"; needs the optional extra `{e}` (`{install_hint(e)}`)"
+                        for e in c.needs)  # fmt: skip
+        lines += [
+            f"### {c.id} ({c.source})",
+            "",
+            f"**Stated:** {c.stated}. **Runs in:** {runs}{needs}.",
+            "",
+            inspect.cleandoc(c.check.__doc__ or "(no docstring)"),
+            "",
+        ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def replace_catalog(text: str, catalog: str) -> str:
+    """``text`` (docs/claims.md) with the part between :data:`CATALOG_BEGIN` and
+    :data:`CATALOG_END` replaced by ``catalog``.
+
+    Raises
+    ------
+    FedTheoryError
+        When the markers are missing or out of order.
+    """
+    i, j = text.find(CATALOG_BEGIN), text.find(CATALOG_END)
+    if i < 0 or j < i:
+        raise FedTheoryError(
+            "docs/claims.md has no generated-catalog markers: add the lines "
+            f"{CATALOG_BEGIN!r} and {CATALOG_END!r} where the catalog goes"
+        )
+    return text[: i + len(CATALOG_BEGIN)] + "\n\n" + catalog + "\n" + text[j:]
+
+
+def write_catalog(path: str | Path) -> Path:
+    """Regenerate the catalog part of ``path`` (docs/claims.md) from the registry, atomically."""
+    p = Path(path)
+    return write_atomic(p, replace_catalog(p.read_text(), catalog_markdown()))

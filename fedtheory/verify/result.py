@@ -171,6 +171,11 @@ def outside(reason: str, measured: Any, **kw: Any) -> Outcome:
     """The setting violates an assumption of the theorem; ``reason`` names which."""
     ev = dict(kw.pop("evidence", {}))
     ev["violated_assumption"] = reason
+    kw.setdefault(
+        "criterion",
+        "outside assumptions when the setting violates a hypothesis of the "
+        "theorem (the violated one is named); no verdict on the rate there",
+    )
     return Outcome(measured, OUTSIDE, evidence=ev, reason=reason, **kw)
 
 
@@ -186,6 +191,11 @@ def invariant(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: 
 def not_stated(what: str, measured: Any, **kw: Any) -> Outcome:
     """The paper's formula is not in the available text; ``what`` names the theorem and what is
     lost. ``measured`` may still report the measurement (for a later exact or stated value)."""
+    kw.setdefault(
+        "criterion",
+        "none: the formula is not in the available text, so there is "
+        "no stated value to meet (no verdict about the paper)",
+    )
     return Outcome(measured, NOT_STATED, reason=what, **kw)
 
 

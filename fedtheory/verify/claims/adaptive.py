@@ -43,7 +43,7 @@ from fedtheory.verify.regime import (
     rate_verdict,
     read_rate,
 )
-from fedtheory.verify.registry import Context, claim
+from fedtheory.verify.registry import FULL, Context, claim
 from fedtheory.verify.result import (
     all_of,
     combined,
@@ -608,6 +608,7 @@ CLUSTER_TOPOLOGIES = ("complete", "complete-random", "torus", "random", "ring")
     "A8",
     source="000 Fig. 1b; 004 Fig. 2b",
     stated="a smaller cluster rho_max converges faster (CAFGA; HA-Fed)",
+    tier=FULL,
 )
 def a8(ctx: Context):
     """CAFGA (000 Fig. 1b) and HA-Fed (004 Fig. 2b) at K = 8, R = 200 in 000 Setting 2 (N = 50,
