@@ -21,7 +21,7 @@ def test_the_mixing_is_a_selected_ring_inside_each_cluster_and_nothing_across():
     for s in range(4):
         for k in range(3):
             blk = slice(5 * k, 5 * k + 5)
-            np.testing.assert_array_equal(W[s, blk, blk], selected_ring(mask[s:s + 1, blk])[0])
+            np.testing.assert_array_equal(W[s, blk, blk], selected_ring(mask[s : s + 1, blk])[0])
             off = np.ones(15, bool)
             off[blk] = False
             assert not W[s, blk][:, off].any()

@@ -83,6 +83,7 @@ NN_SETTINGS: dict[str, dict[str, Any]] = {
             "rounds": 60, "topology": "ring"},
 }  # fmt: skip
 
+
 def final_accuracy(res: TrainResult) -> np.ndarray:
     """Per seed, the mean accuracy over the last 5 evaluated rounds (000 Table 5's caption:
     "the average of the last 5 global rounds to represent final accuracy"); on the test split,

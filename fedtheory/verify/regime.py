@@ -7,11 +7,11 @@ O(1/sqrt(R K M)) for R >= K M, is therefore read in two steps, both fixed before
 1. **The regime** (:func:`r_regime`). The run must meet the corollary's condition on R (named
    by the caller), and the metric must fall with R as the bound says: the exponent of the
    metric in R (seed-mean metric at R/2 and R, delete-one-seed jackknife interval) lies below 0
-   *and* its interval reaches the bound's exponent (``ci_low <= stated``: the data are
-   consistent with falling at least as fast as the leading term). A metric that does not fall
-   with R is not in the regime where the leading term dominates: what it does in K says nothing
-   about the bound, and the claim is ``inconclusive`` with the reason "regime not reached",
-   never ``fails``.
+   (it falls) *and* its estimate lies at or below half the bound's exponent (-1/4 for a bound
+   R^(-1/2): nearer the bound's rate than a flat metric's 0). A metric that does not fall with R
+   is not in the regime where the leading term dominates: what it does in K says nothing about
+   the bound, and the claim is ``inconclusive`` with the reason "regime not reached", never
+   ``fails``.
 2. **The shape** (:func:`shape_test`). Inside the regime the stated shape with its other terms,
    a x^p + b with a, b >= 0 (b stands for the terms that do not move with x at this R), is
    fitted to the seed means by non-negative least squares in relative terms. The data
@@ -163,16 +163,16 @@ def r_regime(values, Rs, *, stated: float, violations=(), confidence: float = 0.
     at horizons ``Rs`` (the same seed ids; or per-seed metrics reduced by ``stat`` after the
     seed mean, as in :func:`log_slope`), ``violations`` the conditions on R the runs break.
 
-    Reached when no condition is violated, the R exponent's interval lies below 0 and
-    ``ci_low <= stated`` (module docstring)."""
+    Reached when no condition is violated, the R exponent's interval lies below 0 and its
+    estimate is at most ``stated / 2`` (module docstring)."""
     viol = [str(v) for v in violations]
     exp = log_slope(values, Rs, confidence, "exponent of the metric in R", stat)
     if viol:
         return Regime(False, f"{REGIME_NOT_REACHED}: " + "; ".join(viol), exp, viol)
     if exp.side(0.0) != -1:
         why = "the metric does not fall with R"
-    elif exp.ci_low > stated:
-        why = f"the metric falls more slowly in R than the bound's R^{stated:g}"
+    elif exp.estimate > stated / 2:
+        why = f"the metric falls more slowly in R than half the bound's R^{stated:g}"
     else:
         return Regime(True, "", exp, [])
     return Regime(False, f"{REGIME_NOT_REACHED}: {why}", exp, [])

@@ -171,14 +171,14 @@ def a2(ctx: Context):
     Test: the jackknife interval above, the same 12 / 30 seed ids at every grid point.
 
     Criteria. ``A2/dilemma`` (004 Sec. 3: the dilemma "is largely due to data heterogeneity"): at
-    the most heterogeneous point, sigma_g = 20, ``holds`` when the K exponent's interval lies above 0
-    (more local steps hurt) at every c, ``fails`` when it lies below 0 at every c,
+    the most heterogeneous point, sigma_g = 20, ``holds`` when the K exponent's interval lies
+    above 0 (more local steps hurt) at every c, ``fails`` when it lies below 0 at every c,
     ``inconclusive`` otherwise. The exponent against sigma_g is the evidence (and the figure).
 
     ``A2/rate`` (the O(sqrt(K)/sqrt(R M)) bound as an upper bound, read in its regime by
     :mod:`fedtheory.verify.regime`): per (sigma_g, c), the regime check runs R/2 = 100 and
     R = 200 at the grid's largest K (both >= K M) and needs the metric's exponent in R to have
-    its 95% jackknife interval below 0 and reaching -1/2, else that point is "regime not
+    its 95% jackknife interval below 0, its estimate at most -1/4, else that point is "regime not
     reached". Inside the regime the shape a sqrt(K) + b (a, b >= 0) is fitted; the data
     contradict it when the log-slope in K has its interval above +1/2 (no a sqrt(K) + b rises
     that fast) or the ratio metric / shape grows with K (97.5% jackknife intervals, Bonferroni
@@ -255,11 +255,11 @@ def a2(ctx: Context):
             stated="FedAMSGrad, partial participation: avg ||grad f||^2 = O(sqrt(K)/sqrt(RM)), an "
             "upper bound in K: a sqrt(K) + b",
             reason=rate_reason,
-            criterion="per sigma_g and c in the regime (R exponent's interval below 0, reaching "
-            "-1/2): fails when the data contradict a sqrt(K) + b (log-slope above +1/2 or the "
-            "ratio to the shape growing), holds when the log-slope lies below +1/2; per sigma_g "
-            "the common verdict of the constants in the regime (none: inconclusive); the row "
-            "holds when every sigma_g holds, fails when one fails",
+            criterion="per sigma_g and c in the regime (R exponent's interval below 0, its "
+            "estimate at most -1/4): fails when the data contradict a sqrt(K) + b (log-slope "
+            "above +1/2 or the ratio to the shape growing), holds when the log-slope lies below "
+            "+1/2; per sigma_g the common verdict of the constants in the regime (none: "
+            "inconclusive); the row holds when every sigma_g holds, fails when one fails",
             effect=rate_items[kr].shifted(0.5, "K log-slope - 1/2"),
             seeds=n,
             test="regime: exponent of the metric in R (R/2, R), 95% delete-one-seed jackknife; "
@@ -303,8 +303,8 @@ def a3(ctx: Context):
 
     The O(.) bound is read in its regime (:mod:`fedtheory.verify.regime`), per c. Regime: R/2
     and R at the grid's largest K (both >= K M; 100 >= 16 x 5 in the thorough tier) and the
-    metric's exponent in R, 95% jackknife interval below 0 and reaching -1/2 (it falls with R as
-    the bound says); otherwise that c is "regime not reached". Shape, inside the regime:
+    metric's exponent in R, 95% jackknife interval below 0, its estimate at most -1/4 (it falls
+    with R as the bound says); otherwise that c is "regime not reached". Shape, inside the regime:
     a K^(-1/2) + b with a, b >= 0 fitted to the seed means; the data contradict it when the
     log-slope in K has its interval above 0 (the metric grows with K) or the ratio metric /
     shape grows with K (slope of log ratio on log K above 0); intervals 97.5% delete-one-seed
@@ -372,11 +372,11 @@ def a3(ctx: Context):
                     sub=sub,
                     stated=stated,
                     reason=reason,
-                    criterion="per c in the regime (R exponent's interval below 0, reaching "
-                    "-1/2): fails when the data contradict a K^(-1/2) + b (log-slope above 0 or "
-                    "the ratio to the shape growing), holds when not and the metric falls with "
-                    "K; common verdict of the constants in the regime; none in it: "
-                    "inconclusive (regime not reached)",
+                    criterion="per c in the regime (R exponent's interval below 0, "
+                    "estimate at most -1/4): fails when the data contradict a K^(-1/2) + b "
+                    "(log-slope above 0 or the ratio to the shape growing), holds when not and "
+                    "the metric falls with K; common verdict of the constants in the regime; "
+                    "none in it: inconclusive (regime not reached)",
                     effect=reads[key].shape.slope,
                     seeds=n,
                     test=test,
@@ -533,10 +533,11 @@ def _rate_row(ctx: Context, alg: str, topo: str, *, variable: str, values: tuple
         sub=sub,
         stated=stated,
         reason=reason,
-        criterion=f"per c in the regime (R exponent's interval below 0, reaching -1/2): fails "
-        f"when the data contradict a {variable}^(-1/2) + b (log-slope above 0 or the ratio to the "
-        f"shape growing), holds when not and the metric falls with {variable}; common verdict of "
-        "the constants in the regime; none in it: inconclusive (regime not reached)",
+        criterion=f"per c in the regime (R exponent's interval below 0, estimate at most "
+        f"-1/4): fails when the data contradict a {variable}^(-1/2) + b (log-slope above 0 or "
+        f"the ratio to the shape growing), holds when not and the metric falls with {variable}; "
+        "common verdict of the constants in the regime; none in it: inconclusive (regime not "
+        "reached)",
         effect=reads[key].shape.slope,
         seeds=n,
         test=test,
@@ -574,9 +575,9 @@ def a7(ctx: Context):
     (Thm D.3 bounds the average over rounds).
 
     Read as A3 (:mod:`fedtheory.verify.regime`): regime per c (R/2 and R at the largest K: the
-    metric's exponent in R has its 95% jackknife interval below 0 and reaching -1/2); inside it
-    the shape a K^(-1/2) + b (a, b >= 0): contradicted when the log-slope in K lies above 0 or
-    the ratio metric / shape grows with K (97.5% jackknife intervals).
+    metric's exponent in R has its 95% jackknife interval below 0, its estimate at most -1/4);
+    inside it the shape a K^(-1/2) + b (a, b >= 0): contradicted when the log-slope in K lies
+    above 0 or the ratio metric / shape grows with K (97.5% jackknife intervals).
 
     Criterion per topology (``A7/complete``, ``A7/ring``): ``outside assumptions`` when
     rho_max > m/(m+n) (named); else per c in the regime ``fails`` when contradicted, ``holds``
@@ -649,9 +650,9 @@ def a12(ctx: Context):
     E||grad f(x_r)||^2; HA-Fed, its second-half min_r (Cor. 5.11).
 
     Read as A3 (:mod:`fedtheory.verify.regime`), in M: regime per c (R/2 and R at M = 25: the
-    metric's exponent in R has its 95% jackknife interval below 0 and reaching -1/2), inside it
-    the shape a M^(-1/2) + b (a, b >= 0), contradicted when the log-slope in M lies above 0
-    (the metric grows with M) or the ratio metric / shape grows with M (97.5% intervals).
+    metric's exponent in R has its 95% jackknife interval below 0, its estimate at most -1/4),
+    inside it the shape a M^(-1/2) + b (a, b >= 0), contradicted when the log-slope in M lies
+    above 0 (the metric grows with M) or the ratio metric / shape grows with M (97.5% intervals).
 
     Criterion per algorithm (``A12/AFGA``, ``A12/HA-Fed``): per c in the regime ``fails`` when
     contradicted, ``holds`` when not and the metric falls with M, ``inconclusive`` otherwise;
