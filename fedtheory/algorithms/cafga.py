@@ -27,36 +27,20 @@ cluster (:func:`~fedtheory.algorithms.gossip.cluster_selected_ring`); Delta as A
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-
-from fedtheory.algorithms.base import (
-    Algorithm,
-    AlgorithmConfig,
-    aggregate,
-    broadcast_clients,
-    client_metrics,
-    pull,
-)
+from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
 from fedtheory.algorithms.gossip import (
     GRAPH_SEED,
     RESAMPLE,
     SERVER,
-    GossipState,
-    adaptive_server,
+    build_adapted_gossip,
     build_gossip_adaptive,
     cluster_average,
     cluster_gossip,
     cluster_rho,
     cluster_selected_rho,
     cluster_selected_ring,
-    gossip,
-    selected_ring,
 )
-from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
-from fedtheory.backend import get_namespace
 
 REFERENCE = "000/001 (TMLR 2024) Algorithm 2 (CAFGA), Appendix D"
 REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5 and Table 5 (communication-adapted CAFGA)"
@@ -99,29 +83,11 @@ def build_cafga_adapted(config: AlgorithmConfig) -> Algorithm:
     compute at every local step and gossip over a ring formed on S_r^k alone inside cluster k
     (``topology`` ``ring``, the default, or ``complete``); the others stay offline and keep
     their last model. Delta = Algorithm 2's per-cluster average; FedAMSGrad server step."""
-    kind = config.topology or "ring"
-    selected_ring(np.ones((1, 3), dtype=bool), kind)  # validate the topology name now
-    opt = adaptive_server(config)
-    K, lr, C = config.local_steps, config.lr, config.clusters
-    weights = cluster_average(config)
-
-    def init(problem: Any, x0: Any) -> GossipState:
-        return GossipState(x=x0, X=broadcast_clients(x0, problem.n_clients), opt=opt.init(x0))
-
-    def round_(state: GossipState, problem: Any, draw: Any, rng: Any = None) -> GossipState:
-        xp = get_namespace(state.x)
-        X0 = pull(state.X, state.x, draw.mask)
-        W = xp.asarray(cluster_selected_ring(draw.mask, C, kind), dtype=state.x.dtype)
-        XK = local_steps(problem, X0, K, lr, compute=draw.mask, rng=rng, mix=gossip(W))
-        delta = aggregate(XK - state.x[:, None, :], weights(draw, state.x))
-        step, opt_state = opt.update(delta, state.opt)
-        return GossipState(x=state.x + step, X=XK, opt=opt_state)
-
-    return Algorithm(
-        name="cafga-adapted",
-        init=init,
-        round=round_,
-        config=config,
+    C = config.clusters
+    return build_adapted_gossip(
+        "cafga-adapted",
+        config,
+        mixing=lambda mask, kind: cluster_selected_ring(mask, C, kind),
+        weights=cluster_average(config),
         reference=REFERENCE_ADAPTED,
-        metrics=client_metrics(),
     )

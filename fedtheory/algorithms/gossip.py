@@ -32,6 +32,7 @@ from fedtheory.algorithms.base import (
     aggregate,
     broadcast_clients,
     client_metrics,
+    pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import Option
@@ -400,3 +401,41 @@ def cluster_average(config: AlgorithmConfig) -> Callable[[Any, Any], Array]:
         return get_namespace(x).asarray(cluster_weights(draw.mask, C), dtype=x.dtype)
 
     return w
+
+
+def build_adapted_gossip(
+    name: str,
+    config: AlgorithmConfig,
+    *,
+    mixing: Callable[[Any, str], np.ndarray],
+    weights: Callable[[Any, Any], Array] | None = None,
+    reference: str = "",
+) -> Algorithm:
+    """The shared round of the communication-adapted variants (000 Section 5, footnote 4;
+    Table 5): only the clients of S_r are online; they start from x_r, compute at every local
+    step and gossip with ``mixing(mask, kind)`` (``(S, N, N)`` per seed: a ring or complete
+    graph on S_r, or on each cluster's part of it), the others keep their last model; Delta over
+    S_r (``weights``, default ``draw.weights``); the adaptive server step of 000 Alg. 1.
+
+    ``config.topology`` is ``ring`` (default) or ``complete``, checked when built.
+    """
+    kind = config.topology or "ring"
+    selected_ring(np.ones((1, 3), dtype=bool), kind)  # validate the topology name now
+    opt = adaptive_server(config)
+    K, lr = config.local_steps, config.lr
+
+    def init(problem: Any, x0: Array) -> GossipState:
+        return GossipState(x=x0, X=broadcast_clients(x0, problem.n_clients), opt=opt.init(x0))
+
+    def round_(state: GossipState, problem: Any, draw: Any, rng: Any = None) -> GossipState:
+        xp = get_namespace(state.x)
+        X0 = pull(state.X, state.x, draw.mask)
+        W = xp.asarray(mixing(draw.mask, kind), dtype=state.x.dtype)  # (S, N, N)
+        XK = local_steps(problem, X0, K, lr, compute=draw.mask, rng=rng, mix=gossip(W))
+        w = draw.weights if weights is None else weights(draw, state.x)
+        delta = aggregate(XK - state.x[:, None, :], w)
+        step, opt_state = opt.update(delta, state.opt)
+        return GossipState(x=state.x + step, X=XK, opt=opt_state)
+
+    return Algorithm(name=name, init=init, round=round_, config=config, reference=reference,
+                     metrics=client_metrics())  # fmt: skip

@@ -66,8 +66,10 @@ def main(args) -> int:
     check_int("--seed", args.seed, minimum=0)
     claims = select(args.only)
     if args.list:
-        for c in claims:
-            print(f"{c.id:4s} {c.source:28s} {c.stated}")
+        for c in claims:  # where a claim runs is said after its statement
+            where = (" [--full]" if c.tier == FULL else "") + "".join(
+                f" [needs {e}]" for e in c.needs)  # fmt: skip
+            print(f"{c.id:4s} {c.source:28s} {c.stated}{where}")
         return 0
     if args.figures_dir:  # a bad folder is one line now, not every claim crashing when it draws
         check_output_dir(args.figures_dir)

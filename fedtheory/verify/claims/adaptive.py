@@ -317,105 +317,45 @@ def a3(ctx: Context):
     verdict is the common one over the constants inside the regime (``inconclusive`` when they
     differ), and ``inconclusive`` with the reason "regime not reached" when no constant is.
     """
-    Ks, n = _ks(ctx), _seeds(ctx)
-    metric = {"afga": window_mean, "hafed": window_min}
-    test = ("regime: exponent of the metric in R (R/2, R), 95% delete-one-seed jackknife; "
-            "shape a K^(-1/2) + b (a, b >= 0): log-slope in K and the trend of metric / shape, "
-            "97.5% delete-one-seed jackknife each (Student-t)")  # fmt: skip
-    out, drawn = [], {}
-    for alg in ("afga", "hafed"):
-        for topo in ("complete", "ring"):
-            sub = f"{alg}-{topo}"
-            stated = f"{LABEL[alg]} on the {topo} graph: metric <= a K^(-1/2) + b (O(1/sqrt(RKM)))"
-            rho, conds = grid_conditions(alg, topology=topo, R=R_STUDY, K=Ks[0], M=M_STUDY)
-            violated = sorted(set(conds) - set(horizon_violations(alg, R=R_STUDY, K=Ks[0],
-                                                                  M=M_STUDY)))  # fmt: skip
-            if violated:  # the spectral-gap condition: report the K exponents, no verdict
-                items = {}
-                for c in CONSTANTS:
-                    cur = gradient_curves(
-                        alg,
-                        variable="K",
-                        values=Ks,
-                        R=R_STUDY,
-                        M=M_STUDY,
-                        topology=topo,
-                        c=c,
-                        seeds=n,
-                        seed=ctx.seed,
-                    )
-                    items[c] = k_exponent(cur.curves, Ks, metric[alg], 0.95)
-                    drawn[(alg, topo, c)] = [float(metric[alg](np.nanmean(g, axis=0)))
-                                             for g in cur.curves]  # fmt: skip
-                text = "K exponent (c = 0.01, 0.02, 0.05): " + ", ".join(
-                    interval(e, signed=True) for e in items.values()
-                )
-                out.append(outside("; ".join(violated), text, sub=sub, stated=stated, seeds=n,
-                                   effect=items[CONSTANTS[1]], test="slope of log metric on "
-                                   "log K, 95% delete-one-seed jackknife",
-                                   evidence={"K": list(Ks), "R": R_STUDY, "rho": rho,
-                                             "exponents": {str(c): e.to_dict()
-                                                           for c, e in items.items()}}))  # fmt: skip
-                continue
-            reads = {c: read_rate(alg, variable="K", values=Ks, power=-0.5, stat=metric[alg],
-                                  c=c, n=n, seed=ctx.seed, M=M_STUDY, topology=topo)
-                     for c in CONSTANTS}  # fmt: skip
-            for c, r in reads.items():
-                drawn[(alg, topo, c)] = r.metric
-            verdict, inside, reason = rate_verdict(reads)
-            pool = {c: reads[c].shape.slope for c in (inside or CONSTANTS)}
-            key = decisive(pool, verdict)
-            out.append(
-                combined(
-                    verdict,
-                    rate_text(reads),
-                    sub=sub,
-                    stated=stated,
-                    reason=reason,
-                    criterion="per c in the regime (R exponent's interval below 0, "
-                    "estimate at most -1/4): fails when the data contradict a K^(-1/2) + b "
-                    "(log-slope above 0 or the ratio to the shape growing), holds when not and "
-                    "the metric falls with K; common verdict of the constants in the regime; "
-                    "none in it: inconclusive (regime not reached)",
-                    effect=reads[key].shape.slope,
-                    seeds=n,
-                    test=test,
-                    evidence={
-                        "metric": "second-half average"
-                        if alg == "afga"
-                        else "second-half min of the seed-mean curve",
-                        "K": list(Ks),
-                        "R": R_STUDY,
-                        "rho": rho,
-                        "constants_in_regime": inside,
-                        "per_constant": {
-                            str(c): {
-                                "verdict": r.verdict,
-                                "regime": r.regime.to_dict(),
-                                "shape": r.shape.to_dict(),
-                                "metric_per_K": r.metric,
-                                "K_exponent": r.exponent.to_dict(),
-                            }
-                            for c, r in reads.items()
-                        },
-                    },  # fmt: skip
-                )
-            )
-    fig = _a3_figure(ctx, drawn, Ks)
+    Ks = _ks(ctx)
+    metric = {"afga": (window_mean, "second-half average"),
+              "hafed": (window_min, "second-half min of the seed-mean curve")}  # fmt: skip
+    out = [
+        _rate_row(
+            ctx,
+            alg,
+            topo,
+            variable="K",
+            values=Ks,
+            stat=metric[alg][0],
+            sub=f"{alg}-{topo}",
+            metric_name=metric[alg][1],
+            stated=f"{LABEL[alg]} on the {topo} graph: metric <= a K^(-1/2) + b (O(1/sqrt(RKM)))",
+        )  # fmt: skip
+        for alg in ("afga", "hafed")
+        for topo in ("complete", "ring")
+    ]
+    fig = _a3_figure(ctx, out, Ks)
     for o in out:
         o.figure = fig
     return out
 
 
-def _a3_figure(ctx: Context, drawn: dict, Ks: tuple) -> str | None:
+def _a3_figure(ctx: Context, rows: list, Ks: tuple) -> str | None:
+    """The metric against K per (algorithm, topology, c), from the rows' evidence."""
     path = ctx.figure_path("A3")
     if path is None:
         return None
     fig, axes = pyplot().subplots(1, 2, figsize=(10, 4))
     for ax, alg in zip(axes, ("afga", "hafed"), strict=True):
-        for i, (topo, c) in enumerate((t, c) for t in ("complete", "ring") for c in CONSTANTS):
-            ax.loglog(Ks, drawn[(alg, topo, c)], "o-" if topo == "complete" else "s--",
-                      color=f"C{i % 3}", label=f"{topo}, c={c:g}")  # fmt: skip
+        for row in rows:
+            if not row.sub.startswith(alg + "-"):
+                continue
+            topo = row.sub.split("-", 1)[1]
+            for i, c in enumerate(CONSTANTS):
+                y = row.evidence["per_constant"][str(c)]["metric"]
+                ax.loglog(Ks, y, "o-" if topo == "complete" else "s--", color=f"C{i}",
+                          label=f"{topo}, c={c:g}")  # fmt: skip
         ax.set(xlabel="K", ylabel="second-half " + ("average" if alg == "afga" else "min"),
                title=f"A3: {LABEL[alg]} (stated: a K^-1/2 + b)")  # fmt: skip
         ax.legend(fontsize=7)
@@ -514,14 +454,24 @@ def _rate_row(ctx: Context, alg: str, topo: str, *, variable: str, values: tuple
     test = (f"regime: exponent of the metric in R (R/2, R), 95% delete-one-seed jackknife; "
             f"shape a {variable}^(-1/2) + b (a, b >= 0): log-slope in {variable} and the trend of "
             "metric / shape, 97.5% delete-one-seed jackknife each (Student-t)")  # fmt: skip
-    if violated:
-        cur = gradient_curves(alg, variable=variable, values=values, R=R_STUDY, topology=topo,
-                              c=CONSTANTS[1], seeds=n, seed=ctx.seed, **kw)  # fmt: skip
-        e = log_slope(cur.curves, values, 0.95, f"exponent of the metric in {variable}", stat)
-        return outside("; ".join(violated), f"{variable} exponent at c = {CONSTANTS[1]:g}: "
-                       f"{interval(e, signed=True)}", sub=sub, stated=stated, seeds=n, effect=e,
-                       test=f"slope of log metric on log {variable}, 95% delete-one-seed "
-                       "jackknife", evidence={"rho": rho, variable: list(values)})  # fmt: skip
+    if violated:  # the spectral-gap condition: report the exponents, no verdict on the rate
+        items, metric = {}, {}
+        for c in CONSTANTS:
+            cur = gradient_curves(alg, variable=variable, values=values, R=R_STUDY,
+                                  topology=topo, c=c, seeds=n, seed=ctx.seed, **kw)  # fmt: skip
+            items[c] = log_slope(cur.curves, values, 0.95, f"exponent of the metric in {variable}",
+                                 stat)  # fmt: skip
+            metric[c] = [float(stat(np.nanmean(g, axis=0))) for g in cur.curves]
+        return outside(
+            "; ".join(violated),
+            f"{variable} exponent (c = {', '.join(f'{c:g}' for c in CONSTANTS)}): "
+            + ", ".join(interval(e, signed=True) for e in items.values()),
+            sub=sub, stated=stated, seeds=n, effect=items[CONSTANTS[1]],
+            test=f"slope of log metric on log {variable}, 95% delete-one-seed jackknife",
+            evidence={"metric": metric_name, "rho": rho, variable: list(values),
+                      "per_constant": {str(c): {"exponent": items[c].to_dict(),
+                                                "metric": metric[c]} for c in CONSTANTS}},
+        )  # fmt: skip
     reads = {c: read_rate(alg, variable=variable, values=values, power=-0.5, stat=stat, c=c,
                           n=n, seed=ctx.seed, topology=topo, **kw)
              for c in CONSTANTS}  # fmt: skip

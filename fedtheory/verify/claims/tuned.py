@@ -137,6 +137,25 @@ def a5_tuning(variant: str, tier: str, seed: int) -> GridTuning:
     return tune_grid(score, [Axis("c", A5_GRID)])
 
 
+def _decider(rows: dict, margin: float):
+    """``decided`` for :func:`~fedtheory.analysis.stats.sequential` over ``rows`` (A5, A9): a
+    non-inferiority row is decided once its interval lies below or above the margin, any
+    other once it excludes 0."""
+
+    def decided(name: str, e: Effect) -> bool:
+        if rows[name][2] == "non-inferiority":
+            return e.ci_high < margin or e.ci_low > margin
+        return e.side(0.0) != 0
+
+    return decided
+
+
+def _noninferior(e: Effect, margin: float) -> str:
+    """Non-inferiority of a log ratio against ``margin``: ``holds`` when the interval's upper
+    end lies below it, ``fails`` when the lower end lies above it, else ``inconclusive``."""
+    return HOLDS if e.ci_high < margin else FAILS if e.ci_low > margin else INCONCLUSIVE
+
+
 def _ratio_text(e: Effect) -> str:
     """A log-ratio effect as a ratio of geometric means with its interval."""
     if e.estimate is None:
@@ -219,13 +238,8 @@ def a5(ctx: Context):
         with np.errstate(divide="ignore", invalid="ignore"):
             return {r: np.log(got[A5_ROWS[r][0]]) - np.log(got[A5_ROWS[r][1]]) for r in active}
 
-    def decided(name, e):
-        if A5_ROWS[name][2] == "non-inferiority":
-            return e.ci_high < margin or e.ci_low > margin
-        return e.side(0.0) != 0
-
     comps = sequential(draw, list(A5_ROWS), pl, unit="log(metric A / metric B)",
-                       decided=decided, confirm=True)  # fmt: skip
+                       decided=_decider(A5_ROWS, margin), confirm=True)  # fmt: skip
     test = pl.describe("paired t on per-seed log ratios of the last-5-rounds metric")
     first_block = pl.blocks()[0]
     regime = {r: _gossip_matters(A5_ROWS[r][0], tuned[A5_ROWS[r][0]], first_block, ctx.seed,
@@ -248,7 +262,7 @@ def a5(ctx: Context):
         if e.estimate is None:
             verdict, reason = INCONCLUSIVE, "a run diverged"
         elif kind == "non-inferiority":
-            verdict = HOLDS if e.ci_high < margin else FAILS if e.ci_low > margin else INCONCLUSIVE
+            verdict = _noninferior(e, margin)
         else:
             verdict = verdict_of(e)
         not_bracketed = [v for v in (A, B) if not tuned[v].decisive]
@@ -370,13 +384,8 @@ def a9(ctx: Context):
                           else got[A][1] - got[B][1])  # fmt: skip
         return out
 
-    def decided(name, e):
-        if A9_ROWS[name][2] == "non-inferiority":
-            return e.ci_high < margin or e.ci_low > margin
-        return e.side(0.0) != 0
-
-    comps = sequential(draw, list(A9_ROWS), pl, unit="per-row paired difference",
-                       decided=decided, confirm=True)  # fmt: skip
+    comps = sequential(draw, list(A9_ROWS), pl, decided=_decider(A9_ROWS, margin), confirm=True,
+                       unit="log ratio (cafga-adapted) or rounds (A - B)")  # fmt: skip
     test = pl.describe("paired t on per-seed differences")
     g = _gossip_matters("CAFGA(a)/S4", tuned["CAFGA(a)/S4"], pl.blocks()[0], ctx.seed,
                         "CAFGA/S4", control="FedAMSGrad/S4")  # fmt: skip
@@ -398,7 +407,7 @@ def a9(ctx: Context):
         if e.estimate is None:
             verdict, reason = INCONCLUSIVE, "a run diverged"
         elif kind == "non-inferiority":
-            verdict = HOLDS if e.ci_high < margin else FAILS if e.ci_low > margin else INCONCLUSIVE
+            verdict = _noninferior(e, margin)
             if not g["matters"]:
                 verdict = INCONCLUSIVE
                 reason = (f"{REGIME_NOT_REACHED}: in-round gossip does not change the outcome "
