@@ -12,8 +12,9 @@ test sample is seen while tuning.
 Criterion: the mean over the tuning seeds of the final validation accuracy (the mean of the
 last 5 evaluated rounds, as the claims read the test accuracy); ties keep the first point
 evaluated. Grids (:data:`AXES`) start at three values per hyper-parameter and extend by their
-step past an edge until the choice is interior (:func:`fedtheory.experiments.tuning.tune_grid`,
-at most 8 values added); what was chosen, every point's score and each axis's status
+step past an edge until the choice is interior, then bisect the gaps next to the choice until
+neighbouring values differ by at most a factor 1.5 (:func:`fedtheory.experiments.tuning.tune_grid`,
+at most 8 values added each way); what was chosen, every point's score and each axis's status
 ("interior", or why not) go to ``fedtheory/experiments/nn_tuning.json``, which the claims read.
 The server step of the SGD-server methods (FedAvg, SCAFFOLD, FedProx, FedDyn) is 1, not tuned
 (000 Sec. 6: "We set the global learning rate as 1 for SGD-based global update").
@@ -60,6 +61,9 @@ AXES: dict[str, list[Axis]] = {
 #: Fixed, not tuned: the SGD server's step (000 Sec. 6).
 FIXED: dict[str, dict] = {a: {"global_lr": 1.0} for a in ("fedavg", "scaffold", "fedprox",
                                                            "feddyn")}  # fmt: skip
+#: Neighbouring values next to the chosen one differ by at most this ratio (the grids' step is
+#: 3.3: an optimum between two grid values would otherwise be missed by up to that factor).
+REFINE = 1.5
 #: Which algorithms each setting's claims compare.
 ALGORITHMS: dict[str, tuple[str, ...]] = {
     "000-S2": ("fedavg", "fedamsgrad", "afga", "cafga", "fedadam", "scaffold", "fedprox",
@@ -83,7 +87,7 @@ def tune(name: str, setting: str) -> dict:
               f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
         return -acc
 
-    t = tune_grid(score, AXES[name])
+    t = tune_grid(score, AXES[name], refine=REFINE)
     out = t.to_dict()
     out["best"] = {**FIXED.get(name, {}), **t.best}
     out["score"] = -t.score

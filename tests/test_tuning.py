@@ -52,3 +52,17 @@ def test_bad_axes_are_refused():
         Axis("c", (1.0,))
     with pytest.raises(AssumptionError, match="names must differ"):
         tune_grid(lambda p: 0.0, [Axis("c", (1, 2)), Axis("c", (1, 2))])
+
+
+def test_refinement_finds_an_optimum_between_coarse_grid_values():
+    def score(p):
+        return (math.log(p["lr"]) - math.log(0.7)) ** 2  # optimum 0.7, between 0.3 and 1.0
+
+    coarse = tune_grid(score, [Axis("lr", (0.1, 0.3, 1.0))])
+    assert coarse.best == {"lr": 1.0} or coarse.best == {"lr": 0.3}
+    fine = tune_grid(score, [Axis("lr", (0.1, 0.3, 1.0))], refine=1.5)
+    assert 0.7 / 1.5 <= fine.best["lr"] <= 0.7 * 1.5 and fine.interior
+    assert fine.refinements >= 2
+    neighbours = sorted(fine.tried["lr"])
+    i = neighbours.index(fine.best["lr"])
+    assert max(neighbours[i + 1] / neighbours[i], neighbours[i] / neighbours[i - 1]) <= 1.5

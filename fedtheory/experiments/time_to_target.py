@@ -172,11 +172,13 @@ def tune_constant(
     seed: int = 0,
     seed_ids: Sequence[int] = (1000, 1001),
     max_extensions: int = 6,
+    refine: float | None = None,
     **kw: Any,
 ) -> Tuning:
     """Pick the constant c of ``algorithm``'s schedule on the tuning seeds, extending ``grid``
     past its edge until the choice is interior (:func:`~fedtheory.experiments.tuning.tune_grid`;
-    at most ``max_extensions`` values added).
+    at most ``max_extensions`` values added), then with ``refine`` bisecting the gaps next to
+    the choice until neighbouring values differ by at most that ratio.
 
     Criterion: the smallest median (over ``seed_ids``) hours to ``target``; a value that does
     not reach it in more than half of the seeds scores by its median final metric after every
@@ -190,7 +192,7 @@ def tune_constant(
         runs[point["c"]] = (float(np.median(h)), float(np.nanmedian(f)))
         return runs[point["c"]]
 
-    t = tune_grid(score, [Axis("c", tuple(grid))], max_extensions=max_extensions)
+    t = tune_grid(score, [Axis("c", tuple(grid))], max_extensions=max_extensions, refine=refine)
     cs = sorted(runs)
     return Tuning(algorithm, float(t.best["c"]), tuple(cs), tuple(runs[c][0] for c in cs),
                   tuple(runs[c][1] for c in cs), int(seed), tuple(int(i) for i in seed_ids),

@@ -6,7 +6,10 @@ judge the grid, not the algorithm. :func:`tune_grid` evaluates a product grid, a
 best point lies on the edge of an axis it adds the next value beyond that edge (the axis's own
 geometric step) and evaluates it against every value of the other axes, until the best point is
 interior on every axis, or a stated hard limit of the axis is reached (``low``/``high``: e.g. a
-server step of exactly 1 for FedAvg), or the extension budget is spent. The result says which,
+server step of exactly 1 for FedAvg), or the extension budget is spent. With ``refine`` it then
+bisects the gaps next to the best point until neighbouring values differ by at most that ratio,
+so that an optimum lying between two coarse grid values is not missed by the grid's step (a
+coarse grid can favour the algorithm whose optimum happens to sit on it). The result says which,
 per axis, so a claim's row can report "interior", "at the hard limit" or "edge: budget spent".
 
 The scores are the caller's (lower is better; a tuple compares lexicographically, e.g.
@@ -21,6 +24,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from fedtheory.errors import AssumptionError
 
@@ -84,6 +89,8 @@ class GridTuning:
         ``"grid's edge: extension budget spent"``.
     extensions : int
         How many values were added beyond the initial grid.
+    refinements : int
+        How many values were added between tried ones next to the best (``refine``).
     """
 
     best: dict
@@ -92,6 +99,7 @@ class GridTuning:
     tried: dict = field(default_factory=dict)
     status: dict = field(default_factory=dict)
     extensions: int = 0
+    refinements: int = 0
 
     @property
     def interior(self) -> bool:
@@ -114,6 +122,7 @@ class GridTuning:
             "tried": {k: list(v) for k, v in self.tried.items()},
             "status": dict(self.status),
             "extensions": self.extensions,
+            "refinements": self.refinements,
             "scores": [{"point": dict(p), "score": s} for p, s in self.scores],
         }
 
@@ -136,8 +145,8 @@ def _beyond(axis: Axis, v: float, vals: list) -> float | None:
     return None
 
 
-def tune_grid(score: Callable[[dict], Any], axes: Sequence[Axis], *,
-              max_extensions: int = 8) -> GridTuning:  # fmt: skip
+def tune_grid(score: Callable[[dict], Any], axes: Sequence[Axis], *, max_extensions: int = 8,
+              refine: float | None = None, max_refinements: int = 8) -> GridTuning:  # fmt: skip
     """Minimise ``score(point)`` over a grid that extends until the best point is interior.
 
     Parameters
@@ -148,6 +157,11 @@ def tune_grid(score: Callable[[dict], Any], axes: Sequence[Axis], *,
     axes : sequence of Axis
     max_extensions : int
         The most values added beyond the initial grids, over all axes (the budget).
+    refine : float, optional
+        Once the best point is found, bisect (geometrically) the gaps next to it on each axis,
+        the other axes at their best values, until the tried values next to the best differ by
+        at most this ratio (e.g. 1.5): an optimum between two coarse grid values is not missed
+        by a factor of the grid's step. At most ``max_refinements`` values added.
 
     Returns
     -------
@@ -182,6 +196,25 @@ def tune_grid(score: Callable[[dict], Any], axes: Sequence[Axis], *,
             tried[names[j]] = sorted({*tried[names[j]], new})
             extensions += 1
             evaluate(itertools.product(*(tried[n] if n != names[j] else [new] for n in names)))
+    refinements = 0
+    while refine is not None and refinements < max_refinements:
+        best = min(order, key=lambda p: seen[p])
+        added = False
+        for j, a in enumerate(axes):
+            v, vals = best[j], tried[a.name]
+            lower = [x for x in vals if x < v]
+            upper = [x for x in vals if x > v]
+            for nb in ([max(lower)] if lower else []) + ([min(upper)] if upper else []):
+                if max(v, nb) / min(v, nb) > refine and refinements < max_refinements:
+                    mid = float(np.sqrt(v * nb))
+                    tried[a.name] = sorted({*tried[a.name], mid})
+                    refinements += 1
+                    added = True
+                    evaluate([tuple(mid if k == j else best[k] for k in range(len(axes)))])
+            if added:
+                break  # re-read the best point before refining further
+        if not added:
+            break
     best = min(order, key=lambda p: seen[p])
     status = {}
     for j, a in enumerate(axes):
@@ -201,4 +234,5 @@ def tune_grid(score: Callable[[dict], Any], axes: Sequence[Axis], *,
         tried={n: tuple(v) for n, v in tried.items()},
         status=status,
         extensions=extensions,
+        refinements=refinements,
     )

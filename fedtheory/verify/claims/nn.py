@@ -4,8 +4,9 @@ The papers train ConvMixer and ResNet models on CIFAR-10/100; here a small MLP (
 MNIST-1D (generated locally by the optional ``mnist1d`` package, the ``nn`` extra) stands in, in
 the papers' federated settings (:data:`fedtheory.experiments.n1.NN_SETTINGS`). Every algorithm's
 hyper-parameters were tuned by ``benchmarks/tune_n1.py`` at another root seed, on a validation
-split held out of the training rows, with grids extended until the choice is interior
-(``fedtheory/experiments/nn_tuning.json``); the claims evaluate at the base seed on the test
+split held out of the training rows, with grids extended until the choice is interior and then
+refined until neighbouring values differ by at most 1.5x (``fedtheory/experiments/
+nn_tuning.json``); the claims evaluate at the base seed on the test
 split. A comparison involving an algorithm whose tuning did not end interior (or at a stated
 hard limit) is ``inconclusive``. Evaluation seeds are drawn sequentially in blocks
 (:func:`fedtheory.analysis.stats.sequential`); where a comparison stopped early, one fresh block

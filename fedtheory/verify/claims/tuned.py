@@ -87,6 +87,10 @@ A5_MARGIN = 0.25
 #: edge until the choice is interior.
 A5_GRID = (3e-4, 1e-3, 3e-3)
 A5_TUNING_IDS = {"quick": tuple(range(1000, 1004)), "full": tuple(range(1000, 1008))}
+#: Once interior, the gaps next to a tuned value are bisected until neighbouring values differ
+#: by at most this ratio (the grids' step is about 3.2: a coarse grid favours the algorithm
+#: whose optimum happens to sit on it).
+TUNING_RESOLUTION = 1.5
 
 
 @lru_cache(maxsize=2)
@@ -134,7 +138,7 @@ def a5_tuning(variant: str, tier: str, seed: int) -> GridTuning:
             v = np.log10(a5_metric(variant, p["c"], ids, seed))
         return float(np.mean(v)) if np.all(np.isfinite(v)) else math.inf
 
-    return tune_grid(score, [Axis("c", A5_GRID)])
+    return tune_grid(score, [Axis("c", A5_GRID)], refine=TUNING_RESOLUTION)
 
 
 def _decider(rows: dict, margin: float):
@@ -199,7 +203,8 @@ def a5(ctx: Context):
     Tuning: every variant on its own (:data:`A5_VARIANTS`: FedAMSGrad, +gossip, AFGA, CAFGA,
     AFGA(a) on the ring, AFGA and AFGA(a) on the complete graph), the server-step constant c of
     its schedule (``step_sizes``) from {3e-4, 1e-3, 3e-3}, extended by the grid's step past an
-    edge until the choice is interior (at most 8 values added); criterion the mean of
+    edge until the choice is interior (at most 8 values added), then the gaps next to the choice
+    bisected until neighbouring values differ by at most 1.5x; criterion the mean of
     log10(metric) over tuning seed ids 1000-1003 (quick) / 1000-1007 (full), disjoint from the
     evaluation's.
 
@@ -338,7 +343,8 @@ def a9(ctx: Context):
     CAFGA(a) against CAFGA in Table 5's Setting 4 (N = 50, M = 10: m = 2 sampled in each of 5
     clusters of 10, ring inside the clusters; with m = 1 the adapted CAFGA has nobody to
     gossip with). Every variant tuned on its own as in A5 (c from {3e-4, 1e-3, 3e-3} extended
-    until interior, mean log10 metric over tuning seed ids 1000-1003 / 1000-1007).
+    until interior and refined to 1.5x, mean log10 metric over tuning seed ids 1000-1003 /
+    1000-1007).
 
     Statistics per seed, the same seed ids: ``A9/cafga-adapted``, d = log(metric_CAFGA(a) /
     metric_CAFGA) of A5's last-5-rounds metric; ``A9/rounds-afga`` and ``A9/rounds-cafga``,
@@ -477,7 +483,8 @@ def a6(ctx: Context):
 
     Tuning, the same rule for each algorithm's own schedule: c from {0.001, 0.003, 0.01, 0.03,
     0.1} (c_l = 0.5), extended by the grid's step past an edge until the choice is interior (at
-    most 6 values added), chosen by the smallest median hours to stay at the target on seed ids
+    most 6 values added) and the gaps next to it bisected until neighbouring values differ by at
+    most 1.5x, chosen by the smallest median hours to stay at the target on seed ids
     1000-1001 (quick) / 1000-1003 (full) of the base seed (disjoint from the evaluation's seed
     ids 0, 1, ...; a value that misses the target in most seeds ranks after every value that
     reaches it, by its median final metric). Evaluation: per seed, min(hours(FedAMSGrad), tau) -
@@ -495,7 +502,8 @@ def a6(ctx: Context):
     """
     algs = ("fedamsgrad", "afga", "cafga")
     tuned = {a: tune_constant(a, A6_GRID, A6_TARGET, seed=ctx.seed,
-                              seed_ids=A6_TUNING_IDS[ctx.tier], stay=True)
+                              seed_ids=A6_TUNING_IDS[ctx.tier], stay=True,
+                              refine=TUNING_RESOLUTION)
              for a in algs}  # fmt: skip
     hours: dict = {a: [] for a in algs}
     horizon = {a: A6_ROUNDS * CommTimeModel().round_time(a, SETTING1["local_steps"]) / 3600.0
