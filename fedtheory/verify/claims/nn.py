@@ -181,13 +181,17 @@ def _family(ctx: Context, arms: dict, pairs: dict, *, unit: str, metric, higher=
 def _row(verdict_parts: dict, comps: dict, *, sub, stated, criterion, test, reason, ev):
     """One row combining several comparisons (all must hold; one failing fails)."""
     verdict = all_of(list(verdict_parts.values()))
+    undefined = [k for k in verdict_parts if comps[k].effect.estimate is None]
+    if undefined and not reason:
+        reason = f"a run diverged (no accuracy) in {', '.join(undefined)}"
     if reason:
         verdict = INCONCLUSIVE
     key = decisive({k: comps[k].effect for k in verdict_parts}, verdict)
     return combined(
         verdict,
         "; ".join(f"{k}: {comps[k].effect.text()} ({comps[k].n_positive} of {comps[k].n} seeds "
-                  "as stated)" for k in verdict_parts),  # fmt: skip
+                  "as stated)" if comps[k].effect.estimate is not None else
+                  f"{k}: a run diverged after {comps[k].n} seeds" for k in verdict_parts),  # fmt: skip
         sub=sub,
         stated=stated,
         criterion=criterion,
