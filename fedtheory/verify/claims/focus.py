@@ -375,11 +375,6 @@ def c2(ctx: Context):
             never = [b for b in C2_BASELINES if min(raw[b]) > 500]
             parts = [
                 ordered_text(c, "FOCUS", display_name(b), "reaches 1e-10", "rounds before")
-                + (
-                    f" (fresh seeds after the stop: {interval(c.confirmation, signed=True)} rounds)"
-                    if c.confirmation is not None and c.confirmation.estimate is not None
-                    else ""
-                )
                 for b, c in comps.items()
                 if b not in never
             ]
