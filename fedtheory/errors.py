@@ -30,3 +30,13 @@ class StoreError(FedTheoryError):
 
 class StoreInUseError(StoreError):
     """Another driver is running a sweep into the same store (one driver per store)."""
+
+
+class MissingExtraError(FedTheoryError, ImportError):
+    """A feature needs an optional extra that is not installed; the message names the extra and
+    the command that installs it (``pip install 'fedtheory[nn]'``). Also an ``ImportError``, as
+    Python raises for a missing module. ``extra`` holds the extra's name."""
+
+    def __init__(self, message: str, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra

@@ -65,7 +65,7 @@ def test_run_n1_refusals():
     with pytest.raises(FedTheoryError, match="unknown algorithm 'FedSGD'"):
         run_n1(["FedSGD"], **SMALL)
     with pytest.raises(AssumptionError, match="unknown N1 algorithm"):
-        run_n1(["fedprox"], **SMALL)
+        run_n1(["scaffnew"], **SMALL)
     with pytest.raises(AssumptionError, match="gives 0 clients per round"):
         run_n1(["FedAvg"], **{**SMALL, "participation": 0.01})
     with pytest.raises(

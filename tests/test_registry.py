@@ -101,10 +101,12 @@ def test_names_are_case_insensitive_and_display_names_resolve():
 def test_facts_live_on_the_registered_algorithm():
     """000 Alg. 1-2 and 004 Alg. 1 gossip; CAFGA and HA-Fed are clustered; the adaptive server
     step is 000 eq. (2); affine rounds are the ones the exact oracles handle."""
-    assert names(gossip=True) == ["afga", "afga-adapted", "cafga", "dsgd", "hafed"]
-    assert names(clustered=True) == ["cafga", "hafed"]
+    assert names(gossip=True) == ["afga", "afga-adapted", "cafga", "cafga-adapted", "dsgd",
+                                  "hafed"]  # fmt: skip
+    assert names(clustered=True) == ["cafga", "cafga-adapted", "hafed"]
     assert set(names(adaptive=True)) == {
-        "afga", "afga-adapted", "cafga", "hafed", "fedadagrad", "fedadam", "fedamsgrad", "fedyogi"
+        "afga", "afga-adapted", "cafga", "cafga-adapted", "hafed", "fedadagrad", "fedadam",
+        "fedamsgrad", "fedyogi",
     }  # fmt: skip
     assert "focus" in names(affine=True) and "fedamsgrad" not in names(affine=True)
     assert info("scaffold").server_vectors == 2 and info("dsgd").server_vectors == 0

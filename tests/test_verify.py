@@ -38,7 +38,8 @@ EX = dict(effect=Effect.exact(1.0, "unit"), test="exact")
 
 CATALOG = [f"G{i}" for i in range(1, 6)]
 CATALOG += [f"P{i}" for i in range(1, 5)] + [f"F{i}" for i in range(1, 4)]
-CATALOG += [f"C{i}" for i in range(1, 7)] + [f"A{i}" for i in range(1, 7)] + ["N1"]
+CATALOG += [f"C{i}" for i in range(1, 9)] + [f"A{i}" for i in range(1, 14)]
+CATALOG += [f"N{i}" for i in range(1, 5)]
 
 
 def test_registry_holds_the_catalog_in_order():
@@ -293,3 +294,69 @@ def test_verify_on_dask_workers_equals_one_process(tmp_path):
     keep = ("id", "verdict", "measured", "effect", "seeds", "test")
     a, b = (json.loads(p.read_text()) for p in (local, dask))
     assert [{k: r[k] for k in keep} for r in a] == [{k: r[k] for k in keep} for r in b]
+
+
+def _block_mnist1d(monkeypatch):
+    """A core install without the 'nn' extra, simulated: importing mnist1d raises ImportError
+    (a None entry in sys.modules), whatever is installed here."""
+    for name in [m for m in sys.modules if m == "mnist1d" or m.startswith("mnist1d.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mnist1d", None)
+
+
+def test_a_missing_extra_is_not_run_naming_it_and_verify_exits_zero(monkeypatch, capsys):
+    _block_mnist1d(monkeypatch)
+    assert main(["verify", "--only", "G1,N1", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    rows = {d["id"]: d for d in json.loads(captured.out)}
+    n1 = rows["N1"]
+    assert n1["verdict"] == NOT_RUN and n1["ran"] is False and n1["error"] is None
+    assert "pip install 'fedtheory[nn]'" in n1["reason"] and "mnist1d" in n1["reason"]
+    assert rows["G1"]["verdict"] == HOLDS and "Traceback" not in captured.err
+
+
+def test_a_missing_extra_raised_inside_a_check_is_not_run(monkeypatch, capsys):
+    from fedtheory.errors import MissingExtraError  # noqa: PLC0415
+
+    def needs_it(ctx):
+        raise MissingExtraError("claim Z9 needs the optional extra 'nn': pip install x", "nn")
+
+    all_claims()
+    monkeypatch.setitem(REGISTRY, "Z9", Claim("Z9", "test", "needs an extra", needs_it))
+    assert main(["verify", "--only", "Z9"]) == 0
+    out = capsys.readouterr().out
+    assert "Not run here" in out and "not run: claim Z9 needs" in out and "CRASHED" not in out
+    assert "1 not run" in out
+
+
+def test_a_thorough_tier_claim_is_not_run_in_the_quick_tier(monkeypatch):
+    ran = []
+
+    def heavy(ctx):
+        ran.append(ctx.tier)
+        return judge(True, 1.0, criterion="x", **EX)
+
+    all_claims()
+    monkeypatch.setitem(REGISTRY, "Z8", Claim("Z8", "test", "heavy", heavy, tier="full"))
+    (r,) = run("Z8", Context())
+    assert r.verdict == NOT_RUN and r.skipped and not r.crashed and not ran
+    assert "fedtheory verify --full --only Z8" in r.reason
+    (r,) = run("Z8", Context(tier="full"))
+    assert r.verdict == HOLDS and ran == ["full"]
+
+
+def test_fedtheory_nn_without_the_extra_is_one_line_and_exit_two(monkeypatch, capsys):
+    _block_mnist1d(monkeypatch)
+    assert main(["nn", "--rounds", "1", "--seeds", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'fedtheory[nn]'" in err[0]
+
+
+def test_figures_without_the_extra_draw_the_others_and_exit_two(monkeypatch, tmp_path, capsys):
+    _block_mnist1d(monkeypatch)
+    assert main(["figures", "participation", "nn_n1", "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert (tmp_path / "participation.png").exists() and not (tmp_path / "nn_n1.png").exists()
+    assert [line for line in err if "nn_n1" in line] == err[-1:]
+    assert "pip install 'fedtheory[nn]'" in err[-1] and "Traceback" not in captured.err

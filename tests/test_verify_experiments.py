@@ -9,7 +9,7 @@ import pytest
 from fedtheory.errors import AssumptionError
 from fedtheory.experiments.figure4 import rounds_to_tolerance
 from fedtheory.experiments.local_steps import gradient_curves, window_mean, window_min
-from fedtheory.experiments.n1 import run_n1
+from fedtheory.experiments.n1 import nn_tuning, run_n1, tuned_hyper, validation_split
 from fedtheory.experiments.time_to_target import hours_to_target, tune_constant
 
 SMALL_N1 = dict(n_clients=10, participation=0.5, num_samples=400, rounds=3, local_steps=2,
@@ -33,7 +33,13 @@ def test_gradient_curves_pairs_the_seeds_across_the_grid():
     assert t.rho[0] == pytest.approx(0.0, abs=1e-12) and t.rho[1] > 0.9
     assert any("rho" in v for v in t.outside[1]) and not t.outside[0]
     with pytest.raises(AssumptionError, match="variable must be"):
-        gradient_curves("afga", variable="M")
+        gradient_curves("afga", variable="N")
+    m = gradient_curves("hafed", variable="M", values=(5, 50), K=2, R=12, seeds=2,
+                        topology="complete")  # fmt: skip
+    assert m.settings["steps"][1]["eta"] > m.settings["steps"][0]["eta"]  # eta = c sqrt(K M)
+    s = gradient_curves("hafed", values=(2,), R=12, seeds=2, schedule="fedamsgrad", metric="subopt")
+    assert s.settings["steps"][0]["eta_l"] == pytest.approx(0.5 / np.sqrt(12 * 4))  # 1/sqrt(R K^2)
+    assert np.all(s.curves[0] >= 0)  # f - f*
 
 
 def test_rounds_to_tolerance_is_paired_and_censored():
@@ -44,13 +50,19 @@ def test_rounds_to_tolerance_is_paired_and_censored():
     assert full["focus"].shape == (1,) and full["focus"][0] < 200  # no randomness: one run
 
 
-def test_time_to_target_tuning_picks_the_fastest_constant():
+def test_time_to_target_tuning_picks_the_fastest_constant_and_extends_its_grid():
     kw = dict(rounds=40, n_clients=20, clients_per_round=4, clusters=4, local_steps=2)
     grid = (0.003, 0.03)
     t = tune_constant("fedamsgrad", grid, 50.0, seed=1, seed_ids=(1000, 1001), **kw)
     med = [np.median(hours_to_target("fedamsgrad", c, 50.0, seed=1, seed_ids=(1000, 1001),
-                                     **kw)[0]) for c in grid]  # fmt: skip
-    assert t.c == grid[int(np.argmin(med))] and t.median_hours == tuple(med)
+                                     **kw)[0]) for c in t.grid]  # fmt: skip
+    assert set(grid) <= set(t.grid) and t.median_hours == tuple(med)
+    assert t.c == t.grid[int(np.argmin(med))]  # the fastest of every value tried
+    assert t.interior == (min(t.grid) < t.c < max(t.grid))
+    stay, _ = hours_to_target("fedamsgrad", t.c, 50.0, seed=1, seed_ids=(1000, 1001),
+                              stay=True, **kw)  # fmt: skip
+    first, _ = hours_to_target("fedamsgrad", t.c, 50.0, seed=1, seed_ids=(1000, 1001), **kw)
+    assert np.all(stay >= first)  # staying below comes no earlier than the first crossing
     never, final = hours_to_target("fedamsgrad", 0.003, 1e-12, seed_ids=(0,), **kw)
     assert np.isinf(never).all() and np.isfinite(final).all()
     with pytest.raises(AssumptionError, match="unknown setting"):
@@ -63,3 +75,24 @@ def test_run_n1_seed_ids_select_the_same_runs_in_blocks_of_the_same_size():
     for k in a.results:
         np.testing.assert_array_equal(a.results[k].accuracy[2:], b.results[k].accuracy)
     assert a.setting["seed_ids"] == [0, 1, 2, 3] and b.setting["seed_block"] == 2
+
+
+def test_n1_tunes_on_a_validation_split_that_is_not_the_test_split():
+    """The tuning's split comes out of the training rows (disjoint from them, seeded by the
+    root) and never contains a test row; the recorded tuning says it was made so."""
+    rng = np.random.default_rng(0)
+    x = np.arange(200.0)[:, None] * np.ones((1, 3))
+    arrays = {"x": x, "y": rng.integers(0, 3, 200), "x_test": -np.ones((50, 3)),
+              "y_test": np.zeros(50, int)}  # fmt: skip
+    v = validation_split(arrays, seed=5)
+    train, val = set(v["x"][:, 0]), set(v["x_test"][:, 0])
+    assert not train & val and len(val) == 40 and train | val == set(range(200))
+    assert -1.0 not in train | val  # the test split is dropped
+    assert validation_split(arrays, seed=5)["x_test"].tolist() == v["x_test"].tolist()
+    res = run_n1(["FedAvg"], seeds=1, evaluate_on="validation", **SMALL_N1)
+    assert res.setting["evaluated_on"] == "validation"
+    rec = nn_tuning()
+    assert "validation" in rec["meta"]["evaluated_on"]
+    for setting, algs in rec["settings"].items():
+        for a in algs:
+            assert set(tuned_hyper(a, setting)) >= {"lr"}

@@ -154,3 +154,22 @@ def test_a_real_difference_is_found():
 
     out = sequential(draw, ["d"], SequentialPlan(10, 80), unit="u")
     assert out["d"].side == 1 and out["d"].n < 80
+
+
+def test_a_sequential_stop_is_confirmed_on_fresh_seeds():
+    """The estimate at an early stop is selected by the rule; ``confirm`` draws one fresh block
+    (seed ids from the budget on, disjoint from every look) for the early-decided comparisons
+    only, and leaves the decision as it was."""
+    seen = []
+
+    def draw(ids, active):
+        seen.append((list(ids), tuple(active)))
+        return {"win": np.full(len(ids), 5.0) + np.asarray(ids) % 2, "tie": np.zeros(len(ids))}
+
+    out = sequential(draw, ["win", "tie"], SequentialPlan(4, 12), unit="u", confirm=True)
+    assert out["win"].looks == 1 and out["win"].side == 1
+    assert seen[-1] == ([12, 13, 14, 15], ("win",))
+    c = out["win"].confirmation
+    assert c.estimate == pytest.approx(5.5) and c.confidence == 0.95 and c.n == 4
+    assert out["win"].confirmation_seed_ids == [12, 13, 14, 15]
+    assert out["tie"].confirmation is None and out["win"].effect.n == 4  # decision unchanged

@@ -32,23 +32,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
-    aggregate,
-    broadcast_clients,
-    client_metrics,
-    pull,
 )
 from fedtheory.algorithms.gossip import (
     GRAPH_SEED,
     MIXING,
     RESAMPLE,
     SERVER,
-    GossipState,
-    adaptive_server,
+    build_adapted_gossip,
     build_gossip_adaptive,
     global_mixing,
     global_rho,
@@ -56,9 +49,7 @@ from fedtheory.algorithms.gossip import (
     selected_rho,
     selected_ring,
 )
-from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
-from fedtheory.backend import get_namespace
 
 Array = Any
 
@@ -103,28 +94,5 @@ def build_afga_adapted(config: AlgorithmConfig) -> Algorithm:
     on S_r alone (``topology`` may be ``ring``, the default, or ``complete``); the others stay
     offline and keep their last model. Delta = aggregate over S_r; FedAMSGrad server step.
     """
-    kind = config.topology or "ring"
-    selected_ring(np.ones((1, 3), dtype=bool), kind)  # validate the topology name now
-    opt = adaptive_server(config)
-    K, lr = config.local_steps, config.lr
-
-    def init(problem: Any, x0: Array) -> GossipState:
-        return GossipState(x=x0, X=broadcast_clients(x0, problem.n_clients), opt=opt.init(x0))
-
-    def round_(state: GossipState, problem: Any, draw: Any, rng: Any = None) -> GossipState:
-        xp = get_namespace(state.x)
-        X0 = pull(state.X, state.x, draw.mask)
-        W = xp.asarray(selected_ring(draw.mask, kind), dtype=state.x.dtype)  # (S, N, N)
-        XK = local_steps(problem, X0, K, lr, compute=draw.mask, rng=rng, mix=gossip(W))
-        delta = aggregate(XK - state.x[:, None, :], draw.weights)
-        step, opt_state = opt.update(delta, state.opt)
-        return GossipState(x=state.x + step, X=XK, opt=opt_state)
-
-    return Algorithm(
-        name="afga-adapted",
-        init=init,
-        round=round_,
-        config=config,
-        reference=REFERENCE_ADAPTED,
-        metrics=client_metrics(),
-    )
+    return build_adapted_gossip("afga-adapted", config, mixing=selected_ring,
+                                reference=REFERENCE_ADAPTED)  # fmt: skip

@@ -18,6 +18,11 @@ The per-cluster gossip is one batched matmul and the round is the adaptive-gossi
 sets S_r^k and S_{r,t}^k are exactly Algorithm 2's; under any other model S_r^k is the part of
 S_r that falls in cluster k, and clusters with no sampled client are left out of Delta's average.
 ``clusters`` sets C (default 1: AFGA on one cluster); ``topology`` is each W_k's graph.
+
+Communication-adapted CAFGA (``cafga-adapted``; 000 Sec. 5: the adaptation of AFGA "can also be
+applied here to CAFGA", Table 5's "CAFGA (a)"): only the clients of S_r^k are online; they start
+from x_r, compute at every local step and gossip over a ring formed on S_r^k alone inside their
+cluster (:func:`~fedtheory.algorithms.gossip.cluster_selected_ring`); Delta as Algorithm 2.
 """
 
 from __future__ import annotations
@@ -27,14 +32,18 @@ from fedtheory.algorithms.gossip import (
     GRAPH_SEED,
     RESAMPLE,
     SERVER,
+    build_adapted_gossip,
     build_gossip_adaptive,
     cluster_average,
     cluster_gossip,
     cluster_rho,
+    cluster_selected_rho,
+    cluster_selected_ring,
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
 
 REFERENCE = "000/001 (TMLR 2024) Algorithm 2 (CAFGA), Appendix D"
+REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5 and Table 5 (communication-adapted CAFGA)"
 
 
 @register(
@@ -56,4 +65,29 @@ def build_cafga(config: AlgorithmConfig) -> Algorithm:
         compute="resampled" if config.option("resample") else "round",
         weights=cluster_average(config),
         reference=REFERENCE,
+    )
+
+
+@register(
+    "cafga-adapted",
+    "communication-adapted CAFGA: only S_r^k online, gossip on a ring over S_r^k in each cluster "
+    "(000 Sec. 5, Table 5)",
+    display="CAFGA (adapted)",
+    uses=(*ADAPTIVE_SETTINGS, "topology", "clusters"),
+    options=(SERVER,),
+    adaptive=True,
+    gossip_rho=cluster_selected_rho,
+)
+def build_cafga_adapted(config: AlgorithmConfig) -> Algorithm:
+    """Communication-adapted CAFGA (000 Sec. 5, Table 5). The clients of S_r^k start from x_r,
+    compute at every local step and gossip over a ring formed on S_r^k alone inside cluster k
+    (``topology`` ``ring``, the default, or ``complete``); the others stay offline and keep
+    their last model. Delta = Algorithm 2's per-cluster average; FedAMSGrad server step."""
+    C = config.clusters
+    return build_adapted_gossip(
+        "cafga-adapted",
+        config,
+        mixing=lambda mask, kind: cluster_selected_ring(mask, C, kind),
+        weights=cluster_average(config),
+        reference=REFERENCE_ADAPTED,
     )

@@ -32,6 +32,7 @@ from fedtheory.algorithms.base import (
     aggregate,
     broadcast_clients,
     client_metrics,
+    pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import Option
@@ -248,6 +249,23 @@ def selected_ring(mask: Any, kind: str = "ring") -> np.ndarray:
     return W
 
 
+def cluster_selected_ring(mask: Any, n_clusters: int, kind: str = "ring") -> np.ndarray:
+    """Per-seed mixing matrices ``(S, N, N)`` of communication-adapted CAFGA: inside each of the
+    C contiguous clusters, a ring (or complete graph) formed on the cluster's selected clients
+    alone (:func:`selected_ring` per cluster; 000 Sec. 5: the communication adaptation "can
+    also be applied here to CAFGA"); block diagonal, unselected clients offline (identity)."""
+    m = np.asarray(to_numpy(mask), dtype=bool)
+    if m.ndim != 2:
+        raise AssumptionError(f"the round's mask must have shape (seeds, clients), got {m.shape}")
+    S, N = m.shape
+    C, n = cluster_sizes(N, n_clusters)
+    blocks = selected_ring(m.reshape(S * C, n), kind).reshape(S, C, n, n)
+    W = np.zeros((S, N, N))
+    for k in range(C):  # C blocks (a handful), every seed at once
+        W[:, k * n : (k + 1) * n, k * n : (k + 1) * n] = blocks[:, k]
+    return W
+
+
 def global_rho(config: AlgorithmConfig, n_clients: int, clients_per_round: int | None) -> float:
     """rho = ||W - 11^T/N||_2 of the N-client graph (AFGA, DSGD; 000 Assumption 4.5)."""
     W = global_mixing(config, n_clients)
@@ -264,6 +282,16 @@ def selected_rho(config: AlgorithmConfig, n_clients: int, clients_per_round: int
     """rho of the ring (or complete graph) on the M clients of S_r (000 Section 5, fn. 4)."""
     M = check_int("clients per round M", clients_per_round or n_clients, minimum=1)
     return 0.0 if M <= 2 else float(graph_rho(gossip_matrix(config.topology or "ring", M)))
+
+
+def cluster_selected_rho(config: AlgorithmConfig, n_clients: int,
+                         clients_per_round: int | None) -> float:  # fmt: skip
+    """rho of the ring (or complete graph) on the m = M / C selected clients of a cluster
+    (communication-adapted CAFGA)."""
+    C, _ = cluster_sizes(n_clients, config.clusters)
+    M = check_int("clients per round M", clients_per_round or n_clients, minimum=1)
+    m = max(M // C, 1)
+    return 0.0 if m <= 2 else float(graph_rho(gossip_matrix(config.topology or "ring", m)))
 
 
 class GossipState(NamedTuple):
@@ -373,3 +401,41 @@ def cluster_average(config: AlgorithmConfig) -> Callable[[Any, Any], Array]:
         return get_namespace(x).asarray(cluster_weights(draw.mask, C), dtype=x.dtype)
 
     return w
+
+
+def build_adapted_gossip(
+    name: str,
+    config: AlgorithmConfig,
+    *,
+    mixing: Callable[[Any, str], np.ndarray],
+    weights: Callable[[Any, Any], Array] | None = None,
+    reference: str = "",
+) -> Algorithm:
+    """The shared round of the communication-adapted variants (000 Section 5, footnote 4;
+    Table 5): only the clients of S_r are online; they start from x_r, compute at every local
+    step and gossip with ``mixing(mask, kind)`` (``(S, N, N)`` per seed: a ring or complete
+    graph on S_r, or on each cluster's part of it), the others keep their last model; Delta over
+    S_r (``weights``, default ``draw.weights``); the adaptive server step of 000 Alg. 1.
+
+    ``config.topology`` is ``ring`` (default) or ``complete``, checked when built.
+    """
+    kind = config.topology or "ring"
+    selected_ring(np.ones((1, 3), dtype=bool), kind)  # validate the topology name now
+    opt = adaptive_server(config)
+    K, lr = config.local_steps, config.lr
+
+    def init(problem: Any, x0: Array) -> GossipState:
+        return GossipState(x=x0, X=broadcast_clients(x0, problem.n_clients), opt=opt.init(x0))
+
+    def round_(state: GossipState, problem: Any, draw: Any, rng: Any = None) -> GossipState:
+        xp = get_namespace(state.x)
+        X0 = pull(state.X, state.x, draw.mask)
+        W = xp.asarray(mixing(draw.mask, kind), dtype=state.x.dtype)  # (S, N, N)
+        XK = local_steps(problem, X0, K, lr, compute=draw.mask, rng=rng, mix=gossip(W))
+        w = draw.weights if weights is None else weights(draw, state.x)
+        delta = aggregate(XK - state.x[:, None, :], w)
+        step, opt_state = opt.update(delta, state.opt)
+        return GossipState(x=state.x + step, X=XK, opt=opt_state)
+
+    return Algorithm(name=name, init=init, round=round_, config=config, reference=reference,
+                     metrics=client_metrics())  # fmt: skip

@@ -102,11 +102,14 @@ class CommTimeModel:
         return server + hops + K * (self.t_cc + self.t_step)
 
 
-def rounds_to_target(curves: Any, target: float, *, higher_is_better: bool = False) -> np.ndarray:
+def rounds_to_target(curves: Any, target: float, *, higher_is_better: bool = False,
+                     stay: bool = False) -> np.ndarray:  # fmt: skip
     """First round index r at which ``curves[s, r]`` reaches ``target``, per seed (inf: never).
 
     ``curves`` is (seeds, rounds + 1) with round 0 the initial model (the runner's layout), e.g.
     ``SimulationResult.grad_norm2`` or ``rel_error``; NaN (a diverged seed) never reaches it.
+    ``stay=True``: the first round from which the curve stays at the target until the horizon
+    (not the first, possibly noisy, crossing; inf when the last round misses it).
     """
     Y = np.atleast_2d(np.asarray(curves, dtype=float))
     if not math.isfinite(target):
@@ -114,6 +117,12 @@ def rounds_to_target(curves: Any, target: float, *, higher_is_better: bool = Fal
     with np.errstate(invalid="ignore"):
         hit = Y >= target if higher_is_better else Y <= target
     hit &= np.isfinite(Y)
+    if stay:
+        miss = ~hit
+        last_miss = Y.shape[1] - 1 - np.argmax(miss[:, ::-1], axis=1)  # last round that misses
+        out = np.where(miss.any(axis=1), last_miss + 1, 0).astype(float)
+        out[miss[:, -1]] = np.inf
+        return out
     first = np.argmax(hit, axis=1).astype(float)
     first[~hit.any(axis=1)] = np.inf
     return first

@@ -285,6 +285,14 @@ class Comparison:
     effect: Effect
     looks: int
     history: list = field(default_factory=list)
+    confirmation: Effect | None = None
+    confirmation_seed_ids: list = field(default_factory=list)
+
+    @property
+    def stopped_early(self) -> bool:
+        """Decided at a look before the plan's last: the estimate at the stop is selected by the
+        stopping rule (inflated away from 0); ``confirmation`` holds fresh seeds' estimate."""
+        return self.confirmation is not None
 
     @property
     def side(self) -> int:
@@ -317,6 +325,7 @@ def sequential(
     unit: str,
     decided: Callable[[str, Effect], bool] | None = None,
     stop: Callable[[dict], bool] | None = None,
+    confirm: bool = False,
 ) -> dict[str, Comparison]:
     """Run paired comparisons with sequential sampling (:class:`SequentialPlan`).
 
@@ -339,6 +348,13 @@ def sequential(
     stop : callable, optional
         ``stop({name: Comparison})``: end before the budget although some comparisons are
         undecided (e.g. one comparison already contradicts a claim that needs all of them).
+    confirm : bool
+        After the last look, draw one fresh block of ``plan.block`` seed ids (``plan.max_seeds``
+        onwards: disjoint from every look) for the comparisons decided before the plan's last
+        look, and store their 95% Student-t effect in ``Comparison.confirmation``. Stopping when
+        an interval first excludes 0 selects an estimate that lies far from 0 (the effect at a
+        sequential stop is biased away from the null; Jennison and Turnbull 2000, Ch. 8); the
+        fresh block's estimate is not selected by the rule. The decision itself is unchanged.
 
     Returns
     -------
@@ -373,5 +389,27 @@ def sequential(
             for n in names
         }
         if not active or (stop is not None and stop(current)):
-            return current
+            break
+    if confirm:
+        _confirm(draw, current, plan, unit)
     return current
+
+
+def _confirm(draw: Callable, comps: dict[str, Comparison], plan: SequentialPlan,
+             unit: str) -> None:  # fmt: skip
+    """Fresh seeds for the comparisons decided before the plan's last look (``sequential``'s
+    ``confirm``)."""
+    early = [n for n, c in comps.items() if c.looks < plan.looks and c.side != 0]
+    if not early:
+        return
+    ids = list(range(int(plan.max_seeds), int(plan.max_seeds) + int(plan.block)))
+    got = draw(ids, tuple(early))
+    for n in early:
+        v = np.asarray(got[n], dtype=np.float64).ravel()
+        if v.size != len(ids):
+            raise AssumptionError(f"draw returned {v.size} values for {len(ids)} seeds")
+        if np.all(np.isfinite(v)):
+            comps[n].confirmation = mean_interval(v, 0.95, unit)
+        else:
+            comps[n].confirmation = Effect(None, None, None, unit, 0.95, int(v.size))
+        comps[n].confirmation_seed_ids = ids

@@ -1,10 +1,13 @@
 """``fedtheory figures [NAME ...]``: regenerate figures as PNG + PDF + sidecar JSON.
 
-Exit status 0 when every requested figure was written, 2 for an unknown figure name; a figure
-that cannot be drawn is an error (a traceback: it is a bug, not a verdict).
+Exit status 0 when every requested figure was written, 2 for an unknown figure name or when a
+figure needs an optional extra that is missing (one line naming it; the other figures are still
+drawn); any other figure that cannot be drawn is an error (a traceback: it is a bug).
 """
 
 from __future__ import annotations
+
+import sys
 
 from fedtheory.cli.common import add_parser
 from fedtheory.figures import FIGURES, generate
@@ -33,6 +36,12 @@ def main(args) -> int:
         for spec in FIGURES.values():
             print(f"{spec.name:16s} {spec.title}")
         return 0
+    skipped = []
     for r in generate(args.names or None, args.out):
+        if r.missing:
+            skipped.append(r)
+            continue
         print(f"{r.name:16s} {r.seconds:6.1f} s  " + " ".join(str(p) for p in r.paths))
-    return 0
+    for r in skipped:  # one line each, after the figures that were drawn
+        print(f"fedtheory: error: figure {r.name} not drawn: {r.missing}", file=sys.stderr)
+    return 2 if skipped else 0

@@ -3,7 +3,8 @@
 Trains FedAvg, FedAMSGrad, AFGA and CAFGA on MNIST-1D generated locally, 50 clients, 10% participation,
 Dirichlet(0.6) labels (000 Section 6, Setting 2), several seeds batched, and prints the test
 accuracy per evaluated round as mean +- std over seeds. --json OUT writes everything,
---plot draws figures/nn_n1.png and .pdf.
+--plot draws figures/nn_n1.png and .pdf. MNIST-1D needs the optional extra 'nn'
+(pip install 'fedtheory[nn]'); --data FILE.npz trains on your own arrays without it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fedtheory.cli.common import (
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1, save_n1_figure
+from fedtheory.extras import require
 from fedtheory.io import check_output_dir
 
 
@@ -97,6 +99,8 @@ def _overrides(items: list[str], key: str, hyper: dict) -> None:
 
 
 def main(args) -> int:
+    if args.data is None:  # MNIST-1D: the 'nn' extra, said in one line before anything runs
+        require("nn", "fedtheory nn on MNIST-1D (without --data FILE.npz)")
     if args.plot:
         check_output_dir(args.out)  # before an hour of training, not after
     hyper: dict = {}

@@ -1,7 +1,8 @@
 """``fedtheory verify``: run the claim catalog and print stated, measured and verdict per claim.
 
-Exit status 0 when every claim ran (whatever its verdict), 1 when a claim crashed (a crash is
-not a verdict), 2 for bad input such as an unknown claim id.
+Exit status 0 when no claim crashed (whatever the verdicts; a claim not run because it needs
+the thorough tier or a missing optional extra says so in its row), 1 when a claim crashed (a
+crash is not a verdict), 2 for bad input such as an unknown claim id.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ def register(subparsers) -> None:
             "Run the claim catalog (docs/claims.md): each claim's experiment, its stated and "
             "measured values and a verdict computed from the measurement (holds, fails, "
             "inconclusive, outside assumptions, invariant, not stated; the JSON adds effect, "
-            "seeds and test). Exit 0 when every claim ran (whatever its verdict), 1 when one "
-            "crashed, 2 for bad input."
+            "seeds and test). A claim that needs the thorough tier or a missing optional "
+            "extra is listed as not run, with the reason. Exit 0 when no claim crashed "
+            "(whatever the verdicts), 1 when one crashed, 2 for bad input."
         ),
         examples=[
             "fedtheory verify",
@@ -66,8 +68,10 @@ def main(args) -> int:
         raise FedTheoryError("--only '' names no claim: give ids such as C1,F2 (see --list)")
     claims = select(args.only)
     if args.list:
-        for c in claims:
-            print(f"{c.id:4s} {c.source:28s} {c.stated}")
+        for c in claims:  # where a claim runs is said after its statement
+            where = (" [--full]" if c.tier == FULL else "") + "".join(
+                f" [needs {e}]" for e in c.needs)  # fmt: skip
+            print(f"{c.id:4s} {c.source:28s} {c.stated}{where}")
         return 0
     if args.figures_dir:  # a bad folder is one line now, not every claim crashing when it draws
         check_output_dir(args.figures_dir)
@@ -112,7 +116,7 @@ def _run(args, claims, fig_dir, to_stdout: bool) -> int:
     write_json(to_json(results), args)
     if args.html:
         write_atomic(args.html, to_html(results, tier=ctx.tier, seconds=seconds))
-    crashed = [r for r in results if not r.ran]
+    crashed = [r for r in results if r.crashed]  # skipped claims (tier, extra) are not errors
     for r in crashed:
         first = (r.error or "").splitlines()[0] if r.error else "unknown error"
         print(f"fedtheory: error: claim {r.id} could not run: {first}", file=sys.stderr)

@@ -12,6 +12,7 @@ algorithm     eta (server)                    eta_l (local)                 sour
 fedamsgrad    c sqrt(K M)                     c_l / sqrt(R K^2)             Wang et al. 2022b
 afga          c N sqrt(K) / M                 c_l / sqrt(R K^2)             000 Cor. 4.7
 cafga         c n sqrt(K / m)                 c_l / sqrt(R K^2)             000 App. D, (33)
+cafga-adapted (as cafga)
 hafed         c sqrt(K M)                     c_l / sqrt(R K)               004 Cor. 5.11
 other         c                               c_l / sqrt(R K)               (no theorem)
 ============  ==============================  ============================  ==================
@@ -97,7 +98,7 @@ def step_sizes(
         return c * math.sqrt(K * M), c_l / math.sqrt(R * K * K)
     if alg.name in ("afga", "afga-adapted"):
         return c * N * math.sqrt(K) / M, c_l / math.sqrt(R * K * K)
-    if alg.name == "cafga":
+    if alg.name in ("cafga", "cafga-adapted"):
         n, m = N // clusters, max(M // clusters, 1)
         return c * n * math.sqrt(K / m), c_l / math.sqrt(R * K * K)
     if alg.name == "hafed":
@@ -144,12 +145,20 @@ def assumption_violations(
             out.append(f"rho_max = {rho:.4g} > 1/(2 sqrt(n-m)) = {bound:.4g} (004 Cor. 5.11)")
         if C >= n:
             out.append(f"C = {C} clusters >= n = {n} clients per cluster (004 Cor. 5.11)")
-        if R <= K * M:
-            out.append(f"R = {R} <= K M = {K * M} (004 Cor. 5.11)")
+    return out + horizon_violations(algorithm, R=R, K=K, M=M)
+
+
+def horizon_violations(algorithm: str, *, R: int, K: int, M: int) -> list[str]:
+    """The corollaries' conditions on the horizon R a grid point violates, each named: R >= K M
+    (AFGA, 000 Cor. 4.7; FedAMSGrad, Wang et al. 2022b and 000 Remark 4.8), R > K M (HA-Fed, 004
+    Cor. 5.11). They say when the leading O(1/sqrt(R K M)) term dominates: a run that violates
+    one has not reached the bound's regime (part of :func:`assumption_violations`)."""
+    if algorithm == "hafed" and R <= K * M:
+        return [f"R = {R} <= K M = {K * M} (004 Cor. 5.11)"]
     if algorithm in ("afga", "fedamsgrad") and R < K * M:
         src = "000 Cor. 4.7" if algorithm == "afga" else "Wang et al. 2022b; 000 Remark 4.8"
-        out.append(f"R = {R} < K M = {K * M} ({src})")
-    return out
+        return [f"R = {R} < K M = {K * M} ({src})"]
+    return []
 
 
 # ----------------------------------------------------------------------------------------------
@@ -376,6 +385,15 @@ def _rho(algorithm: str, topology: str | None, N: int, M: int, C: int, graph_see
     if any(o.name == "graph_seed" for o in alg.options):
         settings["graph_seed"] = graph_seed
     return gossip_rho(alg.name, N, M, **settings)
+
+
+def grid_conditions(algorithm: str, *, topology: str | None, R: int, K: int, M: int,
+                    N: int = 50, C: int = 5, graph_seed: int = 0) -> tuple[Any, list[str]]:  # fmt: skip
+    """(rho, violated assumptions) of one grid point of :func:`gradient_curves`, without running
+    it: the gossip graph's rho (None without gossip) and :func:`assumption_violations`."""
+    rho = _rho(algorithm, topology, N, M, C, graph_seed)
+    cl = C if info(algorithm).clustered else 1
+    return rho, assumption_violations(algorithm, R=R, K=K, M=M, N=N, rho=rho, clusters=cl)
 
 
 def participation_for(algorithm: str, N: int, M: int, C: int) -> Any:
@@ -620,55 +638,64 @@ def gradient_curves(
     seed_ids: Sequence[int] | None = None,
     problem_seed: int = 0,
     graph_seed: int = 0,
+    schedule: str | None = None,
+    metric: str = "grad_norm2",
 ) -> GradientCurves:
     """Run ``algorithm`` with its theorem schedule (:func:`step_sizes`) on the PL study problem
-    over a grid of K, R or topologies and keep every seed's ||grad f(x_r)||^2 curve.
+    over a grid of K, R, M or topologies and keep every seed's ||grad f(x_r)||^2 curve.
 
     The statistics (window means, exponents, intervals) are the caller's: the claims compute
     them with :mod:`fedtheory.analysis.stats`. ``variable="topology"`` sweeps gossip graphs at
-    the given K and R; ``"K"`` or ``"R"`` sweep that integer with ``topology`` fixed.
+    the given K and R; ``"K"``, ``"R"`` or ``"M"`` sweep that integer with ``topology`` fixed
+    (M = N is full participation). ``schedule`` names the algorithm whose step-size schedule is
+    used (default: ``algorithm``'s own; 004 Rem. 5.10 runs HA-Fed with FedAMSGrad's).
+    ``metric`` is the runner metric kept (``"grad_norm2"``, or ``"subopt"``: f(x_r) - f*).
 
     Raises
     ------
     AssumptionError
         An unknown variable, or a grid value the study rejects (see :func:`run_local_steps_study`).
     """
-    if variable not in ("K", "R", "topology"):
-        raise AssumptionError(f"variable must be 'K', 'R' or 'topology', got {variable!r}")
+    if variable not in ("K", "R", "M", "topology"):
+        raise AssumptionError(f"variable must be 'K', 'R', 'M' or 'topology', got {variable!r}")
     N, C = n_clients, clusters
     alg = info(algorithm)
     prob = study_problem("pl", N, dim, sigma=sigma, sigma_g=sigma_g, seed=problem_seed)
     ids = list(range(seeds)) if seed_ids is None else [int(i) for i in seed_ids]
-    model = participation_for(algorithm, N, M, C)
     curves, rhos, outs, steps = [], [], [], []
     for v in values:
-        k, r, topo = K, R, topology
+        k, r, m, topo = K, R, M, topology
         if variable == "K":
             k = int(v)
         elif variable == "R":
             r = int(v)
+        elif variable == "M":
+            m = int(v)
         else:
             topo = str(v)
-        eta, eta_l = step_sizes(algorithm, R=r, K=k, M=M, N=N, clusters=C, c=c, c_l=c_l)
-        rho = _rho(algorithm, topo, N, M, C, graph_seed)
+        eta, eta_l = step_sizes(schedule or algorithm, R=r, K=k, M=m, N=N, clusters=C, c=c,
+                                c_l=c_l)  # fmt: skip
+        rho = _rho(algorithm, topo, N, m, C, graph_seed)
         settings = dict(lr=eta_l, local_steps=k, global_lr=eta, topology=topo,
                         clusters=C, graph_seed=graph_seed)  # fmt: skip
         accepted = alg.accepted()
         settings = {a: b for a, b in settings.items() if a in accepted}
-        res = simulate(prob, algorithm, model, rounds=r, seeds=len(ids), seed=seed,
-                       seed_ids=ids, metrics=["grad_norm2"], **settings)  # fmt: skip
-        g = np.where(res.diverged[:, None], np.nan, res.grad_norm2[:, :r])
+        res = simulate(prob, algorithm, participation_for(algorithm, N, m, C), rounds=r,
+                       seeds=len(ids), seed=seed, seed_ids=ids, metrics=[metric],
+                       **settings)  # fmt: skip
+        g = np.where(res.diverged[:, None], np.nan, np.asarray(getattr(res, metric))[:, :r])
         curves.append(g)
         rhos.append(rho)
         cl = C if alg.clustered else 1
-        outs.append(assumption_violations(algorithm, R=r, K=k, M=M, N=N, rho=rho, clusters=cl))
+        outs.append(assumption_violations(algorithm, R=r, K=k, M=m, N=N, rho=rho, clusters=cl))
         steps.append({"eta": eta, "eta_l": eta_l})
     return GradientCurves(
         algorithm=algorithm, topology=topology, variable=variable, values=list(values),
         curves=curves, rho=rhos, outside=outs,
         settings={"K": K, "R": R, "M": M, "N": N, "C": C, "c": c, "c_l": c_l, "sigma": sigma,
                   "sigma_g": sigma_g, "dim": dim, "seed": seed, "seed_ids": ids,
-                  "problem_seed": problem_seed, "graph_seed": graph_seed, "steps": steps},
+                  "problem_seed": problem_seed, "graph_seed": graph_seed, "steps": steps,
+                  "schedule": schedule or algorithm, "metric": metric},
     )  # fmt: skip
 
 

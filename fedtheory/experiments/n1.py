@@ -9,6 +9,8 @@ standard deviation over seeds) per evaluated round and at the end.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +24,14 @@ from fedtheory.backend import get_backend, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.io import pyplot, save_figure
 from fedtheory.nn.conv import Conv1DNet
-from fedtheory.nn.data import federated_from_arrays, federated_mnist1d, load_dataset
+from fedtheory.nn.data import federated_from_arrays, federated_mnist1d, load_dataset, mnist1d
 from fedtheory.nn.problem import MLPProblem
 from fedtheory.nn.training import TrainResult, train
 
 __all__ = [
+    "NN_ALGORITHMS",
+    "NN_SETTINGS",
     "N1_ALGORITHMS",
-    "N1_DEFAULTS",
     "N1_PLAN",
     "N1_ROUNDS",
     "N1_TUNING_SEED",
@@ -36,18 +39,24 @@ __all__ = [
     "N1Result",
     "final_accuracy",
     "n1_participation",
+    "nn_tuning",
     "plot_n1",
     "run_n1",
     "save_n1_figure",
+    "static_options",
+    "tuned_hyper",
+    "tuning_decisive",
+    "tuning_status",
 ]
 
 #: The N1 algorithms, by registry name (reports use their display names).
 N1_ALGORITHMS: tuple[str, ...] = ("fedavg", "fedamsgrad", "afga", "cafga")
 
 #: Root seed and seed count of the hyper-parameter tuning (``benchmarks/tune_n1.py``). The
-#: evaluation (claim N1, the figure ``nn_n1``, the README) runs at root seed 0: another root, so
-#: the tuning never sees an evaluation draw (data partition, initial network, participation,
-#: minibatches).
+#: evaluation (claims N1-N4, the figure ``nn_n1``, the README) runs at root seed 0: another
+#: root, so the tuning never sees an evaluation draw (data partition, initial network,
+#: participation, minibatches); and the tuning scores on a *validation* split held out of the
+#: training data (``evaluate_on="validation"``), never on the test split the claims report.
 N1_TUNING_SEED: int = 271828
 N1_TUNING_SEEDS: int = 2
 
@@ -56,35 +65,90 @@ N1_TUNING_SEEDS: int = 2
 #: its runs are bit for bit the claim's (a seed's bits depend on its block's size).
 N1_PLAN: dict[str, tuple[int, int]] = {"quick": (3, 6), "full": (4, 24)}
 N1_ROUNDS: int = 100
+#: The share of the training split held out as the validation split of the tuning.
+VALIDATION_FRACTION: float = 0.2
+
+#: The algorithms :func:`run_n1` trains: N1's four and the baselines of 000 Tables 1-3 (FedAdam,
+#: SCAFFOLD, FedProx, FedDyn) and HA-Fed (004 Fig. 1).
+NN_ALGORITHMS: tuple[str, ...] = (*N1_ALGORITHMS, "fedadam", "scaffold", "fedprox", "feddyn",
+                                  "hafed")  # fmt: skip
+
+#: The two federated settings of the MNIST-1D claims: 000 Setting 2 (Tables 1-5, Fig. 2: 50
+#: clients, 10% per round, 5 clusters of 10, K = 10 here, ring gossip) and 004's (Sec. 6: 32
+#: clients in 4 clusters of 8, p = 0.25 (2 per cluster), tau = 48, ring gossip).
+NN_SETTINGS: dict[str, dict[str, Any]] = {
+    "000-S2": {"n_clients": 50, "participation": 0.1, "clusters": 5, "local_steps": 10,
+               "rounds": 100, "topology": "ring"},
+    "004": {"n_clients": 32, "participation": 0.25, "clusters": 4, "local_steps": 48,
+            "rounds": 60, "topology": "ring"},
+}  # fmt: skip
 
 
 def final_accuracy(res: TrainResult) -> np.ndarray:
-    """Per seed, the mean test accuracy over the last 5 evaluated rounds (000 Table 5's caption:
-    "the average of the last 5 global rounds to represent final accuracy")."""
+    """Per seed, the mean accuracy over the last 5 evaluated rounds (000 Table 5's caption:
+    "the average of the last 5 global rounds to represent final accuracy"); on the test split,
+    or on the validation split when the run was made with ``evaluate_on="validation"``."""
     return res.accuracy[:, -5:].mean(axis=1)
 
 
-#: Hyper-parameters per algorithm for the MLP on MNIST-1D (local SGD step ``lr``, server step
-#: ``global_lr``), tuned by ``benchmarks/tune_n1.py`` at the tuning root N1_TUNING_SEED = 271828
-#: (seed ids 0 and 1 of that root: a data partition, initial networks, participation and
-#: minibatches that no evaluation sees; the evaluation runs at root 0), R = 100, K = 10,
-#: batch 50, the same budget of 12 configurations per algorithm, criterion the mean final test
-#: accuracy over the two tuning seeds (000 Appendix B.2 also grids per method):
-#: FedAvg lr {0.1, 0.2, 0.3, 0.5, 0.7, 1.0} x global_lr {0.5, 1}: best (0.7, 1) 0.551
-#: (then (0.5, 1) 0.531, (0.3, 1) 0.519);
-#: FedAMSGrad lr {0.1, 0.3, 1} x global_lr {0.003, 0.01, 0.03, 0.1}: best (0.1, 0.03) 0.532
-#: (then (0.3, 0.03) 0.526, (0.3, 0.01) 0.512);
-#: AFGA, same grid: best (0.1, 0.01) 0.553 (then (1, 0.01) 0.553, (0.3, 0.01) 0.549);
-#: CAFGA, same grid: best (0.3, 0.03) 0.578 (then (1, 0.03) 0.565, (1, 0.01) 0.563).
-#: The adaptive ones use 000's beta1 = 0.9, beta2 = 0.99 (Appendix B.2) and eps = 1e-8 (inside
-#: the root, 000 Algorithm 1 line 22); gossip on a ring (000 Section 6), CAFGA with 5 clusters
-#: of 10 clients and 1 sampled per cluster.
-N1_DEFAULTS: dict[str, dict[str, Any]] = {
-    "fedavg": {"lr": 0.7, "global_lr": 1.0},
-    "fedamsgrad": {"lr": 0.1, "global_lr": 0.03},
-    "afga": {"lr": 0.1, "global_lr": 0.01, "topology": "ring"},
-    "cafga": {"lr": 0.3, "global_lr": 0.03, "topology": "ring", "clusters": 5},
-}
+#: Where ``benchmarks/tune_n1.py`` writes what it chose: per setting and algorithm the tuned
+#: hyper-parameters, every grid point's validation accuracy, and whether the choice is interior.
+TUNING_FILE = Path(__file__).with_name("nn_tuning.json")
+
+
+@functools.cache
+def nn_tuning() -> dict[str, Any]:
+    """The tuning record (:data:`TUNING_FILE`): ``{"meta": ..., "settings": {setting:
+    {algorithm: {"best": {...}, "status": {...}, "score": ..., "tried": ..., "scores": ...}}}}``."""
+    return json.loads(TUNING_FILE.read_text())
+
+
+def static_options(name: str, setting: str = "000-S2") -> dict[str, Any]:
+    """The options of ``name`` that are the setting, not tuned: the gossip graph (ring) and the
+    clusters of the clustered algorithms (000 Section 6; 004 Section 6)."""
+    s = NN_SETTINGS[setting]
+    alg = info(name)
+    out: dict[str, Any] = {}
+    if alg.gossip:
+        out["topology"] = s["topology"]
+    if alg.clustered:
+        out["clusters"] = s["clusters"]
+    return out
+
+
+def tuned_hyper(name: str, setting: str = "000-S2") -> dict[str, Any]:
+    """The tuned hyper-parameters of ``name`` in ``setting`` with its static options (raises
+    :class:`~fedtheory.errors.AssumptionError` when the record has none)."""
+    rec = nn_tuning()["settings"].get(setting, {})
+    if name not in rec:
+        raise AssumptionError(
+            f"no tuned hyper-parameters for {display_name(name)} in setting {setting}: run "
+            f"benchmarks/tune_n1.py (tuned there: {', '.join(rec) or 'none'})"
+        )
+    return {**rec[name]["best"], **static_options(name, setting)}
+
+
+def tuning_status(name: str, setting: str = "000-S2") -> dict[str, str]:
+    """Per tuned hyper-parameter of ``name``: "interior", "at the hard limit ..." or "grid's
+    edge: extension budget spent" (:func:`fedtheory.experiments.tuning.tune_grid`)."""
+    return dict(nn_tuning()["settings"][setting][name]["status"])
+
+
+def tuning_decisive(name: str, setting: str = "000-S2") -> bool:
+    """Whether every tuned value of ``name`` is interior or at a stated hard limit."""
+    return all(v == "interior" or v.startswith("at the hard limit")
+               for v in tuning_status(name, setting).values())  # fmt: skip
+
+
+def validation_split(arrays: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The training rows of ``arrays`` split into training and validation: a random
+    :data:`VALIDATION_FRACTION` of them (``default_rng(seed)``) becomes ``x_test``/``y_test``,
+    the given test split is dropped (the tuning never sees it)."""
+    x, y = np.asarray(arrays["x"]), np.asarray(arrays["y"])
+    perm = np.random.default_rng(seed).permutation(y.shape[0])
+    k = max(1, int(round(VALIDATION_FRACTION * y.shape[0])))
+    val, train_rows = perm[:k], np.sort(perm[k:])
+    return {"x": x[train_rows], "y": y[train_rows], "x_test": x[val], "y_test": y[val]}
 
 
 def n1_participation(name: str, n_clients: int, M: int, clusters: int | None) -> tuple[str, dict]:
@@ -188,16 +252,19 @@ def run_n1(
     data: Any = None,
     eval_every: int = 5,
     hyper: dict[str, dict[str, Any]] | None = None,
+    setting: str = "000-S2",
+    evaluate_on: str = "test",
     backend: str | None = None,
     dtype: Any = None,
     progress: bool = False,
 ) -> N1Result:
-    """Claim N1: FedAvg, FedAMSGrad, AFGA, CAFGA on MNIST-1D with an MLP.
+    """Claims N1-N4: federated training of an MLP on MNIST-1D (FedAvg, FedAMSGrad, AFGA, CAFGA
+    by default; any of :data:`NN_ALGORITHMS`).
 
     Parameters
     ----------
     algorithms : list of str, optional
-        Names of :data:`N1_ALGORITHMS` (registry or display names, any case; default: all
+        Names of :data:`NN_ALGORITHMS` (registry or display names, any case; default: N1's
         four).
     n_clients, participation, alpha :
         N = 50, M = participation * N = 5 clients per round (uniform without replacement),
@@ -227,7 +294,15 @@ def run_n1(
         same way (:func:`~fedtheory.nn.data.federated_from_arrays`).
     eval_every : int
     hyper : dict, optional
-        Per-algorithm overrides of :data:`N1_DEFAULTS` (e.g. ``{"afga": {"global_lr": 0.03}}``).
+        Per-algorithm overrides of the tuned hyper-parameters (e.g.
+        ``{"afga": {"global_lr": 0.03}}``).
+    setting : {"000-S2", "004"}
+        Whose tuned hyper-parameters and static options (ring gossip, clusters) are the
+        defaults (:data:`NN_SETTINGS`, :func:`tuned_hyper`); the sizes are the keywords above.
+    evaluate_on : {"test", "validation"}
+        Report accuracy on the test split, or on a validation split of
+        :data:`VALIDATION_FRACTION` of the training rows held out (seeded by ``seed``) before
+        the partition: the tuning's, so that no hyper-parameter is chosen on the test split.
     backend, dtype : array backend and float dtype.
 
     Returns
@@ -236,11 +311,15 @@ def run_n1(
         ``summary()`` gives per-algorithm final accuracy mean/std over seeds; ``ordering()``.
     """
     names = list(N1_ALGORITHMS) if algorithms is None else [info(a).name for a in algorithms]
-    unknown = [n for n in names if n not in N1_ALGORITHMS]
+    unknown = [n for n in names if n not in NN_ALGORITHMS]
     if unknown:
         raise AssumptionError(
-            f"unknown N1 algorithm(s) {unknown}: choose from {', '.join(N1_ALGORITHMS)}"
+            f"unknown N1 algorithm(s) {unknown}: choose from {', '.join(NN_ALGORITHMS)}"
         )
+    if evaluate_on not in ("test", "validation"):
+        raise AssumptionError(f"evaluate_on must be 'test' or 'validation', got {evaluate_on!r}")
+    if setting not in NN_SETTINGS:
+        raise AssumptionError(f"unknown setting {setting!r}: choose from {', '.join(NN_SETTINGS)}")
     M = int(round(participation * n_clients))
     if not 1 <= M <= n_clients:
         raise AssumptionError(
@@ -250,10 +329,16 @@ def run_n1(
     dt = resolve_dtype(dtype)
     if data is None:
         data_source = "MNIST-1D (mnist1d.make_dataset, generated locally)"
-        data = federated_mnist1d(n_clients, alpha=alpha, seed=seed, num_samples=num_samples)
+        if evaluate_on == "test":
+            data = federated_mnist1d(n_clients, alpha=alpha, seed=seed, num_samples=num_samples)
+        else:
+            data = federated_from_arrays(validation_split(mnist1d(num_samples=num_samples), seed),
+                                         n_clients, alpha=alpha, seed=seed)  # fmt: skip
     else:
         data_source = str(data) if not isinstance(data, dict) else "user arrays"
         arrays = data if isinstance(data, dict) else load_dataset(data)
+        if evaluate_on == "validation":
+            arrays = validation_split(arrays, seed)
         data = federated_from_arrays(arrays, n_clients, alpha=alpha, seed=seed)
     net = None
     if conv:
@@ -277,7 +362,7 @@ def run_n1(
     hyper = {info(k).name: v for k, v in (hyper or {}).items()}
     results = {}
     for name in names:
-        cfg = {**N1_DEFAULTS[name], **hyper.get(name, {})}
+        cfg = {**tuned_hyper(name, setting), **hyper.get(name, {})}
         cfg["local_steps"] = local_steps
         part, pkw = n1_participation(name, n_clients, M, cfg.get("clusters"))
         parts = [
@@ -314,6 +399,8 @@ def run_n1(
         "seed": seed,
         "seed_ids": ids,
         "seed_block": block,
+        "evaluated_on": evaluate_on,
+        "hyper_setting": setting,
         "backend": xp.__name__,
         "dtype": str(dt),
         "label_histogram_min_classes": int((data.label_histogram() > 0).sum(axis=1).min()),

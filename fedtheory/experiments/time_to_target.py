@@ -23,6 +23,7 @@ from fedtheory.algorithms.registry import info
 from fedtheory.analysis.comm_time import CommTimeModel, rank_by_time, rounds_to_target
 from fedtheory.errors import AssumptionError
 from fedtheory.experiments.local_steps import participation_for, step_sizes, study_problem
+from fedtheory.experiments.tuning import INTERIOR, Axis, tune_grid
 from fedtheory.simulation import simulate
 
 __all__ = ["Tuning", "hours_to_target", "run_time_to_target", "tune_constant"]
@@ -122,11 +123,13 @@ def hours_to_target(
     sigma_g: float = 1.0,
     dim: int = 10,
     model: CommTimeModel | None = None,
+    stay: bool = False,
     **setting: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Hours for ``algorithm`` (constant ``c`` in its schedule) to reach
-    ||grad f(x_r)||^2 <= ``target``, per seed (inf: not within ``rounds``), and the final
-    metric per seed (mean over the last 10 rounds). ``setting`` overrides :data:`SETTING1`."""
+    ||grad f(x_r)||^2 <= ``target`` (``stay=True``: to stay below it until the horizon, not
+    the first noisy crossing), per seed (inf: not within ``rounds``), and the final metric per
+    seed (mean over the last 10 rounds). ``setting`` overrides :data:`SETTING1`."""
     cfg = {**SETTING1, **setting}
     unknown = sorted(set(cfg) - set(SETTING1))
     if unknown:
@@ -136,7 +139,7 @@ def hours_to_target(
                     **cfg)  # fmt: skip
     g = np.asarray(res.grad_norm2)
     per_round = (model or CommTimeModel()).round_time(algorithm, cfg["local_steps"])
-    hours = rounds_to_target(g, target) * per_round / 3600.0
+    hours = rounds_to_target(g, target, stay=stay) * per_round / 3600.0
     with np.errstate(all="ignore"):
         final = np.nanmean(g[:, -10:], axis=1)
     return hours, final
@@ -144,7 +147,8 @@ def hours_to_target(
 
 @dataclass(frozen=True)
 class Tuning:
-    """The result of :func:`tune_constant`: the chosen c and every grid point's score."""
+    """The result of :func:`tune_constant`: the chosen c, every grid point's score, and whether
+    the choice is interior (``status``: "interior", or why not)."""
 
     algorithm: str
     c: float
@@ -153,6 +157,11 @@ class Tuning:
     median_final: tuple
     seed: int
     seed_ids: tuple
+    status: str = "interior"
+
+    @property
+    def interior(self) -> bool:
+        return self.status == INTERIOR
 
 
 def tune_constant(
@@ -162,22 +171,29 @@ def tune_constant(
     *,
     seed: int = 0,
     seed_ids: Sequence[int] = (1000, 1001),
+    max_extensions: int = 6,
+    refine: float | None = None,
     **kw: Any,
 ) -> Tuning:
-    """Pick the constant c of ``algorithm``'s schedule from ``grid`` on the tuning seeds.
+    """Pick the constant c of ``algorithm``'s schedule on the tuning seeds, extending ``grid``
+    past its edge until the choice is interior (:func:`~fedtheory.experiments.tuning.tune_grid`;
+    at most ``max_extensions`` values added), then with ``refine`` bisecting the gaps next to
+    the choice until neighbouring values differ by at most that ratio.
 
-    Criterion: the smallest median (over ``seed_ids``) hours to ``target``; when no grid value
-    reaches it in more than half of the seeds, the smallest median final metric. Equal scores
-    keep the first grid value. Keywords go to :func:`hours_to_target`.
+    Criterion: the smallest median (over ``seed_ids``) hours to ``target``; a value that does
+    not reach it in more than half of the seeds scores by its median final metric after every
+    value that does. Equal scores keep the first value evaluated. Keywords go to
+    :func:`hours_to_target` (e.g. ``stay=True``).
     """
-    hours, finals = [], []
-    for c in grid:
-        h, f = hours_to_target(algorithm, c, target, seed=seed, seed_ids=seed_ids, **kw)
-        hours.append(float(np.median(h)))
-        finals.append(float(np.nanmedian(f)))
-    if np.isfinite(hours).any():
-        best = int(np.argmin(hours))
-    else:
-        best = int(np.nanargmin(finals))
-    return Tuning(algorithm, float(grid[best]), tuple(float(c) for c in grid), tuple(hours),
-                  tuple(finals), int(seed), tuple(int(i) for i in seed_ids))  # fmt: skip
+    runs: dict[float, tuple[float, float]] = {}
+
+    def score(point: dict) -> tuple:
+        h, f = hours_to_target(algorithm, point["c"], target, seed=seed, seed_ids=seed_ids, **kw)
+        runs[point["c"]] = (float(np.median(h)), float(np.nanmedian(f)))
+        return runs[point["c"]]
+
+    t = tune_grid(score, [Axis("c", tuple(grid))], max_extensions=max_extensions, refine=refine)
+    cs = sorted(runs)
+    return Tuning(algorithm, float(t.best["c"]), tuple(cs), tuple(runs[c][0] for c in cs),
+                  tuple(runs[c][1] for c in cs), int(seed), tuple(int(i) for i in seed_ids),
+                  t.status["c"])  # fmt: skip

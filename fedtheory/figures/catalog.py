@@ -211,6 +211,7 @@ def rho_ablation_figure(cfg: dict):
         "seed_block": N1_PLAN["quick"][0],
         "eval_every": 1,
     },
+    needs=("nn",),
 )
 def nn_n1_figure(cfg: dict):
     """:func:`~fedtheory.experiments.n1.run_n1` (50 clients, 5 per round, Dirichlet(0.6), K = 10;

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from fedtheory._version import __version__
-from fedtheory.errors import FedTheoryError
+from fedtheory.errors import FedTheoryError, MissingExtraError
+from fedtheory.extras import require
 from fedtheory.io import (
     check_output_dir,
     figure_bytes,
@@ -31,23 +32,29 @@ class FigureSpec:
     title: str
     build: Callable[[dict], tuple[Any, dict]] = field(repr=False)
     config: dict = field(default_factory=dict)
+    needs: tuple[str, ...] = ()  # optional extras the builder imports (fedtheory.extras)
 
 
 @dataclass
 class FigureResult:
+    """A written figure (``paths``), or one not drawn because an optional extra is missing
+    (``missing`` holds the one-line reason and ``paths`` is empty)."""
+
     name: str
     paths: list[Path]
     seconds: float
+    missing: str | None = None
 
 
 FIGURES: dict[str, FigureSpec] = {}
 
 
-def figure(name: str, *, title: str, config: dict) -> Callable:
-    """Register ``build(config) -> (fig, data)`` as figure ``name`` with its default config."""
+def figure(name: str, *, title: str, config: dict, needs: tuple[str, ...] = ()) -> Callable:
+    """Register ``build(config) -> (fig, data)`` as figure ``name`` with its default config and
+    the optional extras it needs."""
 
     def deco(build):
-        FIGURES[name] = FigureSpec(name, title, build, config)
+        FIGURES[name] = FigureSpec(name, title, build, config, tuple(needs))
         return build
 
     return deco
@@ -73,9 +80,17 @@ def sidecar(spec: FigureSpec, config: dict, data: dict) -> dict:
 
 def generate_one(name: str, out_dir: str | Path = "figures", **overrides: Any) -> FigureResult:
     """Build figure ``name`` (config: its defaults updated with ``overrides``) and write
-    ``NAME.png``, ``NAME.pdf`` and ``NAME.json`` into ``out_dir``."""
+    ``NAME.png``, ``NAME.pdf`` and ``NAME.json`` into ``out_dir``.
+
+    Raises
+    ------
+    MissingExtraError
+        The figure needs an optional extra that is not installed (before anything is computed).
+    """
     plt = pyplot()
     spec = FIGURES[name]
+    for extra in spec.needs:
+        require(extra, f"figure {name}")
     config = {**spec.config, **overrides}
     out = check_output_dir(out_dir)  # a bad folder is refused before the figure is computed
     t0 = time.perf_counter()
@@ -116,7 +131,9 @@ def generate_one(name: str, out_dir: str | Path = "figures", **overrides: Any) -
 def generate(
     names: list[str] | None = None, out_dir: str | Path = "figures", *, quiet: bool = False
 ) -> list[FigureResult]:
-    """Regenerate ``names`` (all registered figures when None); an error propagates."""
+    """Regenerate ``names`` (all registered figures when None). A figure whose optional extra
+    is missing is not drawn (its result says why in ``missing``) and the others still are;
+    any other error propagates."""
 
     names = list(names or FIGURES)
     unknown = [n for n in names if n not in FIGURES]
@@ -127,5 +144,9 @@ def generate(
     check_output_dir(out_dir)
     results = []
     for name in progress(names, desc="figures", unit="fig", disable=quiet):
-        results.append(generate_one(name, out_dir))
+        t0 = time.perf_counter()
+        try:
+            results.append(generate_one(name, out_dir))
+        except MissingExtraError as exc:
+            results.append(FigureResult(name, [], time.perf_counter() - t0, missing=str(exc)))
     return results

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, MissingExtraError
 from fedtheory.io import read_npz
 from fedtheory.validation import check_int, check_positive, check_seed
 
@@ -196,8 +196,9 @@ def mnist1d(num_samples: int = 5000, seed: int = 42, train_split: float = 0.8) -
 
     Raises
     ------
-    ImportError
-        When the optional ``mnist1d`` package is missing (``pip install 'fedtheory[nn]'``).
+    MissingExtraError
+        When the optional ``mnist1d`` package is missing (``pip install 'fedtheory[nn]'``; also
+        an ``ImportError``).
     """
     n = check_int("num_samples", num_samples, minimum=20)
     if not 0 < float(train_split) < 1:
@@ -205,8 +206,10 @@ def mnist1d(num_samples: int = 5000, seed: int = 42, train_split: float = 0.8) -
     try:
         x, y, xt, yt = _mnist1d_cached(n, int(seed), float(train_split))
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "MNIST-1D needs the optional package mnist1d: pip install 'fedtheory[nn]'"
+        raise MissingExtraError(
+            "MNIST-1D needs the optional extra 'nn' (mnist1d not installed): "
+            "pip install 'fedtheory[nn]'",
+            extra="nn",
         ) from exc
     return {
         "x": x,

@@ -2,6 +2,10 @@
 
 A check receives a :class:`Context` (tier, seeds, where to draw figures) and returns an
 :class:`~fedtheory.verify.result.Outcome` or a list of them (one per regime: ``C2/uniform``).
+A claim declares where it is registered what it needs to run: the lowest tier that runs it
+(``tier="full"``: heavy studies that only ``fedtheory verify --full`` runs) and the optional
+extras it imports (``needs=("nn",)``: MNIST-1D); the runner records "not run" with the reason
+instead of calling a check that cannot run (:mod:`fedtheory.verify.runner`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from fedtheory.extras import EXTRAS
 
 QUICK, FULL = "quick", "full"
 
@@ -40,29 +46,57 @@ class Context:
 
 @dataclass(frozen=True)
 class Claim:
+    """A registered claim.
+
+    Attributes
+    ----------
+    id, source, stated : str
+        Catalog id, the paper and section, the statement in one line.
+    check : callable
+        ``check(ctx) -> Outcome | list[Outcome]``; its docstring holds the experiment and the
+        decision rule fixed before measuring (docs/claims.md is generated from it).
+    tier : {"quick", "full"}
+        The lowest tier that runs the claim (``"full"``: only ``fedtheory verify --full``).
+    needs : tuple of str
+        Optional extras (:data:`fedtheory.extras.EXTRAS`) the check imports.
+    """
+
     id: str
     source: str
     stated: str
     check: Callable[[Context], Any] = field(repr=False)
+    tier: str = QUICK
+    needs: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
         return self.id[0]
+
+    def runs_in(self, tier: str) -> bool:
+        """Whether ``tier`` runs this claim (the thorough tier runs every claim)."""
+        return tier == FULL or self.tier == QUICK
 
 
 REGISTRY: dict[str, Claim] = {}
 _ID = re.compile(r"^[A-Z]+[0-9]+$")
 
 
-def claim(claim_id: str, *, source: str, stated: str) -> Callable:
-    """Decorator registering ``check`` under ``claim_id`` (e.g. ``"G1"``)."""
+def claim(claim_id: str, *, source: str, stated: str, tier: str = QUICK,
+          needs: tuple[str, ...] = ()) -> Callable:  # fmt: skip
+    """Decorator registering ``check`` under ``claim_id`` (e.g. ``"G1"``); ``tier="full"`` for
+    a claim only the thorough tier runs, ``needs`` for the optional extras it imports."""
     if not _ID.match(claim_id):
         raise ValueError(f"claim id {claim_id!r} is not of the form G1, C2, ...")
+    if tier not in (QUICK, FULL):
+        raise ValueError(f"tier must be {QUICK!r} or {FULL!r}, got {tier!r}")
+    unknown = [e for e in needs if e not in EXTRAS]
+    if unknown:
+        raise ValueError(f"claim {claim_id} needs unknown extras {unknown}: known {list(EXTRAS)}")
 
     def deco(check: Callable[[Context], Any]) -> Callable[[Context], Any]:
         if claim_id in REGISTRY:
             raise ValueError(f"claim {claim_id} is registered twice")
-        REGISTRY[claim_id] = Claim(claim_id, source, stated, check)
+        REGISTRY[claim_id] = Claim(claim_id, source, stated, check, tier, tuple(needs))
         return check
 
     return deco

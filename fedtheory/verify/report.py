@@ -1,22 +1,30 @@
-"""The verification report: a text table, JSON (the contract), and a self-contained HTML page."""
+"""The verification report: a text table, JSON (the contract), a self-contained HTML page, and
+the claim catalog of docs/claims.md, generated from the registry (:func:`catalog_markdown`,
+:func:`write_catalog`; ``python -m fedtheory.verify catalog docs/claims.md``)."""
 
 from __future__ import annotations
 
 import base64
 import html
+import inspect
 import json
 import textwrap
 from pathlib import Path
 
 from fedtheory._version import __version__
-from fedtheory.io import jsonable
-from fedtheory.verify.result import PAPER_VERDICTS, VERDICTS, ClaimResult
+from fedtheory.errors import FedTheoryError
+from fedtheory.extras import install_hint
+from fedtheory.io import jsonable, write_atomic
+from fedtheory.verify.registry import QUICK, Claim, all_claims
+from fedtheory.verify.result import NOT_RUN, PAPER_VERDICTS, VERDICTS, ClaimResult
 
 COLUMNS = (("claim", 13), ("source", 17), ("stated", 38), ("measured", 46), ("verdict", 19))
 
 
 def verdict_label(r: ClaimResult) -> str:
-    return "CRASHED" if not r.ran else r.verdict
+    """The verdict, ``CRASHED`` for a check that raised, ``not run`` for one that was skipped
+    (thorough tier only, a missing extra)."""
+    return "CRASHED" if r.crashed else r.verdict
 
 
 def _cell(value) -> str:
@@ -26,8 +34,13 @@ def _cell(value) -> str:
 
 
 def _measured(r: ClaimResult) -> str:
-    """The measured cell, with the exact value next to it where one is computed."""
+    """The measured cell, with the exact value next to it where one is computed, the estimate
+    on fresh seeds after a sequential stop, or why the claim was not run."""
+    if r.skipped:
+        return f"not run: {r.reason}"
     text = _cell(r.measured)
+    if r.confirmation and r.confirmation.get("estimate") is not None:
+        text += f"; on fresh seeds after the stop: {_effect_text(r.confirmation)}"
     return f"{text}; exact: {r.exact}" if r.exact else text
 
 
@@ -37,12 +50,16 @@ def format_table(results: list[ClaimResult]) -> str:
     Verdicts about the papers come first; implementation invariants and formulas the available
     text does not state follow in a block of their own.
     """
-    paper = [r for r in results if r.about_paper]
+    paper = [r for r in results if r.about_paper and not r.skipped]
     other = [r for r in results if not r.about_paper]
+    skipped = [r for r in results if r.skipped]
     lines = _rows(paper)
     if other:
         lines += ["", "Not verdicts about the papers (implementation invariants; formulas the "
                   "available text does not state):", *_rows(other)]  # fmt: skip
+    if skipped:
+        lines += ["", "Not run here (thorough tier only, or an optional extra is missing):",
+                  *_rows(skipped)]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -68,6 +85,8 @@ def summary(results: list[ClaimResult]) -> str:
         counts[verdict_label(r)] = counts.get(verdict_label(r), 0) + 1
     paper = ", ".join(f"{counts[v]} {v}" for v in PAPER_VERDICTS if counts.get(v))
     rest = [f"{counts[v]} {v}" for v in VERDICTS if v not in PAPER_VERDICTS and counts.get(v)]
+    if counts.get(NOT_RUN):
+        rest.append(f"{counts[NOT_RUN]} not run")
     if counts.get("CRASHED"):
         rest.append(f"{counts['CRASHED']} CRASHED")
     return f"claims about the papers: {paper or 'none'}" + ("; " + ", ".join(rest) if rest else "")
@@ -108,11 +127,12 @@ def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
         "outside assumptions": "#fff1c2",
         "invariant": "#dfeff7",
         "not stated": "#eeeeee",
+        NOT_RUN: "#f4f4f4",
     }
     rows, details, seen = [], [], set()
     for r in results:
         label = verdict_label(r)
-        color = "#f4a0a0" if not r.ran else colors.get(r.verdict, "#e8e8e8")
+        color = "#f4a0a0" if r.crashed else colors.get(r.verdict, "#e8e8e8")
         anchor = html.escape(r.id.replace("/", "-"))
         rows.append(
             "<tr>"
@@ -127,6 +147,7 @@ def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
             for k, v in (
                 ("criterion", r.criterion),
                 ("effect", _effect_text(r.effect)),
+                ("on fresh seeds after the stop", _effect_text(r.confirmation)),
                 ("seeds", r.seeds),
                 ("test", r.test),
                 ("uncertainty", r.uncertainty),
@@ -157,3 +178,71 @@ img{{max-width:100%}}
 {"".join(details)}
 </body></html>
 """
+
+
+#: The catalog's sections, by the claim id's letter (docs/claims.md).
+SECTIONS = {
+    "G": "Graphs and mixing matrices",
+    "P": "Participation and stochastic matrices",
+    "F": "FedAvg bias (003 Sec. 2, App. C)",
+    "C": "FOCUS and SG-FOCUS (003)",
+    "A": "Adaptive federated optimization with gossip (000, 004)",
+    "N": "Neural networks (MNIST-1D; the optional extra 'nn')",
+}
+#: The markers around the generated part of docs/claims.md (the rest is written by hand).
+CATALOG_BEGIN = (
+    "<!-- BEGIN claim catalog: generated from the registry by "
+    "`python -m fedtheory.verify catalog docs/claims.md`; edit the claims' docstrings -->"
+)
+CATALOG_END = "<!-- END claim catalog -->"
+
+
+def catalog_markdown(claims: list[Claim] | None = None) -> str:
+    """The claim catalog as Markdown, from the registry: per claim its id, source, statement,
+    where it runs (tier, optional extras) and its docstring (the experiment and the decision
+    rule fixed before measuring), grouped by :data:`SECTIONS`."""
+    claims = all_claims() if claims is None else claims
+    lines: list[str] = []
+    current = None
+    for c in claims:
+        section = SECTIONS.get(c.group, "Other claims")
+        if section != current:
+            lines += [f"## {section}", ""]
+            current = section
+        runs = ("quick and thorough tiers" if c.tier == QUICK
+                else "thorough tier only (`fedtheory verify --full`)")  # fmt: skip
+        needs = "".join(f"; needs the optional extra `{e}` (`{install_hint(e)}`)"
+                        for e in c.needs)  # fmt: skip
+        lines += [
+            f"### {c.id} ({c.source})",
+            "",
+            f"**Stated:** {c.stated}. **Runs in:** {runs}{needs}.",
+            "",
+            inspect.cleandoc(c.check.__doc__ or "(no docstring)"),
+            "",
+        ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def replace_catalog(text: str, catalog: str) -> str:
+    """``text`` (docs/claims.md) with the part between :data:`CATALOG_BEGIN` and
+    :data:`CATALOG_END` replaced by ``catalog``.
+
+    Raises
+    ------
+    FedTheoryError
+        When the markers are missing or out of order.
+    """
+    i, j = text.find(CATALOG_BEGIN), text.find(CATALOG_END)
+    if i < 0 or j < i:
+        raise FedTheoryError(
+            "docs/claims.md has no generated-catalog markers: add the lines "
+            f"{CATALOG_BEGIN!r} and {CATALOG_END!r} where the catalog goes"
+        )
+    return text[: i + len(CATALOG_BEGIN)] + "\n\n" + catalog + "\n" + text[j:]
+
+
+def write_catalog(path: str | Path) -> Path:
+    """Regenerate the catalog part of ``path`` (docs/claims.md) from the registry, atomically."""
+    p = Path(path)
+    return write_atomic(p, replace_catalog(p.read_text(), catalog_markdown()))

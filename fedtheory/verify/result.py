@@ -17,9 +17,16 @@ A verdict is computed from a measurement, never written in. Six words (docs/clai
 
 Every outcome carries the decision rule fixed before measuring (``criterion``, also in the
 claim's docstring), the effect with its interval and unit (:class:`~fedtheory.analysis.stats.
-Effect`), the number of seeds and the test used. A check that cannot run (a crash, a module
-that does not import, a violated invariant) has no verdict: it is recorded as not run and makes
-``fedtheory verify`` exit non-zero.
+Effect`), the number of seeds and the test used. Where seeds were drawn sequentially and the
+sampling stopped early, ``confirmation`` holds the effect on a fresh block of seeds drawn after
+the stop: an estimate the stopping rule did not select (the decision's own estimate is inflated
+by stopping when the interval first excludes 0).
+
+A claim without a verdict is ``not run``, for one of two reasons: it was not asked to run here
+(a thorough-tier claim in the quick tier, an optional extra that is not installed: ``reason``
+says which and how to get it; ``fedtheory verify`` still exits 0), or it crashed (a module that
+does not import, a violated invariant: ``error`` holds the traceback and ``fedtheory verify``
+exits 1).
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ INCONCLUSIVE = "inconclusive"
 OUTSIDE = "outside assumptions"
 INVARIANT = "invariant"
 NOT_STATED = "not stated"
-NOT_RUN = "not run"  # the check crashed: no verdict (fedtheory verify exits 1)
+NOT_RUN = "not run"  # no verdict: skipped (tier, missing extra) or crashed (exit 1)
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, OUTSIDE, INVARIANT, NOT_STATED)
 #: Verdicts about what the papers state (the others describe the implementation or the text).
 PAPER_VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, OUTSIDE)
@@ -85,6 +92,7 @@ class Outcome:
     sub: str | None = None  # regime suffix: "uniform" makes the id "C2/uniform"
     stated: str | None = None  # overrides the claim's statement for this regime
     reason: str | None = None  # why: the violated assumption, what is not stated, ...
+    confirmation: Effect | None = None  # the effect on fresh seeds after a sequential stop
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -163,6 +171,11 @@ def outside(reason: str, measured: Any, **kw: Any) -> Outcome:
     """The setting violates an assumption of the theorem; ``reason`` names which."""
     ev = dict(kw.pop("evidence", {}))
     ev["violated_assumption"] = reason
+    kw.setdefault(
+        "criterion",
+        "outside assumptions when the setting violates a hypothesis of the "
+        "theorem (the violated one is named); no verdict on the rate there",
+    )
     return Outcome(measured, OUTSIDE, evidence=ev, reason=reason, **kw)
 
 
@@ -178,6 +191,11 @@ def invariant(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: 
 def not_stated(what: str, measured: Any, **kw: Any) -> Outcome:
     """The paper's formula is not in the available text; ``what`` names the theorem and what is
     lost. ``measured`` may still report the measurement (for a later exact or stated value)."""
+    kw.setdefault(
+        "criterion",
+        "none: the formula is not in the available text, so there is "
+        "no stated value to meet (no verdict about the paper)",
+    )
     return Outcome(measured, NOT_STATED, reason=what, **kw)
 
 
@@ -203,8 +221,20 @@ class ClaimResult:
     tier: str = "quick"
     seconds: float = 0.0
     ran: bool = True
-    reason: str | None = None  # the violated assumption, what is not stated, or the crash
+    reason: str | None = None  # the violated assumption, what is not stated, why not run
     error: str | None = None  # the crash, when the check could not run
+    confirmation: dict | None = None  # effect on fresh seeds after a sequential stop
+
+    @property
+    def crashed(self) -> bool:
+        """Not run because the check raised (``error`` holds it): ``fedtheory verify`` exits 1."""
+        return not self.ran and self.error is not None
+
+    @property
+    def skipped(self) -> bool:
+        """Not run by design: a thorough-tier claim in the quick tier, or a missing extra
+        (``reason`` says which)."""
+        return not self.ran and self.error is None
 
     @property
     def about_paper(self) -> bool:

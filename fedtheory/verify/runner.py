@@ -7,7 +7,8 @@ import traceback
 from collections.abc import Iterable
 
 from fedtheory.analysis.stats import Effect
-from fedtheory.errors import FedTheoryError
+from fedtheory.errors import FedTheoryError, MissingExtraError
+from fedtheory.extras import install_hint, missing
 from fedtheory.io import progress
 from fedtheory.sweep.engine import map_tasks
 from fedtheory.verify.registry import REGISTRY, Claim, Context, all_claims
@@ -66,16 +67,40 @@ def keep_requested(
     ]
 
 
+def not_run_reason(claim: Claim, ctx: Context) -> str | None:
+    """Why ``claim`` is not run in ``ctx`` (None: it runs): a thorough-tier claim in the quick
+    tier, or an optional extra it needs that is not installed (naming the install command)."""
+    if not claim.runs_in(ctx.tier):
+        return f"thorough tier only: fedtheory verify --full --only {claim.id}"
+    for extra in claim.needs:
+        gone = missing(extra)
+        if gone:
+            return (f"needs the optional extra '{extra}' ({', '.join(gone)} not installed): "
+                    f"{install_hint(extra)}")  # fmt: skip
+    return None
+
+
 def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
-    """Run one claim's check at ``ctx.tier``; one result per regime it reports."""
+    """Run one claim's check at ``ctx.tier``; one result per regime it reports. A claim that
+    does not run here (:func:`not_run_reason`, or a :class:`~fedtheory.errors.MissingExtraError`
+    from inside the check) is one "not run" row with the reason; a crash is one "not run" row
+    with the error."""
     t0 = time.perf_counter()
     base = {"source": claim.source, "tier": ctx.tier}
+    skip = not_run_reason(claim, ctx)
+    if skip is not None:
+        return [ClaimResult(id=claim.id, stated=claim.stated, measured="-", verdict=NOT_RUN,
+                            ran=False, reason=skip, **base)]  # fmt: skip
     try:
         out = claim.check(ctx)
         outcomes = list(out) if isinstance(out, list | tuple) else [out]
         bad = [type(o).__name__ for o in outcomes if not isinstance(o, Outcome)]
         if bad or not outcomes:
             raise TypeError(f"claim {claim.id} returned {bad or 'nothing'}, not Outcome objects")
+    except MissingExtraError as exc:  # an optional extra the check found missing: not run
+        return [ClaimResult(id=claim.id, stated=claim.stated, measured="-", verdict=NOT_RUN,
+                            ran=False, reason=str(exc), seconds=time.perf_counter() - t0,
+                            **base)]  # fmt: skip
     except Exception as exc:  # a crash (a failed import included) is not a verdict
         return [
             ClaimResult(
@@ -108,6 +133,7 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
                 uncertainty=o.uncertainty,
                 figure=o.figure,
                 reason=o.reason,
+                confirmation=None if o.confirmation is None else o.confirmation.to_dict(),
                 seconds=dt,
                 **base,
             )

@@ -61,6 +61,7 @@ NOT_AFFINE: dict[str, str] = {
     "cafga": "CAFGA's FedAMSGrad server step divides by sqrt(v_hat) (000 Algorithm 2)",
     "hafed": "HA-Fed's FedAMSGrad server step divides by sqrt(v_hat) (004 Algorithm 1)",
     "afga-adapted": "the adapted AFGA's FedAMSGrad server step divides by sqrt(v_hat)",
+    "cafga-adapted": "the adapted CAFGA's FedAMSGrad server step divides by sqrt(v_hat)",
     "fedau": (
         "FedAU's aggregation weights are estimated online from each client's participation "
         "intervals (Wang and Ji 2023), so a round depends on the participation history, not "

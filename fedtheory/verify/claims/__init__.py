@@ -24,6 +24,15 @@ per-regime entries (``C7/uniform``). ``ctx.pick(quick, full)`` sizes the two tie
 ``ctx.figure_path(id)`` is where to draw (None when no figure is wanted).
 """
 
-from fedtheory.verify.claims import adaptive, fedavg_bias, focus, graphs, nn, participation
+from fedtheory.verify.claims import (
+    adaptive,
+    fedavg_bias,
+    focus,
+    graphs,
+    hafed,
+    nn,
+    participation,
+    tuned,
+)
 
-__all__ = ["adaptive", "fedavg_bias", "focus", "graphs", "nn", "participation"]
+__all__ = ["adaptive", "fedavg_bias", "focus", "graphs", "hafed", "nn", "participation", "tuned"]
