@@ -26,8 +26,8 @@ import numpy as np
 
 from fedtheory.backend import gpu_available
 from fedtheory.io import emit_json
-from fedtheory.nn.data import federated_mnist1d
-from fedtheory.nn.problem import MLPProblem
+from fedtheory.problems.nn.data import federated_mnist1d
+from fedtheory.problems.nn.problem import MLPProblem
 
 N_CLIENTS, BATCH, LR = 50, 50, 0.05
 

@@ -10,9 +10,9 @@ import pytest
 from fedtheory.algorithms.base import SeedRng
 from fedtheory.algorithms.gossip import gossip
 from fedtheory.algorithms.local_steps import local_steps
-from fedtheory.nn.conv import Conv1DNet
-from fedtheory.nn.data import federated_synthetic
-from fedtheory.nn.problem import MLPProblem
+from fedtheory.problems.nn.conv import Conv1DNet
+from fedtheory.problems.nn.data import federated_synthetic
+from fedtheory.problems.nn.problem import MLPProblem
 from fedtheory.problems.quadratic import random_quadratic
 
 S, N, M, K = 3, 10, 2, 4

@@ -7,10 +7,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from fedtheory.errors import AssumptionError
-from fedtheory.nn import kernels
-from fedtheory.nn.conv import Conv1DNet, _windows
-from fedtheory.nn.data import FederatedData
-from fedtheory.nn.problem import MLPProblem
+from fedtheory.problems.nn import kernels
+from fedtheory.problems.nn.conv import Conv1DNet, _windows
+from fedtheory.problems.nn.data import FederatedData
+from fedtheory.problems.nn.problem import MLPProblem
 
 seeds = st.integers(0, 2**32 - 1)
 

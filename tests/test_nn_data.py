@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fedtheory.errors import AssumptionError, FedTheoryError
-from fedtheory.nn.data import (
+from fedtheory.problems.nn.data import (
     DatasetError,
     FederatedData,
     check_dataset,

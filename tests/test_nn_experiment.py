@@ -10,9 +10,9 @@ from fedtheory.algorithms.registry import display_name, make_algorithm
 from fedtheory.cli import main
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1
-from fedtheory.nn.data import federated_synthetic
-from fedtheory.nn.problem import MLPProblem
-from fedtheory.nn.training import train
+from fedtheory.experiments.nn_training import train
+from fedtheory.problems.nn.data import federated_synthetic
+from fedtheory.problems.nn.problem import MLPProblem
 from fedtheory.simulation import simulate
 
 SMALL = dict(n_clients=10, participation=0.5, num_samples=400, rounds=3, local_steps=2, batch_size=8, hidden=(8,),

@@ -1,4 +1,4 @@
-"""Kernels of fedtheory.nn: NumPy references against independent formulas and finite
+"""Kernels of fedtheory.problems.nn: NumPy references against independent formulas and finite
 differences, the simulator's server optimizer bit for bit, the CUDA sources through nvcc, and the
 CuPy path against the NumPy path (GPU only)."""
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy.special import log_softmax, softmax
 
 from fedtheory.errors import AssumptionError
-from fedtheory.nn import kernels
+from fedtheory.problems.nn import kernels
 
 shapes = st.tuples(st.integers(1, 3), st.integers(1, 6), st.integers(1, 7))
 seeds = st.integers(0, 2**32 - 1)

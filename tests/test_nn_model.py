@@ -7,8 +7,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from fedtheory.errors import AssumptionError
-from fedtheory.nn import kernels
-from fedtheory.nn.model import MLP
+from fedtheory.problems.nn import kernels
+from fedtheory.problems.nn.model import MLP
 
 seeds = st.integers(0, 2**32 - 1)
 widths = st.lists(st.integers(1, 6), min_size=0, max_size=2)

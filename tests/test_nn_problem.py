@@ -5,9 +5,9 @@ import pytest
 
 from fedtheory.algorithms.base import SeedRng, seed_sequences
 from fedtheory.errors import AssumptionError
-from fedtheory.nn.data import FederatedData, federated_synthetic
-from fedtheory.nn.problem import MLPProblem
 from fedtheory.problems.base import Problem
+from fedtheory.problems.nn.data import FederatedData, federated_synthetic
+from fedtheory.problems.nn.problem import MLPProblem
 
 
 @pytest.fixture(scope="module")

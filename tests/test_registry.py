@@ -17,6 +17,8 @@ from fedtheory.algorithms import (
     make_algorithm,
     names,
 )
+from fedtheory.algorithms.fedavg import server_model_layout
+from fedtheory.algorithms.registry import register
 from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
 from fedtheory.participation import make_participation
 from fedtheory.problems import random_quadratic
@@ -111,3 +113,19 @@ def test_facts_live_on_the_registered_algorithm():
     assert "focus" in names(affine=True) and "fedamsgrad" not in names(affine=True)
     assert info("scaffold").server_vectors == 2 and info("dsgd").server_vectors == 0
     assert info("afga").broadcast and not info("afga-adapted").broadcast
+
+
+def test_an_algorithm_declares_its_exact_oracle_or_why_it_has_none():
+    """Everything about an algorithm is declared where it is registered: a registration without
+    an exact layout and without the reason, or a layout on a round that is not affine, is
+    refused at import time."""
+    with pytest.raises(ValueError, match="say why there is no exact oracle"):
+        register("probe-no-reason", "probe", display="Probe")(lambda config: None)
+    with pytest.raises(ValueError, match="needs affine=True"):
+        register("probe-layout", "probe", display="Probe", exact_layout=server_model_layout)(
+            lambda config: None
+        )
+    for name in names():
+        alg = info(name)
+        assert (alg.exact_layout is None) == bool(alg.not_exact), name
+        assert alg.stated_rate, name

@@ -291,7 +291,7 @@ def test_engine_arguments(monkeypatch):
         Engine(workers=2, scheduler="tcp://127.0.0.1:1")
     with pytest.raises(FedTheoryError, match="workers must be >= 1"):
         Engine(workers=0)
-    monkeypatch.setattr("fedtheory.sweep.engine.CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr("fedtheory.parallel.CONNECT_TIMEOUT", "1s")
     with pytest.raises(
         FedTheoryError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"
     ):

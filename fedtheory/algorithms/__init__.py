@@ -32,8 +32,8 @@ Shared pieces
   ``builder(config: AlgorithmConfig) -> Algorithm`` and declares what it reads and what it is;
   ``make_algorithm(name, config, problem=..., **settings)`` builds one (an unknown setting is
   an error listing the valid ones); ``info(name)``, ``names(gossip=True)``,
-  ``display_name(name)`` and ``available()`` answer questions about them. New algorithm
-  modules go into ``registry.ALGORITHM_MODULES``.
+  ``display_name(name)`` and ``available()`` answer questions about them. A new algorithm
+  module is imported at the end of this file, which registers it.
 
 Algorithms here (each file cites its paper): ``fedavg``, ``fedprox``, ``scaffold``, ``fedau``,
 ``mifa``, ``scaffnew``, ``focus``, ``sg-focus``, ``feddyn``, ``fedamsgrad``, ``fedadam``,
@@ -90,3 +90,21 @@ __all__ = [
     "seed_sequences",
     "server_optimizer",
 ]
+
+# Importing an algorithm module registers its algorithms; one direct import each, after the
+# shared pieces above that they use.
+from fedtheory.algorithms import (  # noqa: F401, I001  (the imports register the algorithms)
+    fedavg,
+    fedprox,
+    scaffold,
+    fedau,
+    mifa,
+    scaffnew,
+    focus,
+    adaptive,
+    afga,
+    cafga,
+    hafed,
+    dsgd,
+    feddyn,
+)

@@ -14,10 +14,23 @@ of variants. Defaults: beta1 = 0.9, beta2 = 0.99, eps = 1e-8, inside the root fo
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 from fedtheory.algorithms.fedavg import build_fedavg
-from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
+from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
+
+#: Why no adaptive server step has an exact oracle.
+NOT_AFFINE = (
+    "the adaptive server step divides the aggregated update by sqrt(v), and v is quadratic in "
+    "the updates (Reddi et al. 2021 Algorithm 2; 000 eq. (2)), so a round is not affine"
+)
+
+#: The FedAMSGrad theorem's schedule (Wang et al. 2022b), which the study applies to the family.
+SCHEDULE = Schedule(
+    lambda R, K, M, N, n, m, c, c_l: (c * math.sqrt(K * M), c_l / math.sqrt(R * K * K)),
+    "Wang et al. 2022b (as restated in 004 Sec. 5.1): eta = c sqrt(K M), eta_l = c_l / sqrt(R K^2)",
+)
 
 #: (registry name, display name, server optimizer, description) of each variant.
 VARIANTS = (
@@ -30,6 +43,12 @@ VARIANTS = (
 )  # fmt: skip
 
 for _name, _display, _server, _description in VARIANTS:
-    register(_name, _description, display=_display, uses=ADAPTIVE_SETTINGS, adaptive=True)(
-        partial(build_fedavg, server=_server, name=_name)
-    )
+    register(
+        _name,
+        _description,
+        display=_display,
+        uses=ADAPTIVE_SETTINGS,
+        adaptive=True,
+        not_exact=NOT_AFFINE,
+        schedule=SCHEDULE,
+    )(partial(build_fedavg, server=_server, name=_name))

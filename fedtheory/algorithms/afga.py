@@ -30,6 +30,7 @@ Options are declared with their registration below (``resample``, ``mixing``, ``
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fedtheory.algorithms.base import (
@@ -49,7 +50,13 @@ from fedtheory.algorithms.gossip import (
     selected_rho,
     selected_ring,
 )
-from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
+from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
+
+#: 000 Thm 4.6 / Cor. 4.7's schedule (the adapted variant runs with the same).
+SCHEDULE = Schedule(
+    lambda R, K, M, N, n, m, c, c_l: (c * N * math.sqrt(K) / M, c_l / math.sqrt(R * K * K)),
+    "000 Thm 4.6 / Cor. 4.7: eta = c N sqrt(K) / M, eta_l = c_l / sqrt(R K^2)",
+)
 
 Array = Any
 
@@ -66,6 +73,8 @@ REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5, footnote 4 (communication-ad
     adaptive=True,
     gossip_rho=global_rho,
     broadcast=True,
+    not_exact="AFGA's FedAMSGrad server step divides by sqrt(v_hat) (000 Algorithm 1 line 22)",
+    schedule=SCHEDULE,
 )
 def build_afga(config: AlgorithmConfig) -> Algorithm:
     """AFGA (000 Algorithm 1). ``resample=False`` sets S_{r,t} = S_r."""
@@ -86,6 +95,8 @@ def build_afga(config: AlgorithmConfig) -> Algorithm:
     options=(SERVER,),
     adaptive=True,
     gossip_rho=selected_rho,
+    not_exact="the adapted AFGA's FedAMSGrad server step divides by sqrt(v_hat)",
+    schedule=SCHEDULE,
 )
 def build_afga_adapted(config: AlgorithmConfig) -> Algorithm:
     """Communication-adapted AFGA (000 Section 5, footnote 4).

@@ -422,3 +422,42 @@ def client_metrics(**more: Callable[[Any, Any], Any]) -> dict[str, Callable[[Any
     """The metrics of an algorithm whose state keeps every client's latest local model in
     ``X (S, N, d)``: their ``consensus`` error, plus the algorithm's own ``more``."""
     return {"consensus": lambda state, problem: consensus(state.X), **more}
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """Coordinates z = (u, v_1, ..., v_N) of an affine algorithm's state, in which the exact
+    oracles of :mod:`fedtheory.analysis.exact` read its round as z <- M_S z + b_S.
+
+    Each algorithm declares its layout where it is registered (``exact_layout=``).
+
+    Attributes
+    ----------
+    algorithm : str
+    du, dv : int
+        Number of server and per-client coordinates (the first ``dim`` server coordinates are
+        the server model x).
+    dim : int
+        d, the model dimension.
+    encode : callable
+        ``encode(state) -> (u (S, du), V (S, N, dv))``: linear in the state's fields.
+    decode : callable
+        ``decode(template, u, V, fill) -> state``: a state whose ``encode`` is ``(u, V)``;
+        ``fill(shape)`` provides the fields the server model never reads (zeros when
+        extracting, random when verifying that they are indeed unread).
+    coordinates : str
+        The coordinates in words, e.g. ``"u = x; v_i = g_prev_i (y = sum_i v_i)"``.
+    """
+
+    algorithm: str
+    du: int
+    dv: int
+    dim: int
+    encode: Callable[[Any], tuple[Array, Array]]
+    decode: Callable[..., Any]
+    coordinates: str
+
+
+def zeros_fill(shape: tuple[int, ...]) -> np.ndarray:
+    """The default ``fill`` of :attr:`StateLayout.decode`: zeros for the fields never read."""
+    return np.zeros(shape)

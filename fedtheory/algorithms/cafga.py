@@ -27,6 +27,8 @@ cluster (:func:`~fedtheory.algorithms.gossip.cluster_selected_ring`); Delta as A
 
 from __future__ import annotations
 
+import math
+
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
 from fedtheory.algorithms.gossip import (
     GRAPH_SEED,
@@ -40,7 +42,13 @@ from fedtheory.algorithms.gossip import (
     cluster_selected_rho,
     cluster_selected_ring,
 )
-from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
+from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
+
+#: 000 App. D's schedule, per cluster of n clients with m sampled (the adapted variant too).
+SCHEDULE = Schedule(
+    lambda R, K, M, N, n, m, c, c_l: (c * n * math.sqrt(K / m), c_l / math.sqrt(R * K * K)),
+    "000 App. D (proof of Thm D.3, eq. 33): eta = c n sqrt(K / m), eta_l = c_l / sqrt(R K^2)",
+)
 
 REFERENCE = "000/001 (TMLR 2024) Algorithm 2 (CAFGA), Appendix D"
 REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5 and Table 5 (communication-adapted CAFGA)"
@@ -55,6 +63,8 @@ REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5 and Table 5 (communication-ad
     adaptive=True,
     gossip_rho=cluster_rho,
     broadcast=True,
+    not_exact="CAFGA's FedAMSGrad server step divides by sqrt(v_hat) (000 Algorithm 2)",
+    schedule=SCHEDULE,
 )
 def build_cafga(config: AlgorithmConfig) -> Algorithm:
     """CAFGA (000 Algorithm 2); ``resample=False`` computes on S_r^k only."""
@@ -77,6 +87,8 @@ def build_cafga(config: AlgorithmConfig) -> Algorithm:
     options=(SERVER,),
     adaptive=True,
     gossip_rho=cluster_selected_rho,
+    not_exact="the adapted CAFGA's FedAMSGrad server step divides by sqrt(v_hat)",
+    schedule=SCHEDULE,
 )
 def build_cafga_adapted(config: AlgorithmConfig) -> Algorithm:
     """Communication-adapted CAFGA (000 Sec. 5, Table 5). The clients of S_r^k start from x_r,

@@ -42,6 +42,11 @@ class DSGDState(NamedTuple):
     gossip_rho=global_rho,
     affine=True,
     server_vectors=0,
+    not_exact=(
+        "DSGD has no server and ignores participation: its round X <- W (X - eta G(X)) is "
+        "affine but couples clients through the gossip matrix, outside the client-local "
+        "structure the exact oracle exploits (its rate is that of one deterministic matrix)"
+    ),
 )
 def build_dsgd(config: AlgorithmConfig) -> Algorithm:
     K, lr = config.local_steps, config.lr

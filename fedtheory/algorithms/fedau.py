@@ -61,6 +61,11 @@ class FedAUState(NamedTuple):
             choices=("clients", "weights"),
         ),
     ),
+    not_exact=(
+        "FedAU's aggregation weights are estimated online from each client's participation "
+        "intervals (Wang and Ji 2023), so a round depends on the participation history, not "
+        "only on the state and the current draw"
+    ),
 )
 def build_fedau(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr

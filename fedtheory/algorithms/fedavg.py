@@ -17,16 +17,21 @@ models, as in the FOCUS authors' notebook. Clients outside S_r keep their last l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
+    StateLayout,
     aggregate,
     broadcast_clients,
     client_deltas,
     client_metrics,
     pull,
+    zeros_fill,
 )
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import Option, register
@@ -87,6 +92,26 @@ def build_fedavg(
     )
 
 
+def server_model_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
+    """FedAvg with the ``sgd`` server (McMahan et al. 2017) and FedProx (Li et al. 2020): the
+    state the server model depends on is x, plus the server momentum m when beta1 > 0."""
+    momentum = float(config.options.get("server_momentum", 0.0))  # FedProx has none
+
+    def encode(st: Any) -> tuple[Array, Array]:
+        u = np.concatenate([st.x, st.opt.m], axis=-1) if momentum else st.x
+        return u, np.zeros(st.X.shape[:2] + (0,))
+
+    def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
+        S = u.shape[0]
+        m = u[:, d:] if momentum else fill((S, d))
+        opt = tpl.opt._replace(m=m, v=fill((S, d)), v_hat=fill((S, d)))
+        return tpl._replace(x=u[:, :d], X=fill((S, N, d)), opt=opt)
+
+    du = 2 * d if momentum else d
+    words = "u = (x, server momentum m)" if momentum else "u = x"
+    return StateLayout(name, du, 0, d, encode, decode, words)
+
+
 @register(
     "fedavg",
     "FedAvg / local SGD, x <- x + eta * aggregate(x_i - x) (McMahan et al. 2017)",
@@ -98,6 +123,12 @@ def build_fedavg(
         ),
     ),
     affine=True,
+    exact_layout=server_model_layout,
+    stated_rate=(
+        "not stated: 003 Theorem 2 bounds the neighbourhood by drift, step-size and "
+        "non-uniform-sampling terms whose formula is missing from the available text "
+        "(docs/stated-bounds.md)"
+    ),
 )
 def _fedavg(config: AlgorithmConfig) -> Algorithm:
     return build_fedavg(config, momentum=config.option("server_momentum"))

@@ -18,14 +18,17 @@ x* is a fixed point for any K (with h = 0 and grad_k = grad L_k(x*)).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
+    StateLayout,
     aggregate,
     broadcast_clients,
     client_metrics,
+    zeros_fill,
 )
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import Option, register
@@ -44,6 +47,19 @@ class FedDynState(NamedTuple):
     h: Array  # (S, d) server state h
 
 
+def _feddyn_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
+    """FedDyn (Acar et al. 2021): x and the clients' grad_k; the server state h equals
+    mean_k grad_k on reachable states and only the server reads it, so it is recomputed."""
+
+    def encode(st: Any) -> tuple[Array, Array]:
+        return st.x, st.grad
+
+    def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
+        return tpl._replace(x=u, grad=V, h=V.mean(axis=1), X=fill(V.shape))
+
+    return StateLayout(name, d, d, d, encode, decode, "u = x; v_i = grad_i (h = mean_i v_i)")
+
+
 @register(
     "feddyn",
     "FedDyn, dynamic regularization, K-step inexact local solve (Acar et al. 2021)",
@@ -60,6 +76,7 @@ class FedDynState(NamedTuple):
         ),
     ),
     affine=True,
+    exact_layout=_feddyn_layout,
 )
 def build_feddyn(config: AlgorithmConfig) -> Algorithm:
     alpha = config.option("alpha")

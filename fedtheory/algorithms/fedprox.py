@@ -10,7 +10,7 @@ aggregates as FedAvg. mu = 0 is FedAvg exactly.
 from __future__ import annotations
 
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
-from fedtheory.algorithms.fedavg import build_fedavg
+from fedtheory.algorithms.fedavg import build_fedavg, server_model_layout
 from fedtheory.algorithms.registry import register
 
 REFERENCE = "Li et al. 2020, Federated Optimization in Heterogeneous Networks, Algorithm 2"
@@ -22,6 +22,7 @@ REFERENCE = "Li et al. 2020, Federated Optimization in Heterogeneous Networks, A
     display="FedProx",
     uses=("global_lr", "prox_mu"),
     affine=True,
+    exact_layout=server_model_layout,
 )
 def build_fedprox(config: AlgorithmConfig) -> Algorithm:
     alg = build_fedavg(config, name="fedprox", prox_mu=config.prox_mu)

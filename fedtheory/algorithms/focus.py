@@ -34,12 +34,14 @@ per-seed draws cover all N clients.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
     Participants,
+    StateLayout,
     broadcast_clients,
     client_metrics,
     client_sum,
@@ -47,6 +49,7 @@ from fedtheory.algorithms.base import (
     pull,
     seed_sums,
     spread,
+    zeros_fill,
 )
 from fedtheory.algorithms.registry import register
 from fedtheory.backend import get_namespace
@@ -158,11 +161,31 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
     )
 
 
+def _focus_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
+    """FOCUS / SG-FOCUS (003 Algorithm 1): x and every client's stored gradient g_prev_i; the
+    tracker y equals sum_i g_prev_i on every reachable state (the tracking property, 003 Sec.
+    5.1), so it is recomputed rather than carried."""
+
+    def encode(st: Any) -> tuple[Array, Array]:
+        return st.x, st.g_prev
+
+    def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
+        return tpl._replace(x=u, y=V.sum(axis=1), g_prev=V, X=fill(V.shape))
+
+    return StateLayout(name, d, d, d, encode, decode, "u = x; v_i = g_prev_i (y = sum_i v_i)")
+
+
 @register(
     "focus",
     "FOCUS, push-pull with exact gradients (003 Algorithm 1)",
     display="FOCUS",
     affine=True,
+    exact_layout=_focus_layout,
+    stated_rate=(
+        "not stated: 003 Theorem 1 states linear convergence, but its rate, step-size condition "
+        "and Lyapunov function are missing from the available text (docs/stated-bounds.md); "
+        "fedtheory bound reports the constant a shape implies"
+    ),
 )
 def _focus(config: AlgorithmConfig) -> Algorithm:
     return build_focus(config, stochastic=False)
@@ -173,6 +196,11 @@ def _focus(config: AlgorithmConfig) -> Algorithm:
     "SG-FOCUS, FOCUS with the problem's stochastic gradients (003 Sec. 5)",
     display="SG-FOCUS",
     affine=True,
+    exact_layout=_focus_layout,
+    stated_rate=(
+        "not stated: 003 Theorems 3-5 state linear convergence to a noise neighbourhood; the "
+        "formulas are missing from the available text (docs/stated-bounds.md)"
+    ),
 )
 def _sg_focus(config: AlgorithmConfig) -> Algorithm:
     return build_focus(config, stochastic=True)

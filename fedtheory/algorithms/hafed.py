@@ -21,6 +21,8 @@ model after the last gossip step, so partial participation gives full participat
 
 from __future__ import annotations
 
+import math
+
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
 from fedtheory.algorithms.gossip import (
     GRAPH_SEED,
@@ -30,7 +32,13 @@ from fedtheory.algorithms.gossip import (
     cluster_gossip,
     cluster_rho,
 )
-from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, register
+from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
+
+#: 004 Cor. 5.11's schedule.
+SCHEDULE = Schedule(
+    lambda R, K, M, N, n, m, c, c_l: (c * math.sqrt(K * M), c_l / math.sqrt(R * K)),
+    "004 Cor. 5.11: eta = c sqrt(K M), eta_l = c_l / sqrt(R K)",
+)
 
 REFERENCE = "004 Algorithm 1 (HA-Fed, full) and Section 4 / Theorem 5.8 (partial participation)"
 
@@ -44,6 +52,8 @@ REFERENCE = "004 Algorithm 1 (HA-Fed, full) and Section 4 / Theorem 5.8 (partial
     adaptive=True,
     gossip_rho=cluster_rho,
     broadcast=True,
+    not_exact="HA-Fed's FedAMSGrad server step divides by sqrt(v_hat) (004 Algorithm 1)",
+    schedule=SCHEDULE,
 )
 def build_hafed(config: AlgorithmConfig) -> Algorithm:
     """HA-Fed (004 Algorithm 1; partial participation when the round's mask is not full)."""

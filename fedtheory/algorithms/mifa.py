@@ -15,14 +15,19 @@ participation both reduce to FedAvg.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
+    StateLayout,
     broadcast_clients,
     client_metrics,
     pull,
+    zeros_fill,
 )
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import Option, register
@@ -37,6 +42,24 @@ class MifaState(NamedTuple):
     x: Array  # (S, d)
     X: Array  # (S, N, d) clients' latest local end points
     U: Array  # (S, N, d) stored updates
+
+
+def _mifa_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
+    """MIFA (Gu et al. 2021): x and the stored updates U_i; the ``focus-notebook`` variant also
+    reads the clients' last local end points X_i (U_i <- x_i - X_i)."""
+    notebook = config.option("variant") == "focus-notebook"
+
+    def encode(st: Any) -> tuple[Array, Array]:
+        return st.x, (np.concatenate([st.U, st.X], axis=-1) if notebook else st.U)
+
+    def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
+        if notebook:
+            return tpl._replace(x=u, U=V[..., :d], X=V[..., d:])
+        return tpl._replace(x=u, U=V, X=fill(V.shape))
+
+    if notebook:
+        return StateLayout(name, d, 2 * d, d, encode, decode, "u = x; v_i = (U_i, X_i)")
+    return StateLayout(name, d, d, d, encode, decode, "u = x; v_i = U_i")
 
 
 @register(
@@ -54,6 +77,7 @@ class MifaState(NamedTuple):
         ),
     ),
     affine=True,
+    exact_layout=_mifa_layout,
 )
 def build_mifa(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr

@@ -13,7 +13,8 @@ read and what they are::
     )
     def build_fedau(config): ...
 
-and lists its module in :data:`ALGORITHM_MODULES`. Callers ask the registry (:func:`info`,
+and is imported by the package's ``__init__`` (one direct import per algorithm module, so the
+registry is complete whenever :mod:`fedtheory.algorithms` is imported). Callers ask the registry (:func:`info`,
 :func:`names`) whether an algorithm gossips, is clustered or adaptive, and how to display it;
 nobody keeps tables of algorithm names. :func:`make_algorithm` refuses a keyword that the
 algorithm does not read, listing the ones it does (as scipy's ``_check_unknown_options``), so a
@@ -22,32 +23,15 @@ typo never runs a different experiment.
 
 from __future__ import annotations
 
-import importlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
+from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, StateLayout
 from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
-
-#: Modules of fedtheory.algorithms whose import registers algorithms.
-ALGORITHM_MODULES: tuple[str, ...] = (
-    "fedtheory.algorithms.fedavg",
-    "fedtheory.algorithms.fedprox",
-    "fedtheory.algorithms.scaffold",
-    "fedtheory.algorithms.fedau",
-    "fedtheory.algorithms.mifa",
-    "fedtheory.algorithms.scaffnew",
-    "fedtheory.algorithms.focus",
-    "fedtheory.algorithms.adaptive",
-    "fedtheory.algorithms.afga",
-    "fedtheory.algorithms.cafga",
-    "fedtheory.algorithms.hafed",
-    "fedtheory.algorithms.dsgd",
-    "fedtheory.algorithms.feddyn",
-)
 
 #: Settings every algorithm reads.
 BASE_SETTINGS = ("lr", "local_steps")
@@ -135,6 +119,34 @@ def _is(value: Any, kind: type) -> bool:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """A theorem's step-size schedule: the server step eta and the local step eta_l.
+
+    Attributes
+    ----------
+    step_sizes : callable
+        ``step_sizes(R, K, M, N, n, m, c, c_l) -> (eta, eta_l)`` for R rounds, K local steps, M
+        of N clients per round (n and m per cluster for clustered algorithms) and the user's
+        constants c and c_l in front of the Theta(.).
+    source : str
+        Where the schedule is stated, with the formula in words.
+    """
+
+    step_sizes: Callable[..., tuple[float, float]]
+    source: str
+
+
+#: Algorithms whose theorem prescribes no schedule: eta = c, eta_l = c_l / sqrt(R K).
+DEFAULT_SCHEDULE = Schedule(
+    lambda R, K, M, N, n, m, c, c_l: (c, c_l / math.sqrt(R * K)),
+    "no theorem schedule: eta = c, eta_l = c_l / sqrt(R K)",
+)
+
+#: What the papers say of a baseline's rate when nothing more is declared.
+BASELINE_RATE = "not stated: a baseline of 003 Figure 4; the seed papers state no rate for it"
+
+
+@dataclass(frozen=True)
 class AlgorithmInfo:
     """What the registry knows about an algorithm.
 
@@ -169,6 +181,18 @@ class AlgorithmInfo:
     broadcast : bool
         The round's model x_r reaches every client by local communication from S_r
         (000 Algorithm 1 line 4: AFGA, CAFGA, HA-Fed).
+    exact_layout : callable or None
+        ``exact_layout(name, config, n_clients, dim) -> StateLayout``: the coordinates in which
+        the exact oracles of :mod:`fedtheory.analysis.exact` read an affine round (None: no
+        exact oracle; ``not_exact`` says why).
+    not_exact : str
+        Why there is no exact oracle (its round is not affine, or affine outside the
+        client-local structure the oracle exploits); empty when ``exact_layout`` is given.
+    stated_rate : str
+        What the seed papers state about its rate (docs/stated-bounds.md).
+    schedule : Schedule or None
+        The step-size schedule its convergence theorem prescribes (None: no theorem schedule,
+        :data:`DEFAULT_SCHEDULE` is used).
     """
 
     name: str
@@ -183,6 +207,10 @@ class AlgorithmInfo:
     affine: bool = False
     server_vectors: int = 1
     broadcast: bool = False
+    exact_layout: Callable[..., StateLayout] | None = None
+    not_exact: str = ""
+    stated_rate: str = ""
+    schedule: Schedule | None = None
 
     @property
     def gossip(self) -> bool:
@@ -201,7 +229,6 @@ class AlgorithmInfo:
 
 _REGISTRY: dict[str, AlgorithmInfo] = {}
 _ALIASES: dict[str, str] = {}
-_loaded = False
 
 
 def register(
@@ -217,10 +244,20 @@ def register(
     affine: bool = False,
     server_vectors: int = 1,
     broadcast: bool = False,
+    exact_layout: Callable[..., StateLayout] | None = None,
+    not_exact: str = "",
+    stated_rate: str = BASELINE_RATE,
+    schedule: Schedule | None = None,
 ) -> Callable:
     """Decorator: register ``builder(config) -> Algorithm`` under ``name`` with its settings
     (``uses``: shared fields read besides ``lr`` and ``local_steps``), options and facts (see
-    :class:`AlgorithmInfo`)."""
+    :class:`AlgorithmInfo`). Everything known about the algorithm is declared here: an
+    algorithm without an exact layout says why (``not_exact``), and a layout needs an affine
+    round."""
+    if exact_layout is not None and (not affine or not_exact):
+        raise ValueError(f"{name}: an exact layout needs affine=True and no not_exact reason")
+    if exact_layout is None and not not_exact:
+        raise ValueError(f"{name}: say why there is no exact oracle (not_exact=...)")
     unknown = [u for u in uses if u not in SHARED_SETTINGS]
     if unknown:
         raise ValueError(f"{name}: {unknown} are not AlgorithmConfig fields ({SHARED_SETTINGS})")
@@ -243,6 +280,10 @@ def register(
             affine=affine,
             server_vectors=server_vectors,
             broadcast=broadcast,
+            exact_layout=exact_layout,
+            not_exact=not_exact,
+            stated_rate=stated_rate,
+            schedule=schedule,
         )
         for spelling in (display.lower(), *aliases):
             _ALIASES.setdefault(spelling.lower(), key)
@@ -251,17 +292,8 @@ def register(
     return deco
 
 
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for mod in ALGORITHM_MODULES:
-            importlib.import_module(mod)
-
-
 def available() -> dict[str, str]:
     """Registered algorithm names and their one-line descriptions."""
-    _load()
     return {k: _REGISTRY[k].description for k in sorted(_REGISTRY)}
 
 
@@ -273,7 +305,6 @@ def info(name: str) -> AlgorithmInfo:
     FedTheoryError
         For an unknown name (the message lists the known ones).
     """
-    _load()
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _REGISTRY:
@@ -288,7 +319,6 @@ def names(
     affine: bool | None = None,
 ) -> list[str]:  # fmt: skip
     """Registered names, optionally only those with the given facts (e.g. ``gossip=True``)."""
-    _load()
     want = {"gossip": gossip, "clustered": clustered, "adaptive": adaptive, "affine": affine}
     return [
         k

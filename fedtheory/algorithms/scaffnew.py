@@ -15,16 +15,19 @@ x_i - (eta/p) h_i and the iterates are exactly Scaffnew's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
+    StateLayout,
     aggregate,
     broadcast_clients,
     client_deltas,
     client_metrics,
     pull,
+    zeros_fill,
 )
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import register
@@ -41,12 +44,29 @@ class ScaffnewState(NamedTuple):
     h: Array  # (S, N, d) control variates
 
 
+def _scaffnew_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
+    """Scaffnew (Mishchenko et al. 2022, p = 1/K): a participant's round reads its control
+    variate h_i and its last local end point X_i only through h_i - X_i / (eta K) (its update
+    h_i <- h_i + (x - X_i) / (eta K)), so that combination is the client coordinate."""
+    scale = 1.0 / (config.lr * config.local_steps)
+
+    def encode(st: Any) -> tuple[Array, Array]:
+        return st.x, st.h - scale * st.X
+
+    def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
+        X = fill(V.shape)
+        return tpl._replace(x=u, X=X, h=V + scale * X)
+
+    return StateLayout(name, d, d, d, encode, decode, "u = x; v_i = h_i - X_i / (eta K)")
+
+
 @register(
     "scaffnew",
     "Scaffnew/ProxSkip, communication every K steps (Mishchenko et al. 2022)",
     display="Scaffnew",
     uses=("global_lr",),
     affine=True,
+    exact_layout=_scaffnew_layout,
 )
 def build_scaffnew(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr

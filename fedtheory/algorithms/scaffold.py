@@ -13,16 +13,21 @@ The server and control variates start at zero (the FOCUS authors' Figure 4 noteb
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
+    StateLayout,
     aggregate,
     broadcast_clients,
     client_deltas,
     client_metrics,
     pull,
+    zeros_fill,
 )
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import register
@@ -40,6 +45,20 @@ class ScaffoldState(NamedTuple):
     c_i: Array  # (S, N, d) client control variates
 
 
+def _scaffold_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
+    """SCAFFOLD (Karimireddy et al. 2020, option II): x, the server control variate c and the
+    client control variates c_i. c = mean_i c_i on reachable states; clients read c, so it stays
+    a coordinate and the conserved direction c - mean_i c_i is removed by the reduction."""
+
+    def encode(st: Any) -> tuple[Array, Array]:
+        return np.concatenate([st.x, st.c], axis=-1), st.c_i
+
+    def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
+        return tpl._replace(x=u[:, :d], c=u[:, d:], c_i=V, X=fill(V.shape))
+
+    return StateLayout(name, 2 * d, d, d, encode, decode, "u = (x, c); v_i = c_i")
+
+
 @register(
     "scaffold",
     "SCAFFOLD, option II control variates (Karimireddy et al. 2020)",
@@ -47,6 +66,7 @@ class ScaffoldState(NamedTuple):
     uses=("global_lr",),
     server_vectors=2,
     affine=True,
+    exact_layout=_scaffold_layout,
 )
 def build_scaffold(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr

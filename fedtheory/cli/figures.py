@@ -1,16 +1,13 @@
 """``fedtheory figures [NAME ...]``: regenerate figures as PNG + PDF + sidecar JSON.
 
-Exit status 0 when every requested figure was written, 2 for an unknown figure name or when a
-figure needs an optional extra that is missing (one line naming it; the other figures are still
-drawn); any other figure that cannot be drawn is an error (a traceback: it is a bug).
+The command itself lives with the figures (:mod:`fedtheory.figures.command`), so that
+``python -m fedtheory.figures`` runs the same lines without importing the CLI.
 """
 
 from __future__ import annotations
 
-import sys
-
 from fedtheory.cli.common import add_parser
-from fedtheory.figures import FIGURES, generate
+from fedtheory.figures.command import add_arguments, run
 
 
 def register(subparsers) -> None:
@@ -24,24 +21,5 @@ def register(subparsers) -> None:
         ),
         examples=["fedtheory figures", "fedtheory figures figure4 fedavg_floor --out /tmp/figs"],
     )
-    p.add_argument("names", nargs="*", metavar="NAME", help="figures to draw (default: all)")
-    p.add_argument("--out", default="figures", help="output folder (default: figures)")
-    p.add_argument("--list", action="store_true", help="list the figure names and exit")
-    p.set_defaults(func=main)
-
-
-def main(args) -> int:
-
-    if args.list:
-        for spec in FIGURES.values():
-            print(f"{spec.name:16s} {spec.title}")
-        return 0
-    skipped = []
-    for r in generate(args.names or None, args.out):
-        if r.missing:
-            skipped.append(r)
-            continue
-        print(f"{r.name:16s} {r.seconds:6.1f} s  " + " ".join(str(p) for p in r.paths))
-    for r in skipped:  # one line each, after the figures that were drawn
-        print(f"fedtheory: error: figure {r.name} not drawn: {r.missing}", file=sys.stderr)
-    return 2 if skipped else 0
+    add_arguments(p)
+    p.set_defaults(func=run)

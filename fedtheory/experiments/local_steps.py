@@ -6,16 +6,11 @@ step sizes its theorem prescribes (user-set constants c, c_l), many seeds batche
 simulation per grid point, on a stochastic non-convex (PL, Karimi et al. 2016) or convex
 (quadratic) problem whose gradient noise sigma and heterogeneity sigma_g are set by the user:
 
-============  ==============================  ============================  ==================
-algorithm     eta (server)                    eta_l (local)                 source
-============  ==============================  ============================  ==================
-fedamsgrad    c sqrt(K M)                     c_l / sqrt(R K^2)             Wang et al. 2022b
-afga          c N sqrt(K) / M                 c_l / sqrt(R K^2)             000 Cor. 4.7
-cafga         c n sqrt(K / m)                 c_l / sqrt(R K^2)             000 App. D, (33)
-cafga-adapted (as cafga)
-hafed         c sqrt(K M)                     c_l / sqrt(R K)               004 Cor. 5.11
-other         c                               c_l / sqrt(R K)               (no theorem)
-============  ==============================  ============================  ==================
+each algorithm's schedule is declared where it is registered
+(``fedtheory.algorithms.info(name).schedule``: FedAMSGrad's family c sqrt(K M) and
+c_l / sqrt(R K^2); AFGA c N sqrt(K) / M (000 Cor. 4.7); CAFGA c n sqrt(K / m) (000 App. D,
+(33)); HA-Fed c sqrt(K M) and c_l / sqrt(R K) (004 Cor. 5.11); without a theorem c and
+c_l / sqrt(R K)).
 
 FedAMSGrad's schedule is the one of Wang, Lin and Chen 2022b ("Communication-Efficient Adaptive
 Federated Learning", ICML), as 004 Section 5.1 restates it (eta = Theta(sqrt(tau N)),
@@ -45,7 +40,6 @@ Entry points: :func:`run_local_steps_study`, :func:`run_rho_ablation`, :func:`pl
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -54,7 +48,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from fedtheory.algorithms.registry import available, gossip_rho, info
+from fedtheory.algorithms.registry import DEFAULT_SCHEDULE, available, gossip_rho, info
 from fedtheory.analysis.rates import fit_power_law
 from fedtheory.errors import AssumptionError
 from fedtheory.graphs.conditions import afga_bound, cafga_bound, hafed_bound
@@ -65,20 +59,11 @@ from fedtheory.problems import PLProblem, random_quadratic
 from fedtheory.simulation import simulate
 from fedtheory.validation import check_int, check_positive
 
-SCHEDULE_SOURCE = {
-    "fedamsgrad": "Wang et al. 2022b (as restated in 004 Sec. 5.1): eta = c sqrt(K M), "
-    "eta_l = c_l / sqrt(R K^2)",
-    "afga": "000 Thm 4.6 / Cor. 4.7: eta = c N sqrt(K) / M, eta_l = c_l / sqrt(R K^2)",
-    "cafga": "000 App. D (proof of Thm D.3, eq. 33): eta = c n sqrt(K / m), eta_l = c_l / sqrt(R K^2)",
-    "hafed": "004 Cor. 5.11: eta = c sqrt(K M), eta_l = c_l / sqrt(R K)",
-    "other": "no theorem schedule: eta = c, eta_l = c_l / sqrt(R K)",
-}
-
 
 def step_sizes(
     algorithm: str, *, R: int, K: int, M: int, N: int, clusters: int = 1, c: float, c_l: float
 ) -> tuple[float, float]:
-    """(eta, eta_l) of ``algorithm``'s theorem schedule (table in the module docstring).
+    """(eta, eta_l) of ``algorithm``'s theorem schedule, as its registration declares it.
 
     Parameters
     ----------
@@ -93,17 +78,14 @@ def step_sizes(
     """
     check_positive("the server-step constant c", c)
     check_positive("the local-step constant c_l", c_l)
-    alg = info(algorithm)
-    if alg.adaptive and not alg.gossip:  # FedAMSGrad's schedule (Wang et al. 2022b)
-        return c * math.sqrt(K * M), c_l / math.sqrt(R * K * K)
-    if alg.name in ("afga", "afga-adapted"):
-        return c * N * math.sqrt(K) / M, c_l / math.sqrt(R * K * K)
-    if alg.name in ("cafga", "cafga-adapted"):
-        n, m = N // clusters, max(M // clusters, 1)
-        return c * n * math.sqrt(K / m), c_l / math.sqrt(R * K * K)
-    if alg.name == "hafed":
-        return c * math.sqrt(K * M), c_l / math.sqrt(R * K)
-    return c, c_l / math.sqrt(R * K)
+    n, m = N // clusters, max(M // clusters, 1)
+    schedule = info(algorithm).schedule or DEFAULT_SCHEDULE
+    return schedule.step_sizes(R=R, K=K, M=M, N=N, n=n, m=m, c=c, c_l=c_l)
+
+
+def schedule_source(algorithm: str) -> str:
+    """Where ``algorithm``'s schedule is stated (its registration's :class:`Schedule`)."""
+    return (info(algorithm).schedule or DEFAULT_SCHEDULE).source
 
 
 def stated_exponents(algorithm: str, *, partial: bool) -> dict[str, float] | None:
@@ -554,17 +536,31 @@ def run_local_steps_study(
         )  # fmt: skip
     fits = fit_exponents(runs, confidence=confidence)
     config = {
-        "algorithms": algorithms, "Ks": Ks, "Rs": Rs, "Ms": Ms, "topologies": topologies,
-        "n_clients": N, "clusters": C, "dim": dim, "problem": problem, "sigma": sigma,
-        "sigma_g": sigma_g, "c_global": c_global, "c_local": c_local,
-        "constants": {k: list(v) for k, v in constants.items()}, "beta1": beta1,
-        "beta2": beta2, "eps": eps, "eps_placement": eps_placement, "seeds": S, "seed": seed,
-        "graph_seed": graph_seed, "problem_seed": problem_seed, "confidence": confidence,
-        "schedules": {a: SCHEDULE_SOURCE.get(
-            "fedamsgrad" if info(a).adaptive and not info(a).gossip else a,
-            SCHEDULE_SOURCE["afga"] if a == "afga-adapted" else SCHEDULE_SOURCE["other"],
-        ) for a in algorithms},
-    }  # fmt: skip
+        "algorithms": algorithms,
+        "Ks": Ks,
+        "Rs": Rs,
+        "Ms": Ms,
+        "topologies": topologies,
+        "n_clients": N,
+        "clusters": C,
+        "dim": dim,
+        "problem": problem,
+        "sigma": sigma,
+        "sigma_g": sigma_g,
+        "c_global": c_global,
+        "c_local": c_local,
+        "constants": {k: list(v) for k, v in constants.items()},
+        "beta1": beta1,
+        "beta2": beta2,
+        "eps": eps,
+        "eps_placement": eps_placement,
+        "seeds": S,
+        "seed": seed,
+        "graph_seed": graph_seed,
+        "problem_seed": problem_seed,
+        "confidence": confidence,
+        "schedules": {a: schedule_source(a) for a in algorithms},
+    }
     out = LocalStepsStudy(runs=runs, fits=fits, config=config)
     out.rho_trends = rho_trends(out)
     out.wall_time = time.perf_counter() - t0

@@ -3,7 +3,7 @@
 docs/claims.md, Neural networks: with a torch-free MLP on a heterogeneous classification task
 (Dirichlet alpha = 0.6, 50 clients, 10% participation; 000 Section 6, Setting 2), the ordering of
 FedAvg, FedAMSGrad, AFGA and CAFGA over several seeds, with spread. :func:`run_n1` trains each
-with :func:`fedtheory.nn.training.train` and returns per-algorithm test accuracy (mean and
+with :func:`fedtheory.experiments.nn_training.train` and returns per-algorithm test accuracy (mean and
 standard deviation over seeds) per evaluated round and at the end.
 """
 
@@ -22,11 +22,16 @@ from fedtheory.algorithms.base import seed_sequences
 from fedtheory.algorithms.registry import display_name, info
 from fedtheory.backend import get_backend, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
+from fedtheory.experiments.nn_training import TrainResult, train
 from fedtheory.io import pyplot, save_figure
-from fedtheory.nn.conv import Conv1DNet
-from fedtheory.nn.data import federated_from_arrays, federated_mnist1d, load_dataset, mnist1d
-from fedtheory.nn.problem import MLPProblem
-from fedtheory.nn.training import TrainResult, train
+from fedtheory.problems.nn.conv import Conv1DNet
+from fedtheory.problems.nn.data import (
+    federated_from_arrays,
+    federated_mnist1d,
+    load_dataset,
+    mnist1d,
+)
+from fedtheory.problems.nn.problem import MLPProblem
 
 __all__ = [
     "NN_ALGORITHMS",
@@ -274,7 +279,7 @@ def run_n1(
     hidden, activation : MLP shape.
     conv : tuple of int, optional
         Channels of 1-D convolutions (kernel ``kernel``, stride ``stride``) before the dense
-        layers ``hidden``: a :class:`~fedtheory.nn.conv.Conv1DNet` instead of the MLP.
+        layers ``hidden``: a :class:`~fedtheory.problems.nn.conv.Conv1DNet` instead of the MLP.
     seeds, seed :
         Seeds run batched; the data partition comes from the root ``seed``, seed s's initial
         network from its own SeedSequence child.
@@ -289,9 +294,9 @@ def run_n1(
         MNIST-1D size before its 80/20 train/test split.
     data : str or Path or dict, optional
         A user's data set instead of MNIST-1D: an ``.npz`` path for
-        :func:`~fedtheory.nn.data.load_dataset` (validated: shapes, finite features, labels in
+        :func:`~fedtheory.problems.nn.data.load_dataset` (validated: shapes, finite features, labels in
         range) or a dict of arrays ``x``, ``y`` (and ``x_test``, ``y_test``); partitioned the
-        same way (:func:`~fedtheory.nn.data.federated_from_arrays`).
+        same way (:func:`~fedtheory.problems.nn.data.federated_from_arrays`).
     eval_every : int
     hyper : dict, optional
         Per-algorithm overrides of the tuned hyper-parameters (e.g.

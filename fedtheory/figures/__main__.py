@@ -1,5 +1,7 @@
+"""``python -m fedtheory.figures [NAME ...]``: the same as ``fedtheory figures``."""
+
 import sys
 
-from fedtheory.cli import main
+from fedtheory.figures.command import main
 
-sys.exit(main(["figures", *sys.argv[1:]]))
+sys.exit(main())

@@ -7,7 +7,7 @@
   "SpiderBoost"), which makes f a general smooth non-convex function (claim C4, O(1/R)).
 - :class:`SoftmaxRegressionProblem`: multinomial logistic regression, and
   :func:`leaf_synthetic_problem` on LEAF's Synthetic(alpha, beta) (Li et al. 2020, FedProx,
-  Section 5.1), drawn by :func:`fedtheory.nn.data.leaf_synthetic`.
+  Section 5.1), drawn by :func:`fedtheory.problems.nn.data.leaf_synthetic`.
 
 Gradients of all clients are einsums over stacked (N, n, d) data; x* is computed once by
 Newton's method (logistic) or L-BFGS (softmax) on the full objective when it is strongly convex.
@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError
-from fedtheory.nn.data import leaf_synthetic
+from fedtheory.problems.nn.data import leaf_synthetic
 from fedtheory.problems.quadratic import _DeviceCache
 from fedtheory.validation import check_finite, check_int, check_positive, check_seed
 
@@ -296,7 +296,7 @@ def leaf_synthetic_problem(
     """Softmax regression on LEAF Synthetic(alpha, beta) (Li et al. 2020, FedProx, Sec. 5.1).
 
     The same number of samples per device (``samples``) keeps the data stacked; LEAF's power-law
-    device sizes are available from :func:`fedtheory.nn.data.leaf_synthetic` directly.
+    device sizes are available from :func:`fedtheory.problems.nn.data.leaf_synthetic` directly.
     """
 
     rng = np.random.default_rng(check_seed(seed))

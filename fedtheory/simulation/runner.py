@@ -1,7 +1,7 @@
 """The runner: many seeds of one algorithm on one problem, as one batched computation.
 
 :func:`simulate` is the one round loop of fedtheory (the NN training of
-:func:`fedtheory.nn.training.train` runs through it too). It works in three steps:
+:func:`fedtheory.experiments.nn_training.train` runs through it too). It works in three steps:
 
 1. :func:`plan_run` checks the arguments, builds the algorithm and the participation model and
    draws every seed's randomness on the host (one :class:`numpy.random.SeedSequence` child per

@@ -4,7 +4,7 @@ A sweep spec (a TOML table, :mod:`fedtheory.sweep.spec`) names a problem, an alg
 flags of ``fedtheory simulate``; every key given as a list is swept (cartesian product). Each
 grid point and block of ``seed_block`` seeds is one task (:func:`fedtheory.sweep.task.run_task`,
 one batched :func:`~fedtheory.simulation.simulate` call), run on Dask
-(:mod:`fedtheory.sweep.engine`): a local cluster of worker processes with one BLAS thread each,
+(:mod:`fedtheory.parallel`): a local cluster of worker processes with one BLAS thread each,
 or a running scheduler, e.g. of a Slurm cluster::
 
     from dask_jobqueue import SLURMCluster     # pip install dask-jobqueue
@@ -58,7 +58,7 @@ import numpy as np
 
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError
-from fedtheory.sweep.engine import Engine, map_tasks, require
+from fedtheory.parallel import Engine, map_tasks, require
 from fedtheory.sweep.spec import KEYS, Spec, Task, load_spec, normalize
 from fedtheory.sweep.store import (
     FILE_BYTES,

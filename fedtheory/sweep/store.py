@@ -70,7 +70,7 @@ import numpy as np
 
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
-from fedtheory.sweep.engine import require
+from fedtheory.parallel import require
 from fedtheory.sweep.spec import PATH_KEYS, Spec, Task, from_stored
 from fedtheory.sweep.task import TaskResult
 

@@ -10,7 +10,7 @@ from fedtheory.analysis.stats import Effect
 from fedtheory.errors import FedTheoryError, MissingExtraError
 from fedtheory.extras import install_hint, missing
 from fedtheory.io import progress
-from fedtheory.sweep.engine import map_tasks
+from fedtheory.parallel import map_tasks
 from fedtheory.verify.registry import REGISTRY, Claim, Context, all_claims
 from fedtheory.verify.result import NOT_RUN, ClaimResult, Outcome
 

@@ -43,7 +43,6 @@ from fedtheory.analysis.exact.layouts import (
     state_layout,
 )
 from fedtheory.analysis.exact.oracle import (
-    STATED,
     ExactRates,
     ProblemConstants,
     StableStep,
@@ -59,7 +58,6 @@ __all__ = [
     "AFFINE_ALGORITHMS",
     "NO_LAYOUT",
     "NOT_AFFINE",
-    "STATED",
     "AffineSystem",
     "ExactRates",
     "MarkovLaw",

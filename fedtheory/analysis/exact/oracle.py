@@ -19,7 +19,7 @@ Rates are those of the states reached from the initialization (conserved directi
 rate, :func:`exact_mse_curve` gives the exact transient E||x_r - x*||^2, and
 :func:`problem_constants` the constants a reader needs to evaluate a theorem's step-size
 condition (none of the three papers states a rate that can be evaluated as a number:
-docs/stated-bounds.md; :data:`STATED` says so per algorithm, and :mod:`fedtheory.bounds`
+docs/stated-bounds.md; :func:`stated_rate` says so per algorithm, and :mod:`fedtheory.bounds`
 checks a bound a reader types in against these rates).
 """
 
@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from fedtheory.algorithms.registry import info
 from fedtheory.analysis.exact.extract import (
     RoundModel,
     build_algorithm,
@@ -55,30 +56,11 @@ from fedtheory.validation import check_int, check_positive
 #: common to every M_S.
 FIXED_POINT_RTOL = 1e-9
 
-_FOCUS_STATED = (
-    "not stated: 003 Theorem 1 states linear convergence, but its rate, step-size condition "
-    "and Lyapunov function are missing from the available text (docs/stated-bounds.md); "
-    "fedtheory bound reports the constant a shape implies"
-)
-#: What the papers state about each algorithm's rate (nothing that evaluates to a number).
-STATED: dict[str, str] = {
-    "focus": _FOCUS_STATED,
-    "sg-focus": (
-        "not stated: 003 Theorems 3-5 state linear convergence to a noise neighbourhood; the "
-        "formulas are missing from the available text (docs/stated-bounds.md)"
-    ),
-    "fedavg": (
-        "not stated: 003 Theorem 2 bounds the neighbourhood by drift, step-size and "
-        "non-uniform-sampling terms whose formula is missing from the available text "
-        "(docs/stated-bounds.md)"
-    ),
-}
-_BASELINE = "not stated: a baseline of 003 Figure 4; the seed papers state no rate for it"
-
 
 def stated_rate(algorithm: str) -> str:
-    """What the seed papers state about ``algorithm``'s rate (see :data:`STATED`)."""
-    return STATED.get(algorithm, _BASELINE)
+    """What the seed papers state about ``algorithm``'s rate (its registration's
+    ``stated_rate``)."""
+    return info(algorithm).stated_rate
 
 
 @dataclass(frozen=True)
@@ -120,7 +102,7 @@ class ExactRates:
     verification : float
         Largest relative residual of the round model against the algorithm's own round.
     stated : str
-        What the papers state about this rate (:data:`STATED`).
+        What the papers state about this rate (:func:`stated_rate`).
     timings : dict
         Seconds per stage.
     """

@@ -14,15 +14,15 @@ import numpy as np
 
 from fedtheory.backend import get_backend, get_namespace, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
-from fedtheory.nn.data import FederatedData
-from fedtheory.nn.model import MLP
+from fedtheory.problems.nn.data import FederatedData
+from fedtheory.problems.nn.model import MLP
 from fedtheory.validation import check_int
 
 __all__ = ["MLPProblem"]
 
 
 class MLPProblem:
-    """Federated softmax classification with an :class:`~fedtheory.nn.model.MLP`.
+    """Federated softmax classification with an :class:`~fedtheory.problems.nn.model.MLP`.
 
     Parameters
     ----------
@@ -53,7 +53,7 @@ class MLPProblem:
     Examples
     --------
     >>> import numpy as np
-    >>> from fedtheory.nn.data import federated_synthetic
+    >>> from fedtheory.problems.nn.data import federated_synthetic
     >>> prob = MLPProblem(federated_synthetic(1.0, 1.0, 5, samples=60), hidden=(16,), batch_size=8)
     >>> X = np.broadcast_to(prob.init(np.random.default_rng(0)), (2, 5, prob.dim))
     >>> prob.grads(X, np.random.default_rng(1)).shape

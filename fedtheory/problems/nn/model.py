@@ -30,7 +30,7 @@ import numpy as np
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError
-from fedtheory.nn import kernels
+from fedtheory.problems.nn import kernels
 
 __all__ = ["MLP"]
 
@@ -166,7 +166,7 @@ class MLP:
         The leading shape is the broadcast of ``theta``'s and the batch's leading axes (so a
         server model ``(S, 1, P)`` applied to N clients' batches gives N gradients). With
         ``input_grad=True`` also the gradient with respect to the inputs ``H`` (for a layer
-        below, e.g. :class:`fedtheory.nn.conv.Conv1DNet`): returns ``(grad, dH)``.
+        below, e.g. :class:`fedtheory.problems.nn.conv.Conv1DNet`): returns ``(grad, dH)``.
         """
         xp = get_namespace(theta, dlogits)
         params = self.unflatten(theta)

@@ -5,7 +5,7 @@ NumPy runs the function body as it is: that body *is* the reference. On CuPy arr
 is handed to :func:`cupy.fuse`, which compiles it into one elementwise CUDA kernel instead of one
 kernel launch (and one temporary array) per operation. The one piece fusion cannot express, a
 per-row softmax with its max-shift and the gradient written back into the row, is a
-:class:`cupy.RawKernel` whose CUDA source is the package file ``fedtheory/nn/cuda/softmax_xent.cu``.
+:class:`cupy.RawKernel` whose CUDA source is the package file ``fedtheory/problems/nn/cuda/softmax_xent.cu``.
 
 CuPy is imported lazily, only when a kernel receives a CuPy array, so NumPy-only installations
 never need it.
@@ -174,10 +174,12 @@ def _fused(kind: str, *config: Any):
 
 
 def cuda_source(name: str) -> str:
-    """The text of a CUDA source shipped in ``fedtheory/nn/cuda/`` (e.g. ``"softmax_xent.cu"``)."""
+    """The text of a CUDA source shipped in ``fedtheory/problems/nn/cuda/`` (e.g. ``"softmax_xent.cu"``)."""
     if name not in CUDA_SOURCES:
         raise AssumptionError(f"unknown CUDA source {name!r}: choose one of {CUDA_SOURCES}")
-    return resources.files("fedtheory.nn").joinpath("cuda", name).read_text(encoding="utf-8")
+    return (
+        resources.files("fedtheory.problems.nn").joinpath("cuda", name).read_text(encoding="utf-8")
+    )
 
 
 @functools.cache

@@ -1,7 +1,7 @@
 """A small 1-D convolutional network in the MLP's style: flat parameters, batched over clients.
 
 ``Conv1DNet`` = ``n_conv`` convolution layers (valid padding, stride s, activation after each),
-then the flattened feature map goes through an :class:`~fedtheory.nn.model.MLP`-style dense head.
+then the flattened feature map goes through an :class:`~fedtheory.problems.nn.model.MLP`-style dense head.
 MNIST-1D is built for such models (Greydanus & Kobak 2024 use a small CNN on it).
 
 A convolution is an im2col product: the input ``(..., B, L, C_in)`` is cut into windows
@@ -31,8 +31,8 @@ import numpy as np
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError
-from fedtheory.nn import kernels
-from fedtheory.nn.model import MLP
+from fedtheory.problems.nn import kernels
+from fedtheory.problems.nn.model import MLP
 
 __all__ = ["Conv1DNet"]
 

@@ -1,4 +1,4 @@
-"""Run many independent task functions on Dask and hand back each result as it finishes.
+"""Run many independent tasks on Dask (the sweep's grid, `verify --workers`'s claims), results as they finish.
 
 :class:`Engine` is the one place fedtheory talks to Dask. It starts a
 :class:`distributed.LocalCluster` of ``workers`` processes, each with one BLAS thread (the

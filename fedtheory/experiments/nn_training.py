@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.nn.problem import MLPProblem
 from fedtheory.participation import make_participation
+from fedtheory.problems.nn.problem import MLPProblem
 from fedtheory.simulation import simulate
 from fedtheory.validation import check_int
 
