@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fedtheory.cli import build_parser
 from fedtheory.errors import AssumptionError
 from fedtheory.participation import (
     Bernoulli,
@@ -20,6 +21,8 @@ from fedtheory.participation import (
     Uniform,
     Weighted,
     make_participation,
+    model_info,
+    model_names,
 )
 from fedtheory.participation.exact import (
     bernoulli_law,
@@ -369,3 +372,21 @@ def test_bernoulli_redraw_law_equals_conditional_enumeration():
     se = np.sqrt(probs * (1 - probs) / d.shape[0])
     assert freq[0] == 0 and probs[0] == 0
     assert np.all(np.abs(freq - probs)[1:] < 4.5 * se[1:])
+
+
+def test_every_command_lists_the_registered_models():
+    """One list of participation models: the registry's. The CLI's choices are its views."""
+
+    def choices(command: str, dest: str) -> list[str]:
+        sub = build_parser(command)._subparsers._group_actions[0].choices[command]
+        return next(a.choices for a in sub._actions if a.dest == dest)
+
+    assert list(choices("participation", "model")) == model_names()
+    assert list(choices("simulate", "participation")) == model_names(settings_only=True)
+    assert list(choices("rate", "participation")) == model_names(exact_law=True)
+    assert "trace" not in model_names(settings_only=True)
+    for name in model_names():
+        assert model_info(name).description
+        assert model_info(name.upper()).name == name
+    with pytest.raises(AssumptionError, match="choose one of full, uniform"):
+        model_info("uniformm")

@@ -30,15 +30,12 @@ from fedtheory.cli.common import (
 )
 from fedtheory.errors import AssumptionError, UnknownOptionError
 from fedtheory.io import pyplot, save_figure
-from fedtheory.participation import RULES, load_vector, make_participation
-from fedtheory.participation.factory import ACCEPTS
+from fedtheory.participation import RULES, load_vector, make_participation, model_info, model_names
 from fedtheory.participation.plot import plot_participation
 from fedtheory.validation import announce, check_memory
 
-MODELS = ("full", "uniform", "weighted", "bernoulli", "markov", "cyclic", "cluster", "trace")
-
 #: The flags that set a keyword of :func:`make_participation`: flag -> (argument, keyword). A
-#: flag whose keyword the model does not read (:data:`~fedtheory.participation.factory.ACCEPTS`)
+#: flag whose keyword the model does not read (its registry entry's ``reads``)
 #: is refused.
 MODEL_FLAGS = {
     "--clients-per-round": ("clients_per_round", "m"),
@@ -77,7 +74,7 @@ def register(subparsers) -> None:
             "fedtheory participation markov -N 10 -M 3 --plot markov.png",
         ],
     )
-    p.add_argument("model", choices=MODELS, help="participation model")
+    p.add_argument("model", choices=model_names(), help="participation model")
     add_clients(p)
     add_clients_per_round(p, help="clients per round M (per cluster for cluster)")
     p.add_argument(
@@ -124,7 +121,7 @@ def _rate(value: str | None, name: str):
 
 def check_flags(args) -> None:
     """Refuse a flag the model does not read, naming it and what the model reads."""
-    reads = ACCEPTS[args.model]
+    reads = model_info(args.model).reads
     stray = [
         flag
         for flag, (dest, key) in MODEL_FLAGS.items()

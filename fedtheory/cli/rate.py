@@ -40,10 +40,8 @@ from fedtheory.cli.common import (
     write_json,
 )
 from fedtheory.errors import FedTheoryError
-from fedtheory.participation import load_vector, make_participation
+from fedtheory.participation import load_vector, make_participation, model_names
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
-
-PARTICIPATION = ("full", "uniform", "weighted", "bernoulli", "markov")
 
 
 def register(subparsers: Any) -> None:
@@ -76,7 +74,7 @@ def register(subparsers: Any) -> None:
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
     p.add_argument("--algorithm", type=algorithm_name, metavar="NAME",
                    help="an affine algorithm (any case; see above)")  # fmt: skip
-    p.add_argument("--participation", default="full", choices=PARTICIPATION,
+    p.add_argument("--participation", default="full", choices=model_names(exact_law=True),
                    help="participation model (markov: N <= 10)")  # fmt: skip
     add_clients_per_round(p, help="M (uniform, weighted, markov; bernoulli: p_i = M/N)")
     p.add_argument(

@@ -38,20 +38,10 @@ from fedtheory.cli.common import (
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.io import check_output_path, dumps, emit_json, write_atomic
-from fedtheory.participation import load_vector, make_participation
+from fedtheory.participation import load_vector, make_participation, model_info, model_names
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
 from fedtheory.validation import available_cores
-
-#: Participation models of ``--participation`` and what each does.
-PARTICIPATION = {
-    "full": "every client every round",
-    "uniform": "M of N uniformly without replacement (--clients-per-round M)",
-    "weighted": "M successive weighted draws without replacement (--probabilities p.npy)",
-    "bernoulli": "client i joins with p_i (--probabilities, or M/N), empty rounds redrawn",
-    "markov": "two-state chain per client, stationary rate M/N",
-    "cluster": "m per cluster of C equal clusters (--clusters C --clients-per-round m)",
-}
 
 #: The quantiles of the per-seed final error in the summary of ``--json FILE`` / ``--out``.
 QUANTILES = ("min", "25%", "median", "75%", "max")
@@ -87,7 +77,7 @@ def register(subparsers: Any) -> None:
     src.add_argument("--problem-file", metavar="F.npz", help="A (N, n, d), b (N, n), lam")
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
     p.add_argument("--algorithm", type=algorithm_name, metavar="NAME", help="see --list (any case)")
-    p.add_argument("--participation", default="full", choices=tuple(PARTICIPATION),
+    p.add_argument("--participation", default="full", choices=model_names(settings_only=True),
                    help="participation model")  # fmt: skip
     add_clients_per_round(p, help="clients per round M (per cluster for --participation cluster)")
     p.add_argument("--probabilities", metavar="p.npy", help="participation probabilities p")
@@ -138,7 +128,7 @@ def _listing() -> str:
     lines.append("problems (--problem; a user's data: --problem-file F.npz with A, b, lam):")
     lines += [f"  {k:14s} {v}" for k, v in BUILTIN_PROBLEMS.items()]
     lines.append("participation (--participation):")
-    lines += [f"  {k:14s} {v}" for k, v in PARTICIPATION.items()]
+    lines += [f"  {k:14s} {model_info(k).description}" for k in model_names(settings_only=True)]
     return "\n".join(lines)
 
 

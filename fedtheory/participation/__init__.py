@@ -25,7 +25,7 @@ from fedtheory.participation.base import (
     Estimate,
     ParticipationModel,
 )
-from fedtheory.participation.factory import NAMES, load_vector, make_participation
+from fedtheory.participation.factory import load_vector, make_participation
 from fedtheory.participation.markov import Markov, MemorylessChainWarning, default_markov_rates
 from fedtheory.participation.models import (
     Bernoulli,
@@ -37,13 +37,13 @@ from fedtheory.participation.models import (
     Weighted,
 )
 from fedtheory.participation.plot import plot_participation
+from fedtheory.participation.registry import ModelInfo, model_info, model_names, register_model
 
 __all__ = [
     "EXACT_CLOSED_FORM",
     "EXACT_DP",
     "EXACT_ENUMERATION",
     "MONTE_CARLO",
-    "NAMES",
     "RULES",
     "Bernoulli",
     "Cyclic",
@@ -51,6 +51,7 @@ __all__ = [
     "Full",
     "Markov",
     "MemorylessChainWarning",
+    "ModelInfo",
     "ParticipationModel",
     "PerCluster",
     "Trace",
@@ -59,5 +60,8 @@ __all__ = [
     "default_markov_rates",
     "load_vector",
     "make_participation",
+    "model_info",
+    "model_names",
     "plot_participation",
+    "register_model",
 ]

@@ -328,3 +328,15 @@ def monte_carlo_moments(
     return MonteCarloMoments(
         np.concatenate(pis), np.concatenate(rows), np.concatenate(qs), np.concatenate(exe), rounds
     )
+
+
+#: Bytes per client a model may hold in its per-client vectors (p, pi, q, their standard
+#: errors, ...), for the memory check of the number of clients.
+PER_CLIENT_BYTES = 64
+
+
+def check_clients(n: Any) -> int:
+    """The number of clients N: an integer >= 1 whose per-client vectors fit in memory."""
+    n = check_int("number of clients N", n, minimum=1)
+    check_memory(f"a participation model of {n} clients", PER_CLIENT_BYTES * float(n))
+    return n

@@ -31,6 +31,7 @@ from fedtheory.participation.base import (
     make_rng,
 )
 from fedtheory.participation.models import Bernoulli
+from fedtheory.participation.registry import need_clients, need_per_round, register_model
 from fedtheory.validation import check_probabilities
 
 
@@ -232,3 +233,21 @@ def default_markov_rates(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     if math.isclose(pi, 1.0):
         b[:] = 0.0
     return a, b
+
+
+@register_model(
+    "markov",
+    reads=("m", "a", "b", "start"),
+    description="a two-state chain per client (rates a, b; default stationary rate M/N)",
+    exact_law=True,
+)
+def _markov(n: Any, m: Any, p: Any, **kw: Any) -> Markov:
+    a, b = kw.get("a"), kw.get("b")
+    if a is None or b is None:
+        if a is not None or b is not None:
+            raise AssumptionError("markov participation needs both a (off->on) and b (on->off)")
+        nn, mm = need_clients("markov", n), need_per_round("markov", m)
+        if not 1 <= mm <= nn:
+            raise AssumptionError(f"clients per round M = {mm} must lie in [1, N = {nn}]")
+        a, b = default_markov_rates(nn, mm)
+    return Markov(a, b, start=kw.get("start", "stationary"))

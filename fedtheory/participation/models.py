@@ -31,6 +31,7 @@ from fedtheory.participation.base import (
     Estimate,
     ParticipationModel,
     check_client_probabilities,
+    check_clients,
     check_rule,
     exact_estimate,
     make_rng,
@@ -45,7 +46,8 @@ from fedtheory.participation.exact import (
     subsets_of_size,
     weighted_without_replacement_law,
 )
-from fedtheory.validation import as_real_array, check_int, check_memory
+from fedtheory.participation.registry import need_clients, need_per_round, register_model
+from fedtheory.validation import as_real_array, check_int
 
 #: Largest number of support points an enumeration may have before Monte Carlo takes over.
 MAX_SUPPORT = 1 << MAX_ENUMERATION_CLIENTS
@@ -62,18 +64,6 @@ def _check_m(
     if m > n:
         raise AssumptionError(f"{what} = {m} exceeds {pool} = {n}")
     return m
-
-
-#: Bytes per client a model may hold in its per-client vectors (p, pi, q, their standard
-#: errors, ...), for the memory check of the number of clients.
-PER_CLIENT_BYTES = 64
-
-
-def check_clients(n: Any) -> int:
-    """The number of clients N: an integer >= 1 whose per-client vectors fit in memory."""
-    n = check_int("number of clients N", n, minimum=1)
-    check_memory(f"a participation model of {n} clients", PER_CLIENT_BYTES * float(n))
-    return n
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:
@@ -115,6 +105,11 @@ class Full(ParticipationModel):
 
     def describe(self):
         return {"model": "full", "n_clients": self.n}
+
+
+@register_model("full", reads=(), description="every client every round", exact_law=True)
+def _full(n: Any, m: Any, p: Any, **kw: Any) -> Full:
+    return Full(need_clients("full", n))
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,6 +156,13 @@ class Uniform(ParticipationModel):
 
     def describe(self):
         return {"model": "uniform", "n_clients": self.n, "clients_per_round": self.m}
+
+
+@register_model(
+    "uniform", reads=("m",), description="M of N uniformly without replacement", exact_law=True
+)
+def _uniform(n: Any, m: Any, p: Any, **kw: Any) -> Uniform:
+    return Uniform(need_clients("uniform", n), need_per_round("uniform", m))
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,6 +298,18 @@ class Weighted(ParticipationModel):
         }
 
 
+@register_model(
+    "weighted",
+    reads=("m", "p", "replace"),
+    description="M successive weighted draws (probabilities p), without replacement by default",
+    exact_law=True,
+)
+def _weighted(n: Any, m: Any, p: Any, **kw: Any) -> Weighted:
+    if p is None:
+        raise AssumptionError("weighted participation needs probabilities p (summing to 1)")
+    return Weighted(p, need_per_round("weighted", m), replace=bool(kw.get("replace", False)))
+
+
 # --------------------------------------------------------------------------------------------
 EMPTY_POLICIES = ("redraw", "skip")
 
@@ -427,6 +441,21 @@ class Bernoulli(ParticipationModel):
         }
 
 
+@register_model(
+    "bernoulli",
+    reads=("m", "p", "empty"),
+    description="client i joins with probability p_i (or M/N); empty rounds redrawn or skipped",
+    exact_law=True,
+)
+def _bernoulli(n: Any, m: Any, p: Any, **kw: Any) -> Bernoulli:
+    if p is None:
+        nn, mm = need_clients("bernoulli", n), need_per_round("bernoulli", m)
+        if not 1 <= mm <= nn:
+            raise AssumptionError(f"clients per round M = {mm} must lie in [1, N = {nn}]")
+        p = np.full(nn, mm / nn)
+    return Bernoulli(p, empty=kw.get("empty", "redraw"))
+
+
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class Cyclic(ParticipationModel):
@@ -505,6 +534,17 @@ class Cyclic(ParticipationModel):
             "period": self.period,
             "phase": self.phase,
         }
+
+
+@register_model(
+    "cyclic",
+    reads=("m", "pattern", "phase"),
+    description="groups of M clients in a fixed cycle (or a given pattern)",
+)
+def _cyclic(n: Any, m: Any, p: Any, **kw: Any) -> Cyclic:
+    if kw.get("pattern") is not None:
+        return Cyclic(pattern=kw["pattern"], phase=kw.get("phase", 0))
+    return Cyclic(need_clients("cyclic", n), need_per_round("cyclic", m), phase=kw.get("phase", 0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -610,6 +650,23 @@ class PerCluster(ParticipationModel):
         }
 
 
+@register_model(
+    "cluster",
+    reads=("m", "clusters", "n_clusters"),
+    description="m of each cluster uniformly (C equal clusters, or given labels)",
+)
+def _cluster(n: Any, m: Any, p: Any, **kw: Any) -> PerCluster:
+    clusters = kw.get("clusters")
+    if clusters is None:
+        nn = need_clients("cluster", n)
+        c = kw.get("n_clusters")
+        c = 1 if c is None else check_int("the number of clusters C", c, minimum=1)
+        if nn % c:
+            raise AssumptionError(f"N = {nn} clients do not split into {c} equal clusters")
+        clusters = np.repeat(np.arange(c), nn // c)
+    return PerCluster(clusters, need_per_round("cluster", m))
+
+
 def _cluster_labels(clusters: Any) -> np.ndarray:
     if isinstance(clusters, list | tuple) and clusters and np.ndim(clusters[0]) == 1:
         idx = [np.asarray(c, dtype=np.int64) for c in clusters]
@@ -709,3 +766,17 @@ class Trace(ParticipationModel):
 
     def describe(self):
         return {"model": "trace", "n_clients": self.n_clients, "rounds": self.n_rounds}
+
+
+@register_model(
+    "trace",
+    reads=("mask", "path", "cycle"),
+    description="a recorded R x N participation mask (array or file)",
+    settings_only=False,
+)
+def _trace(n: Any, m: Any, p: Any, **kw: Any) -> Trace:
+    if kw.get("mask") is not None:
+        return Trace(kw["mask"], cycle=bool(kw.get("cycle", False)))
+    if kw.get("path") is not None:
+        return Trace.from_file(kw["path"], cycle=bool(kw.get("cycle", False)))
+    raise AssumptionError("trace participation needs a mask or a path to an R x N file")

@@ -1,0 +1,126 @@
+"""The participation-model registry: names -> builders, with what each model reads.
+
+A model module registers a builder next to its class, as algorithms do::
+
+    @register_model("uniform", reads=("m",), description="M of N uniformly without replacement")
+    def _uniform(n, m, p, **kw):
+        return Uniform(need_clients("uniform", n), need_per_round("uniform", m))
+
+:func:`fedtheory.participation.make_participation` and every command ask the registry
+(:func:`model_info`, :func:`model_names`) which models exist, what each reads and whether the
+exact oracles know its law; nobody keeps tables of model names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fedtheory.errors import AssumptionError
+from fedtheory.participation.base import check_clients
+from fedtheory.validation import check_int
+
+__all__ = [
+    "ModelInfo",
+    "model_info",
+    "model_names",
+    "need_clients",
+    "need_per_round",
+    "register_model",
+]
+
+#: What the keywords a model may read stand for, in refusals.
+WHAT = {"m": "clients per round M", "p": "probabilities p"}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the registry knows about a participation model.
+
+    Attributes
+    ----------
+    name : str
+    build : callable
+        ``build(n, m, p, **kw) -> ParticipationModel`` (``p`` already loaded and checked finite).
+    reads : tuple of str
+        What it reads besides the number of clients N: ``m`` (clients per round), ``p``
+        (probabilities) and its own keywords.
+    description : str
+        One line for the commands' help.
+    exact_law : bool
+        Its rounds are i.i.d. draws with a finite support or a Markov chain: the exact oracles
+        of :mod:`fedtheory.analysis.exact` know its law (``fedtheory rate`` takes it).
+    settings_only : bool
+        It can be built from N, M, p and a number of clusters alone (``fedtheory simulate`` and
+        sweeps take it); false for models that need a pattern or a trace file.
+    """
+
+    name: str
+    build: Callable[..., Any]
+    reads: tuple[str, ...]
+    description: str
+    exact_law: bool = False
+    settings_only: bool = True
+
+
+_MODELS: dict[str, ModelInfo] = {}
+
+
+def register_model(
+    name: str,
+    *,
+    reads: tuple[str, ...],
+    description: str,
+    exact_law: bool = False,
+    settings_only: bool = True,
+) -> Callable:
+    """Decorator: register ``build(n, m, p, **kw)`` as the participation model ``name``."""
+
+    def deco(build: Callable[..., Any]) -> Callable[..., Any]:
+        if name in _MODELS:
+            raise ValueError(f"participation model {name!r} is registered twice")
+        _MODELS[name] = ModelInfo(name, build, tuple(reads), description, exact_law, settings_only)
+        return build
+
+    return deco
+
+
+def model_names(*, exact_law: bool | None = None, settings_only: bool | None = None) -> list[str]:
+    """Registered model names, optionally only those with the given facts."""
+    want = {"exact_law": exact_law, "settings_only": settings_only}
+    return [
+        k
+        for k, v in _MODELS.items()
+        if all(w is None or getattr(v, f) == w for f, w in want.items())
+    ]
+
+
+def model_info(name: Any) -> ModelInfo:
+    """The :class:`ModelInfo` of ``name`` (case-insensitive).
+
+    Raises
+    ------
+    AssumptionError
+        For an unknown name (the message lists the known ones).
+    """
+    key = str(name).strip().lower()
+    if key not in _MODELS:
+        raise AssumptionError(
+            f"unknown participation model {name!r}: choose one of {', '.join(_MODELS)}"
+        )
+    return _MODELS[key]
+
+
+def need_clients(name: str, n: Any) -> int:
+    """The number of clients N a model ``name`` needs (refused when missing)."""
+    if n is None:
+        raise AssumptionError(f"participation {name!r} needs the number of clients N")
+    return check_clients(n)
+
+
+def need_per_round(name: str, m: Any) -> int:
+    """The clients per round M a model ``name`` needs (refused when missing)."""
+    if m is None:
+        raise AssumptionError(f"participation {name!r} needs clients per round M")
+    return check_int("clients per round M", m)
