@@ -7,6 +7,7 @@ import pytest
 
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.problems import (
+    BUILTIN_PROBLEMS,
     LeastSquaresProblem,
     PLProblem,
     Problem,
@@ -15,6 +16,8 @@ from fedtheory.problems import (
     figure4_data,
     figure4_problem,
     leaf_synthetic_problem,
+    make_problem,
+    problem_info,
     random_least_squares,
     random_logistic,
     random_quadratic,
@@ -156,3 +159,14 @@ def test_logistic_pl_and_synthetic_known_answers():
     v = np.random.default_rng(2).standard_normal(sy.dim) * 0.01
     fd, an = _fd_check(sy, v, v)
     assert fd == pytest.approx(an, rel=1e-6)
+
+
+def test_the_built_in_problems_are_the_registry():
+    """A name means one problem everywhere: make_problem builds what the registry declares,
+    and an unknown name lists the registered ones."""
+    assert list(BUILTIN_PROBLEMS) == ["figure4", "quadratic", "least-squares"]
+    a = make_problem("Quadratic", seed=3)
+    b = problem_info("quadratic").build(3, None)
+    np.testing.assert_array_equal(a.x_star, b.x_star)
+    with pytest.raises(FedTheoryError, match="choose one of figure4, quadratic, least-squares"):
+        make_problem("quadratik")

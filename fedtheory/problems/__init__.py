@@ -24,10 +24,14 @@ from fedtheory.problems.quadratic import (
     random_least_squares,
     random_quadratic,
 )
+from fedtheory.problems.registry import ProblemInfo, problem_info, register_problem
 
 __all__ = [
     "BUILTIN_PROBLEMS",
     "make_problem",
+    "ProblemInfo",
+    "problem_info",
+    "register_problem",
     "LeastSquaresProblem",
     "LogisticProblem",
     "PLProblem",

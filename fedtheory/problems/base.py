@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 
 @runtime_checkable
 class Problem(Protocol):
@@ -70,3 +72,22 @@ class Problem(Protocol):
 
     def full_grad(self, x: Any) -> Any:
         """grad f(x) = (1/N) sum_i grad f_i(x) for ``x`` of shape ``(..., d)``."""
+
+
+class DeviceCache:
+    """Copies of a problem's arrays in the namespace (and dtype) of the iterates.
+
+    A problem keeps one (``self._dev = DeviceCache()``) and reads its arrays through
+    ``self._dev.get(name, array, xp, dtype)``: the first call on a backend copies (to the GPU
+    for CuPy), later calls reuse the copy.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict = {}
+
+    def get(self, name: str, arr: np.ndarray, xp: Any, dtype: Any) -> Any:
+        key = (name, xp, np.dtype(dtype))
+        out = self._cache.get(key)
+        if out is None:
+            out = self._cache[key] = xp.asarray(arr, dtype=dtype)
+        return out

@@ -1,4 +1,5 @@
-"""Built-in problems by name, and a user's least-squares file: one constructor for every caller.
+"""Built-in problems by name (the registry, :mod:`fedtheory.problems.registry`), and a user's
+least-squares file: one constructor for every caller.
 
 ``fedtheory simulate --problem NAME``, ``fedtheory rate`` and ``fedtheory sweep`` build their
 problem here, so a name means the same problem everywhere.
@@ -10,21 +11,8 @@ import os
 from typing import Any
 
 from fedtheory.errors import FedTheoryError
-from fedtheory.problems.quadratic import (
-    LeastSquaresProblem,
-    ProblemFile,
-    QuadraticProblem,
-    figure4_problem,
-    random_least_squares,
-    random_quadratic,
-)
-
-#: Built-in problem names and what they are (a user's data goes through ``path``).
-BUILTIN_PROBLEMS = {
-    "figure4": "003 Figure 4 least squares: N=16, 500 rows each, d=50 (authors' data)",
-    "quadratic": "random heterogeneous quadratics: N=16, d=20, condition 10",
-    "least-squares": "random heterogeneous least squares: N=16, 100 rows, d=20",
-}
+from fedtheory.problems.quadratic import LeastSquaresProblem, ProblemFile, QuadraticProblem
+from fedtheory.problems.registry import BUILTIN_PROBLEMS, problem_info
 
 
 def make_problem(
@@ -38,8 +26,8 @@ def make_problem(
 
     Parameters
     ----------
-    name : {"figure4", "quadratic", "least-squares"}, optional
-        See :data:`BUILTIN_PROBLEMS`. Exactly one of ``name`` and ``path`` is given.
+    name : str, optional
+        A registered built-in problem (:data:`BUILTIN_PROBLEMS`). Exactly one of ``name`` and ``path`` is given.
     path : path to an ``.npz`` file, optional
         ``A`` (N, n, d), ``b`` (N, n), optional scalar ``lam``:
         f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2 (:class:`~fedtheory.problems.ProblemFile`).
@@ -59,14 +47,4 @@ def make_problem(
         )
     if path is not None:
         return ProblemFile(path, dtype=dtype)
-    key = str(name).strip().lower()
-    if key == "figure4":
-        return figure4_problem(dtype=dtype)
-    if key == "quadratic":
-        return random_quadratic(16, 20, seed=seed, dtype=dtype)
-    if key == "least-squares":
-        return random_least_squares(16, 100, 20, seed=seed, dtype=dtype)
-    raise FedTheoryError(
-        f"unknown problem {name!r}: choose one of {', '.join(BUILTIN_PROBLEMS)} "
-        "or give an .npz file"
-    )
+    return problem_info(name).build(seed, dtype)

@@ -23,8 +23,8 @@ from scipy.optimize import minimize
 
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError
+from fedtheory.problems.base import DeviceCache
 from fedtheory.problems.nn.data import leaf_synthetic
-from fedtheory.problems.quadratic import _DeviceCache
 from fedtheory.validation import check_finite, check_int, check_positive, check_seed
 
 Array = Any
@@ -74,7 +74,7 @@ class LogisticProblem:
         self.ncvx = check_positive("the non-convex regularizer weight", ncvx, allow_zero=True)
         self.noise = check_positive("the gradient noise sigma", noise, allow_zero=True)
         self.n_clients, self.n_samples, self.dim = (int(s) for s in A.shape)
-        self._dev = _DeviceCache()
+        self._dev = DeviceCache()
 
     def _arrays(self, xp: Any, dtype: Any) -> tuple[Array, Array]:
         return self._dev.get("A", self.A, xp, dtype), self._dev.get("b", self.b, xp, dtype)
@@ -208,7 +208,7 @@ class SoftmaxRegressionProblem:
         self.noise = check_positive("the gradient noise sigma", noise, allow_zero=True)
         self.n_clients, self.n_samples = int(A.shape[0]), int(A.shape[1])
         self.dim = C * (self.n_features + 1)
-        self._dev = _DeviceCache()
+        self._dev = DeviceCache()
 
     def _split(self, X: Array) -> tuple[Array, Array]:
         C, F = self.n_classes, self.n_features

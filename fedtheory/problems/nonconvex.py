@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.backend import get_namespace, resolve_dtype
-from fedtheory.problems.quadratic import _DeviceCache
+from fedtheory.problems.base import DeviceCache
 from fedtheory.validation import PROBLEM_BYTES, check_int, check_memory, check_positive, check_seed
 
 Array = Any
@@ -64,7 +64,7 @@ class _SeparableProblem(ABC):
         u = rng.standard_normal((self.n_clients, self.dim))
         self.u = (heterogeneity * (u - u.mean(axis=0))).astype(self.dtype)
         self.x_star = self.s.astype(np.float64)
-        self._dev = _DeviceCache()
+        self._dev = DeviceCache()
 
     @staticmethod
     @abstractmethod

@@ -18,6 +18,8 @@ import numpy as np
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.io import read_npz
+from fedtheory.problems.base import DeviceCache
+from fedtheory.problems.registry import register_problem
 from fedtheory.validation import (
     PROBLEM_BYTES,
     as_real_array,
@@ -29,20 +31,6 @@ from fedtheory.validation import (
 )
 
 Array = Any
-
-
-class _DeviceCache:
-    """Copies of the problem's arrays in the namespace (and dtype) of the iterates."""
-
-    def __init__(self) -> None:
-        self._cache: dict = {}
-
-    def get(self, name: str, arr: np.ndarray, xp: Any, dtype: Any) -> Array:
-        key = (name, xp, np.dtype(dtype))
-        out = self._cache.get(key)
-        if out is None:
-            out = self._cache[key] = xp.asarray(arr, dtype=dtype)
-        return out
 
 
 class QuadraticProblem:
@@ -104,7 +92,7 @@ class QuadraticProblem:
         self.noise = check_positive("the gradient noise sigma", noise, allow_zero=True)
         self.n_clients, self.dim = int(H.shape[0]), int(H.shape[1])
         self._client_eigs = eig
-        self._dev = _DeviceCache()
+        self._dev = DeviceCache()
 
     # -- the Problem protocol ---------------------------------------------------------------
     def grads(self, X: Array, rng: Any = None) -> Array:
@@ -501,3 +489,24 @@ def random_least_squares(
     xs = x_o + heterogeneity * rng.standard_normal((n_clients, dim))
     b = np.einsum("nkd,nd->nk", A, xs) + label_noise * rng.standard_normal((n_clients, n_samples))
     return LeastSquaresProblem(A, b, lam, noise=noise, batch_size=batch_size, dtype=dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# The built-in problems of the command line (``--problem NAME``), registered in this order.
+
+
+@register_problem(
+    "figure4", "003 Figure 4 least squares: N=16, 500 rows each, d=50 (authors' data)"
+)
+def _figure4(seed: int, dtype: Any) -> LeastSquaresProblem:
+    return figure4_problem(dtype=dtype)  # the authors' fixed draw: the seed is not read
+
+
+@register_problem("quadratic", "random heterogeneous quadratics: N=16, d=20, condition 10")
+def _quadratic(seed: int, dtype: Any) -> QuadraticProblem:
+    return random_quadratic(16, 20, seed=seed, dtype=dtype)
+
+
+@register_problem("least-squares", "random heterogeneous least squares: N=16, 100 rows, d=20")
+def _least_squares(seed: int, dtype: Any) -> LeastSquaresProblem:
+    return random_least_squares(16, 100, 20, seed=seed, dtype=dtype)
