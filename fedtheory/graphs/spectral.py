@@ -370,56 +370,11 @@ def _sparse(
     )
 
 
-def spectral_gap(
-    W: Any,
-    *,
-    method: str = "auto",
-    solver: str = "auto",
-    atol: float = DEFAULT_ATOL,
-    tol: float = 1e-12,
-    dense_max: int = DENSE_MAX,
-    seed: int = 0,
-) -> SpectralGap:
-    """The spectral gap of a doubly stochastic mixing matrix (000 Asm. 4.5, 004 Asm. 5.5).
-
-    Parameters
-    ----------
-    W : array_like or scipy.sparse matrix, shape (n, n)
-        Doubly stochastic, non-negative.
-    method : {"auto", "dense", "sparse"}
-        ``auto``: dense for ``n <= dense_max``, sparse above.
-    solver : {"auto", "lu", "amg"}
-        Sparse eigen-solver for ``I - W``: exact grounded LU (banded graphs) or multigrid LOBPCG.
-    atol : float
-        Tolerance of the stochasticity checks.
-    tol : float
-        Eigen-solver tolerance (sparse path).
-    seed : int
-        Start vectors of the iterative solvers.
-
-    Returns
-    -------
-    SpectralGap
-
-    Raises
-    ------
-    AssumptionError
-        If W has a complex, object or string dtype, is not square, not finite, has a negative
-        entry, or is not doubly stochastic (the message names the first offending row or
-        column); a NaN or negative ``atol``/``tol``; a negative seed; the dense path for an n
-        whose memory estimate exceeds what this machine has (the message says the estimate).
-
-    Notes
-    -----
-    A disconnected W is valid: it is reported with ``connected=False``, ``rho_norm = 1``,
-    ``one_minus_rho = 0`` and a warning that no gossip theorem applies (claim G3).
-
-    Examples
-    --------
-    >>> from fedtheory.graphs import mixing_matrix, spectral_gap
-    >>> round(spectral_gap(mixing_matrix("ring", 50)).rho_norm, 3)  # 000 Sec. 6.2
-    0.995
-    """
+def _checked_input(
+    W: Any, method: str, atol: float, tol: float, dense_max: int, seed: Any
+) -> tuple[Any, str, float, int, int]:
+    """Step 1 of :func:`spectral_gap`: the arguments checked, the method chosen and the size
+    estimated before any work (W, method, tol, dense_max, seed)."""
     if method not in ("auto", "dense", "sparse"):
         raise FedTheoryError(f"unknown method {method!r}: choose auto, dense or sparse")
     tol = check_tolerance("tol", tol)
@@ -436,7 +391,13 @@ def spectral_gap(
     else:
         nnz = W.nnz if sp.issparse(W) else np.count_nonzero(W)
         check_sparse_size(f"the sparse spectral gap of a graph on {n} nodes", nnz)
-    sym = is_symmetric(W, atol)
+    return W, method, tol, dense_max, seed
+
+
+def _gap_one(W: Any, sym: bool, dense_max: int) -> SpectralGap | None:
+    """Step 2 of :func:`spectral_gap`: the graph facts that make ||W - J||_2 = 1 without an
+    eigensolver (disconnected, periodic, or W^T W disconnected), or None."""
+    n = int(W.shape[0])
     k, _ = components(W)
     if k > 1:
         return SpectralGap(
@@ -494,12 +455,70 @@ def spectral_gap(
                     "rho < 1 fails",
                 ),
             )
+    return None
+
+
+def spectral_gap(
+    W: Any,
+    *,
+    method: str = "auto",
+    solver: str = "auto",
+    atol: float = DEFAULT_ATOL,
+    tol: float = 1e-12,
+    dense_max: int = DENSE_MAX,
+    seed: int = 0,
+) -> SpectralGap:
+    """The spectral gap of a doubly stochastic mixing matrix (000 Asm. 4.5, 004 Asm. 5.5).
+
+    Parameters
+    ----------
+    W : array_like or scipy.sparse matrix, shape (n, n)
+        Doubly stochastic, non-negative.
+    method : {"auto", "dense", "sparse"}
+        ``auto``: dense for ``n <= dense_max``, sparse above.
+    solver : {"auto", "lu", "amg"}
+        Sparse eigen-solver for ``I - W``: exact grounded LU (banded graphs) or multigrid LOBPCG.
+    atol : float
+        Tolerance of the stochasticity checks.
+    tol : float
+        Eigen-solver tolerance (sparse path).
+    seed : int
+        Start vectors of the iterative solvers.
+
+    Returns
+    -------
+    SpectralGap
+
+    Raises
+    ------
+    AssumptionError
+        If W has a complex, object or string dtype, is not square, not finite, has a negative
+        entry, or is not doubly stochastic (the message names the first offending row or
+        column); a NaN or negative ``atol``/``tol``; a negative seed; the dense path for an n
+        whose memory estimate exceeds what this machine has (the message says the estimate).
+
+    Notes
+    -----
+    A disconnected W is valid: it is reported with ``connected=False``, ``rho_norm = 1``,
+    ``one_minus_rho = 0`` and a warning that no gossip theorem applies (claim G3).
+
+    Examples
+    --------
+    >>> from fedtheory.graphs import mixing_matrix, spectral_gap
+    >>> round(spectral_gap(mixing_matrix("ring", 50)).rho_norm, 3)  # 000 Sec. 6.2
+    0.995
+    """
+    W, method, tol, dense_max, seed = _checked_input(W, method, atol, tol, dense_max, seed)
+    n = int(W.shape[0])
+    sym = is_symmetric(W, atol)
+    degenerate = _gap_one(W, sym, dense_max)
+    if degenerate is not None:
+        return degenerate
     if method == "dense":
         Wd = W.toarray() if sp.issparse(W) else W
         rho, slem, g, l2, lmin, how = _dense(Wd, sym)
     else:
         rho, slem, g, l2, lmin, how = _sparse(sp.csr_array(W), sym, tol, seed, solver)
-    warn: list[str] = []
     rho = min(max(rho, 0.0), 1.0)
     return SpectralGap(
         n=n,
@@ -513,7 +532,7 @@ def spectral_gap(
         connected=True,
         n_components=1,
         method=how,
-        warnings=tuple(warn),
+        warnings=(),
     )
 
 
