@@ -127,46 +127,22 @@ def run_local_steps_study(
     )  # fmt: skip
     constants = dict(constants or {})
 
-    jobs = []
-    for a in algorithms:
-        topos = topologies if info(a).gossip else [None]
-        if a == "afga-adapted":  # a ring (or complete graph) formed on S_r (000 fn. 4)
-            topos = [t for t in topologies if t in ("ring", "complete")] or ["ring"]
-        for topo in topos:
-            for R, K, M in itertools.product(Rs, Ks, Ms):
-                jobs.append((a, topo, R, K, M))
+    settings = dict(
+        beta1=beta1, beta2=beta2, eps=eps, eps_placement=eps_placement, clusters=C,
+        graph_seed=graph_seed,
+    )  # fmt: skip
     runs: list[StudyRun] = []
     rho_cache: dict = {}
+    jobs = _grid(algorithms, topologies, Rs, Ks, Ms)
     for a, topo, R, K, M in bar(jobs, desc="study", unit="run", disable=not progress):
-        c, c_l = constants.get(a, (c_global, c_local))
-        eta, eta_l = step_sizes(a, R=R, K=K, M=M, N=N, clusters=C, c=c, c_l=c_l)
         rk = (a, topo, M)
         if rk not in rho_cache:
             rho_cache[rk] = rho_at(a, topo, N, M, C, graph_seed)
-        rho = rho_cache[rk]
-        model = participation_for(a, N, M, C)
-        t1 = time.perf_counter()
-        settings = dict(
-            lr=eta_l, local_steps=K, global_lr=eta, beta1=beta1, beta2=beta2, eps=eps,
-            eps_placement=eps_placement, topology=topo, clusters=C, graph_seed=graph_seed,
-        )  # fmt: skip
-        # The study's constants apply to every algorithm of the grid that reads them.
-        accepted = info(a).accepted()
-        settings = {k: v for k, v in settings.items() if k in accepted}
-        res = simulate(prob, a, model, rounds=R, seeds=S, seed=seed, backend=backend, **settings)
-        g = res.grad_norm2[:, :R]  # x_1 .. x_R of the theorems (x_1 = the initial model)
-        with np.errstate(all="ignore"):
-            avg = np.where(res.diverged, np.nan, g.mean(axis=1))
-            mn = np.where(res.diverged, np.nan, g.min(axis=1))
+        c, c_l = constants.get(a, (c_global, c_local))
         runs.append(
-            StudyRun(
-                algorithm=a, topology=topo, rho=rho, R=R, K=K, M=M, N=N,
-                clusters=C if info(a).clustered else 1, eta=eta, eta_l=eta_l, avg=avg, min=mn,
-                diverged=int(res.diverged.sum()),
-                outside=assumption_violations(
-                    a, R=R, K=K, M=M, N=N, rho=rho, clusters=C if info(a).clustered else 1
-                ),
-                wall_time=time.perf_counter() - t1,
+            _run_point(
+                prob, a, topo, R, K, M, rho=rho_cache[rk], c=c, c_l=c_l, seeds=S, seed=seed,
+                backend=backend, **settings,
             )
         )  # fmt: skip
     fits = fit_exponents(runs, confidence=confidence)
@@ -200,6 +176,50 @@ def run_local_steps_study(
     out.rho_trends = rho_trends(out)
     out.wall_time = time.perf_counter() - t0
     return out
+
+
+def _grid(
+    algorithms: list[str], topologies: list[str], Rs: list[int], Ks: list[int], Ms: list[int]
+) -> list[tuple]:
+    """Step 1 of the study: its grid points ``(algorithm, topology, R, K, M)``; an algorithm
+    without gossip runs once (topology None), the adapted AFGA on a ring or complete graph formed
+    on S_r (000 fn. 4)."""
+    jobs = []
+    for a in algorithms:
+        topos = topologies if info(a).gossip else [None]
+        if a == "afga-adapted":
+            topos = [t for t in topologies if t in ("ring", "complete")] or ["ring"]
+        for topo in topos:
+            for R, K, M in itertools.product(Rs, Ks, Ms):
+                jobs.append((a, topo, R, K, M))
+    return jobs
+
+
+def _run_point(
+    prob: Any, a: str, topo: str | None, R: int, K: int, M: int, *, rho: Any, c: float,
+    c_l: float, seeds: int, seed: int, backend: str | None, clusters: int, **constants: Any,
+) -> StudyRun:  # fmt: skip
+    """Step 2 of the study: one grid point run with its theorem schedule, its metrics read."""
+    N, C = prob.n_clients, clusters
+    eta, eta_l = step_sizes(a, R=R, K=K, M=M, N=N, clusters=C, c=c, c_l=c_l)
+    model = participation_for(a, N, M, C)
+    t1 = time.perf_counter()
+    settings = dict(lr=eta_l, local_steps=K, global_lr=eta, topology=topo, clusters=C, **constants)
+    # The study's constants apply to every algorithm of the grid that reads them.
+    accepted = info(a).accepted()
+    settings = {k: v for k, v in settings.items() if k in accepted}
+    res = simulate(prob, a, model, rounds=R, seeds=seeds, seed=seed, backend=backend, **settings)
+    g = res.grad_norm2[:, :R]  # x_1 .. x_R of the theorems (x_1 = the initial model)
+    with np.errstate(all="ignore"):
+        avg = np.where(res.diverged, np.nan, g.mean(axis=1))
+        mn = np.where(res.diverged, np.nan, g.min(axis=1))
+    cl = C if info(a).clustered else 1
+    return StudyRun(
+        algorithm=a, topology=topo, rho=rho, R=R, K=K, M=M, N=N, clusters=cl, eta=eta,
+        eta_l=eta_l, avg=avg, min=mn, diverged=int(res.diverged.sum()),
+        outside=assumption_violations(a, R=R, K=K, M=M, N=N, rho=rho, clusters=cl),
+        wall_time=time.perf_counter() - t1,
+    )  # fmt: skip
 
 
 def fit_exponents(
