@@ -235,6 +235,60 @@ class N1Result:
         }
 
 
+def _n1_data(
+    data: Any, n_clients: int, alpha: float | None, seed: int, num_samples: int, evaluate_on: str
+) -> tuple[Any, str]:
+    """Step 1 of :func:`run_n1`: the federated data (MNIST-1D or the user's), with the
+    validation split held out when the run evaluates on it; and where the data came from."""
+    if data is None:
+        data_source = "MNIST-1D (mnist1d.make_dataset, generated locally)"
+        if evaluate_on == "test":
+            data = federated_mnist1d(n_clients, alpha=alpha, seed=seed, num_samples=num_samples)
+        else:
+            data = federated_from_arrays(validation_split(mnist1d(num_samples=num_samples), seed),
+                                         n_clients, alpha=alpha, seed=seed)  # fmt: skip
+    else:
+        data_source = str(data) if not isinstance(data, dict) else "user arrays"
+        arrays = data if isinstance(data, dict) else load_dataset(data)
+        if evaluate_on == "validation":
+            arrays = validation_split(arrays, seed)
+        data = federated_from_arrays(arrays, n_clients, alpha=alpha, seed=seed)
+    return data, data_source
+
+
+def _initial_networks(problem: Any, seed: int, ids: list[int]) -> np.ndarray:
+    """Step 2: one initial network per seed, shared by all algorithms, from stream 3 of the
+    seed's own SeedSequence child (streams 0-2 are the runner's)."""
+    return np.stack([
+        to_numpy(problem.init(np.random.default_rng(
+            np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (3,)))))
+        for sq in seed_sequences(seed, len(ids), ids)
+    ])  # fmt: skip
+
+
+def _train_in_blocks(
+    problem: Any, name: str, part: str, pkw: dict, chunks: list[slice], ids: list[int],
+    x0: np.ndarray, **kw: Any,
+) -> TrainResult:  # fmt: skip
+    """Step 3: one algorithm trained on the seeds in consecutive blocks (a seed's bits depend on
+    its block's size), the blocks' results joined."""
+    parts = [
+        train(problem, name, part, participation_kw=pkw, seeds=len(ids[ch]), seed_ids=ids[ch],
+              x0=x0[ch], **kw)
+        for ch in chunks
+    ]  # fmt: skip
+    res = parts[0]
+    if len(parts) > 1:
+        res = TrainResult(
+            res.algorithm, res.rounds,
+            np.concatenate([p.accuracy for p in parts]),
+            np.concatenate([p.train_loss for p in parts]),
+            np.concatenate([p.x_final for p in parts]),
+            sum(p.wall_time for p in parts), res.config,
+        )  # fmt: skip
+    return res
+
+
 def run_n1(
     algorithms: list[str] | None = None,
     *,
@@ -332,36 +386,19 @@ def run_n1(
         )
     xp = get_backend(backend)
     dt = resolve_dtype(dtype)
-    if data is None:
-        data_source = "MNIST-1D (mnist1d.make_dataset, generated locally)"
-        if evaluate_on == "test":
-            data = federated_mnist1d(n_clients, alpha=alpha, seed=seed, num_samples=num_samples)
-        else:
-            data = federated_from_arrays(validation_split(mnist1d(num_samples=num_samples), seed),
-                                         n_clients, alpha=alpha, seed=seed)  # fmt: skip
-    else:
-        data_source = str(data) if not isinstance(data, dict) else "user arrays"
-        arrays = data if isinstance(data, dict) else load_dataset(data)
-        if evaluate_on == "validation":
-            arrays = validation_split(arrays, seed)
-        data = federated_from_arrays(arrays, n_clients, alpha=alpha, seed=seed)
+    data, data_source = _n1_data(data, n_clients, alpha, seed, num_samples, evaluate_on)
     net = None
     if conv:
         net = Conv1DNet(data.n_features, data.n_classes, channels=tuple(conv), kernel=kernel,
                         stride=stride, hidden=tuple(hidden), activation=activation)  # fmt: skip
     problem = MLPProblem(data, hidden=tuple(hidden), activation=activation,
                          batch_size=batch_size, xp=xp, dtype=dt, model=net)  # fmt: skip
-    # One initial network per seed, shared by all algorithms, from stream 3 of the seed's own
-    # SeedSequence child (streams 0-2 are the runner's): seeds differ in initialization,
-    # participation and minibatches; the data partition is the one of ``seed``.
+    # Seeds differ in initialization, participation and minibatches; the data partition is
+    # the one of ``seed``.
     ids = list(range(seeds)) if seed_ids is None else [int(i) for i in seed_ids]
     if not ids:
         raise AssumptionError("run_n1 needs at least one seed")
-    x0 = np.stack([
-        to_numpy(problem.init(np.random.default_rng(
-            np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (3,)))))
-        for sq in seed_sequences(seed, len(ids), ids)
-    ])  # fmt: skip
+    x0 = _initial_networks(problem, seed, ids)
     block = len(ids) if seed_block is None else max(1, int(seed_block))
     chunks = [slice(i, min(i + block, len(ids))) for i in range(0, len(ids), block)]
     hyper = {info(k).name: v for k, v in (hyper or {}).items()}
@@ -370,23 +407,10 @@ def run_n1(
         cfg = {**tuned_hyper(name, setting), **hyper.get(name, {})}
         cfg["local_steps"] = local_steps
         part, pkw = n1_participation(name, n_clients, M, cfg.get("clusters"))
-        parts = [
-            train(
-                problem, name, part, participation_kw=pkw, rounds=rounds,
-                seeds=len(ids[ch]), seed_ids=ids[ch], seed=seed, x0=x0[ch],
-                eval_every=eval_every, progress=progress, **cfg,
-            )
-            for ch in chunks
-        ]  # fmt: skip
-        res = parts[0]
-        if len(parts) > 1:
-            res = TrainResult(
-                res.algorithm, res.rounds,
-                np.concatenate([p.accuracy for p in parts]),
-                np.concatenate([p.train_loss for p in parts]),
-                np.concatenate([p.x_final for p in parts]),
-                sum(p.wall_time for p in parts), res.config,
-            )  # fmt: skip
+        res = _train_in_blocks(
+            problem, name, part, pkw, chunks, ids, x0, rounds=rounds, seed=seed,
+            eval_every=eval_every, progress=progress, **cfg,
+        )  # fmt: skip
         res.config["participation_kw"] = pkw
         results[display_name(name)] = res
     setting = {
