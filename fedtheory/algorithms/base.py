@@ -162,11 +162,6 @@ class Algorithm:
     reference: str = ""
     metrics: Mapping[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
 
-    @staticmethod
-    def server_model(state: Any) -> Array:
-        """The server model ``(S, d)`` of any state."""
-        return state.x
-
 
 class SeedRng:
     """One independent :class:`numpy.random.Generator` per seed, used as one generator.

@@ -92,10 +92,6 @@ def ring_gap(n: int) -> tuple[float, float]:
     return 1.0 - g, g
 
 
-def ring_rho(n: int) -> float:
-    return ring_gap(n)[0]
-
-
 @lru_cache(maxsize=1)
 def _torus_forms() -> dict[str, Any]:
     lam, (a, b, k, n) = circulant_eigenvalue()

@@ -38,9 +38,6 @@ from fedtheory.analysis.exact.layouts import NotAffineError, StateLayout, state_
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.validation import check_finite, check_int, check_positive
 
-#: Channel names of the per-client blocks: participation indicator, aggregation weight.
-CHANNELS = ("s", "w")
-
 #: Default relative tolerance of :func:`verify_round_model`.
 VERIFY_RTOL = 1e-9
 

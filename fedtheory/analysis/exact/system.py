@@ -351,24 +351,6 @@ class AffineSystem:
         return self.E[:d], self.zb[:d]
 
     # -- mean-square dynamics -------------------------------------------------------------------
-    def _local_rows(self, P: np.ndarray) -> np.ndarray:
-        """(u, v_j) rows of P (..., n, k) for every j: (..., N, m, k)."""
-        du, N, dv = self.du, self.N, self.dv
-        lead = P.shape[:-2]
-        k = P.shape[-1]
-        Pu = np.broadcast_to(P[..., None, :du, :], lead + (N, du, k))
-        PV = P[..., du:, :].reshape(lead + (N, dv, k))
-        return np.concatenate([Pu, PV], axis=-2)
-
-    def _scatter_rows(self, R: np.ndarray) -> np.ndarray:
-        """sum_j E_j R_j for per-client local rows R (..., N, m, k): (..., n, k)."""
-        du = self.du
-        lead = R.shape[:-3]
-        out = np.empty(lead + (self.n, R.shape[-1]))
-        out[..., :du, :] = R[..., :du, :].sum(axis=-3)
-        out[..., du:, :] = R[..., du:, :].reshape(lead + (-1, R.shape[-1]))
-        return out
-
     def _add_rows(self, out: np.ndarray, R: np.ndarray) -> None:
         """out += sum_j E_j R_j for per-client local rows R (..., N, m, k)."""
         du = self.du

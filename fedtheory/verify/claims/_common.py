@@ -18,14 +18,6 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{max(digits - 1, 1)}e}"
 
 
-def mean_se(values) -> tuple[float, float]:
-    """Mean and standard error over seeds (axis 0)."""
-    v = np.asarray(values, dtype=float)
-    if v.size < 2:
-        return float(v.mean()), float("nan")
-    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
-
-
 def save(fig, path) -> str:
     """Save and close ``fig``; returns the path as a string."""
     plt = pyplot()
@@ -37,15 +29,6 @@ def save(fig, path) -> str:
 
 #: The ``test`` of a check without sampling error (closed forms, deterministic computations).
 EXACT_TEST = "exact computation (no random draw): a tolerance on a deterministic quantity"
-
-
-def pm(effect: Effect) -> str:
-    """``estimate +- half-width`` of an effect's interval (3 significant digits)."""
-    if effect.estimate is None:
-        return "-"
-    if not np.isfinite(effect.halfwidth):
-        return f"{fmt(effect.estimate)} +- inf"
-    return f"{fmt(effect.estimate)} +- {fmt(effect.halfwidth)}"
 
 
 def interval(effect: Effect, signed: bool = False) -> str:

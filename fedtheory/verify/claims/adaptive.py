@@ -69,13 +69,6 @@ def _seeds(ctx: Context) -> int:
     return ctx.pick(12, 30)
 
 
-def k_exponent(curves: list, Ks: tuple, stat, confidence: float) -> Effect:
-    """Exponent of ``stat``(seed-mean curve) in K: the least-squares slope of log stat on log K,
-    with a delete-one-seed jackknife interval (curves: one (seeds, R) array per K, same seeds).
-    """
-    return log_slope(curves, Ks, confidence, "exponent of the metric in K", stat)
-
-
 @claim(
     "A1",
     source="000 Sec. 3.2",
