@@ -32,6 +32,13 @@ SCHEDULE = Schedule(
     "Wang et al. 2022b (as restated in 004 Sec. 5.1): eta = c sqrt(K M), eta_l = c_l / sqrt(R K^2)",
 )
 
+#: FedAMSGrad's rate (Wang et al. 2022b; 000 Sec. 3.1, 004 Sec. 3): O(sqrt(K) / sqrt(R M)) under
+#: partial participation ("the dilemma of local steps"), O(1/sqrt(R K N)) under full.
+FEDAMSGRAD_EXPONENTS = {
+    "partial": {"K": 0.5, "R": -0.5, "M": -0.5},
+    "full": {"K": -0.5, "R": -0.5, "M": -0.5},
+}
+
 #: (registry name, display name, server optimizer, description) of each variant.
 VARIANTS = (
     ("fedamsgrad", "FedAMSGrad", "amsgrad",
@@ -51,4 +58,5 @@ for _name, _display, _server, _description in VARIANTS:
         adaptive=True,
         not_exact=NOT_AFFINE,
         schedule=SCHEDULE,
+        exponents=FEDAMSGRAD_EXPONENTS if _name == "fedamsgrad" else None,
     )(partial(build_fedavg, server=_server, name=_name))

@@ -52,6 +52,12 @@ from fedtheory.algorithms.gossip import (
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
 
+#: The exponents of K, R and M of its O(.) rate (000 Cor. 4.7), under either participation.
+EXPONENTS = {
+    "partial": {"K": -0.5, "R": -0.5, "M": -0.5},
+    "full": {"K": -0.5, "R": -0.5, "M": -0.5},
+}
+
 #: 000 Thm 4.6 / Cor. 4.7's schedule (the adapted variant runs with the same).
 SCHEDULE = Schedule(
     lambda R, K, M, N, n, m, c, c_l: (c * N * math.sqrt(K) / M, c_l / math.sqrt(R * K * K)),
@@ -75,6 +81,7 @@ REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5, footnote 4 (communication-ad
     broadcast=True,
     not_exact="AFGA's FedAMSGrad server step divides by sqrt(v_hat) (000 Algorithm 1 line 22)",
     schedule=SCHEDULE,
+    exponents=EXPONENTS,
 )
 def build_afga(config: AlgorithmConfig) -> Algorithm:
     """AFGA (000 Algorithm 1). ``resample=False`` sets S_{r,t} = S_r."""

@@ -44,6 +44,12 @@ from fedtheory.algorithms.gossip import (
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
 
+#: The exponents of K, R and M of its O(.) rate (000 Thm D.3, in m), under either participation.
+EXPONENTS = {
+    "partial": {"K": -0.5, "R": -0.5, "M": -0.5},
+    "full": {"K": -0.5, "R": -0.5, "M": -0.5},
+}
+
 #: 000 App. D's schedule, per cluster of n clients with m sampled (the adapted variant too).
 SCHEDULE = Schedule(
     lambda R, K, M, N, n, m, c, c_l: (c * n * math.sqrt(K / m), c_l / math.sqrt(R * K * K)),
@@ -65,6 +71,7 @@ REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5 and Table 5 (communication-ad
     broadcast=True,
     not_exact="CAFGA's FedAMSGrad server step divides by sqrt(v_hat) (000 Algorithm 2)",
     schedule=SCHEDULE,
+    exponents=EXPONENTS,
 )
 def build_cafga(config: AlgorithmConfig) -> Algorithm:
     """CAFGA (000 Algorithm 2); ``resample=False`` computes on S_r^k only."""

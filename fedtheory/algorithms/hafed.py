@@ -34,6 +34,12 @@ from fedtheory.algorithms.gossip import (
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
 
+#: The exponents of K, R and M of its O(.) rate (004 Cor. 5.11), under either participation.
+EXPONENTS = {
+    "partial": {"K": -0.5, "R": -0.5, "M": -0.5},
+    "full": {"K": -0.5, "R": -0.5, "M": -0.5},
+}
+
 #: 004 Cor. 5.11's schedule.
 SCHEDULE = Schedule(
     lambda R, K, M, N, n, m, c, c_l: (c * math.sqrt(K * M), c_l / math.sqrt(R * K)),
@@ -54,6 +60,7 @@ REFERENCE = "004 Algorithm 1 (HA-Fed, full) and Section 4 / Theorem 5.8 (partial
     broadcast=True,
     not_exact="HA-Fed's FedAMSGrad server step divides by sqrt(v_hat) (004 Algorithm 1)",
     schedule=SCHEDULE,
+    exponents=EXPONENTS,
 )
 def build_hafed(config: AlgorithmConfig) -> Algorithm:
     """HA-Fed (004 Algorithm 1; partial participation when the round's mask is not full)."""

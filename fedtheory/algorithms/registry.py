@@ -193,6 +193,9 @@ class AlgorithmInfo:
     schedule : Schedule or None
         The step-size schedule its convergence theorem prescribes (None: no theorem schedule,
         :data:`DEFAULT_SCHEDULE` is used).
+    exponents : dict or None
+        The exponents of K, R and M its O(.) rate states, under ``"partial"`` and ``"full"``
+        participation (None: no such theorem).
     """
 
     name: str
@@ -211,6 +214,7 @@ class AlgorithmInfo:
     not_exact: str = ""
     stated_rate: str = ""
     schedule: Schedule | None = None
+    exponents: dict[str, dict[str, float]] | None = None
 
     @property
     def gossip(self) -> bool:
@@ -248,6 +252,7 @@ def register(
     not_exact: str = "",
     stated_rate: str = BASELINE_RATE,
     schedule: Schedule | None = None,
+    exponents: dict[str, dict[str, float]] | None = None,
 ) -> Callable:
     """Decorator: register ``builder(config) -> Algorithm`` under ``name`` with its settings
     (``uses``: shared fields read besides ``lr`` and ``local_steps``), options and facts (see
@@ -284,6 +289,7 @@ def register(
             not_exact=not_exact,
             stated_rate=stated_rate,
             schedule=schedule,
+            exponents=exponents,
         )
         for spelling in (display.lower(), *aliases):
             _ALIASES.setdefault(spelling.lower(), key)

@@ -46,12 +46,10 @@ def schedule_source(algorithm: str) -> str:
 
 
 def stated_exponents(algorithm: str, *, partial: bool) -> dict[str, float] | None:
-    """The exponents of K, R and M the papers state for ``algorithm`` (None: no theorem)."""
-    if algorithm == "fedamsgrad":
-        return {"K": 0.5 if partial else -0.5, "R": -0.5, "M": -0.5}
-    if algorithm in ("afga", "cafga", "hafed"):
-        return {"K": -0.5, "R": -0.5, "M": -0.5}
-    return None
+    """The exponents of K, R and M the papers state for ``algorithm`` (None: no theorem), as its
+    registration declares them."""
+    exponents = info(algorithm).exponents
+    return None if exponents is None else dict(exponents["partial" if partial else "full"])
 
 
 def assumption_violations(
