@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.exact import exact_rates, largest_stable_lr
 from fedtheory.io import pyplot, save_figure
 from fedtheory.participation import make_participation
@@ -30,7 +31,6 @@ from fedtheory.problems.quadratic import figure4_problem
 from fedtheory.validation import check_int, check_positive
 
 ALGORITHMS = ("focus", "scaffold", "fedavg")
-LABELS = {"focus": "FOCUS", "scaffold": "SCAFFOLD", "fedavg": "FedAvg"}
 #: regime -> (participation name, clients per round, the paper's step size).
 REGIMES = {
     "full": ("full", None, 6e-4),
@@ -133,7 +133,7 @@ def plot_stability_map(data: dict[str, Any], path: Any = None) -> Any:
                 continue
             c = colors.get(alg, None)
             ax.plot(cur["lr"], cur["mean_square_rate"], marker="o", ms=3, color=c,
-                    label=f"{LABELS.get(alg, alg)}: eta_max = {cur['largest_stable_lr']:.3g}")  # fmt: skip
+                    label=f"{display_name(alg)}: eta_max = {cur['largest_stable_lr']:.3g}")  # fmt: skip
             ax.axvline(cur["largest_stable_lr"], color=c, ls=":", lw=1.2)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())  # labelled minor ticks collide

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.stats import Effect, sequential
 from fedtheory.experiments.local_steps import (
     gradient_curves,
@@ -53,7 +54,6 @@ from fedtheory.verify.result import (
     verdict_of,
 )
 
-LABEL = {"fedamsgrad": "FedAMSGrad", "afga": "AFGA", "cafga": "CAFGA", "hafed": "HA-Fed"}
 #: The step-size constants c of every exponent (a verdict must not hinge on one of them).
 CONSTANTS = (0.01, 0.02, 0.05)
 #: Heterogeneity sigma_g of A2 (0: i.i.d. control; the dilemma is judged at the largest).
@@ -323,7 +323,7 @@ def a3(ctx: Context):
             stat=metric[alg][0],
             sub=f"{alg}-{topo}",
             metric_name=metric[alg][1],
-            stated=f"{LABEL[alg]} on the {topo} graph: metric <= a K^(-1/2) + b (O(1/sqrt(RKM)))",
+            stated=f"{display_name(alg)} on the {topo} graph: metric <= a K^(-1/2) + b (O(1/sqrt(RKM)))",
         )  # fmt: skip
         for alg in ("afga", "hafed")
         for topo in ("complete", "ring")
@@ -350,7 +350,7 @@ def _a3_figure(ctx: Context, rows: list, Ks: tuple) -> str | None:
                 ax.loglog(Ks, y, "o-" if topo == "complete" else "s--", color=f"C{i}",
                           label=f"{topo}, c={c:g}")  # fmt: skip
         ax.set(xlabel="K", ylabel="second-half " + ("average" if alg == "afga" else "min"),
-               title=f"A3: {LABEL[alg]} (stated: a K^-1/2 + b)")  # fmt: skip
+               title=f"A3: {display_name(alg)} (stated: a K^-1/2 + b)")  # fmt: skip
         ax.legend(fontsize=7)
     return save(fig, path)
 
@@ -571,8 +571,8 @@ def a8(ctx: Context):
     out = []
     for alg in ("cafga", "hafed"):
         o = rho_trend(ctx, alg, CLUSTER_TOPOLOGIES)
-        o.sub = LABEL[alg]
-        o.stated = f"{LABEL[alg]}: a smaller cluster rho_max converges faster"
+        o.sub = display_name(alg)
+        o.stated = f"{display_name(alg)}: a smaller cluster rho_max converges faster"
         out.append(o)
     return out
 
@@ -612,9 +612,9 @@ def a12(ctx: Context):
             values=Ms,
             stat=stat,
             K=2,
-            sub=LABEL[alg],
+            sub=display_name(alg),
             metric_name=name,
-            stated=f"{LABEL[alg]} on the complete graph: metric <= a M^(-1/2) + b "
+            stated=f"{display_name(alg)} on the complete graph: metric <= a M^(-1/2) + b "
             "(O(1/sqrt(R K M)))",
         )  # fmt: skip
         for alg, stat, name in (

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.comm_time import TABLE7_HOURS, CommTimeModel, rounds_to_target
 from fedtheory.analysis.stats import Effect, mean_interval, sequential
 from fedtheory.experiments.local_steps import step_sizes, study_problem
@@ -28,8 +29,6 @@ from fedtheory.verify.claims._common import fmt, ordered_text, plan
 from fedtheory.verify.regime import REGIME_NOT_REACHED
 from fedtheory.verify.registry import Context, claim
 from fedtheory.verify.result import FAILS, HOLDS, INCONCLUSIVE, combined, verdict_of
-
-LABEL = {"fedamsgrad": "FedAMSGrad", "afga": "AFGA", "cafga": "CAFGA"}
 
 # ------------------------------------------------------------------------------------------
 # A5 (and A9): the ablation of 000 Tables 4-5 on a problem where gossip inside a round matters.
@@ -552,20 +551,22 @@ def a6(ctx: Context):
     stated = "{} stays at ||grad f||^2 <= 0.1 after less simulated time than FedAMSGrad"
     out = []
     for a, comp in comps.items():
-        cs = "(tuned c: " + ", ".join(f"{LABEL[b]} {tuned[b].c:g} ({tuned[b].status})"
+        cs = "(tuned c: " + ", ".join(f"{display_name(b)} {tuned[b].c:g} ({tuned[b].status})"
                                       for b in ("fedamsgrad", a)) + ")"  # fmt: skip
-        common = dict(sub=LABEL[a], criterion=_A6_RULE, effect=comp.effect, seeds=comp.n,
-                      test=test, stated=stated.format(LABEL[a]),
+        common = dict(sub=display_name(a), criterion=_A6_RULE, effect=comp.effect, seeds=comp.n,
+                      test=test, stated=stated.format(display_name(a)),
                       confirmation=comp.confirmation)  # fmt: skip
-        text = ordered_text(comp, LABEL[a], "FedAMSGrad", f"stays at {A6_TARGET:g}", "h before")
+        text = ordered_text(
+            comp, display_name(a), "FedAMSGrad", f"stays at {A6_TARGET:g}", "h before"
+        )
         n = comp.n
         missed = {b: int(np.sum(~np.isfinite(np.asarray(hours[b][:n])))) for b in ("fedamsgrad", a)}
         med = {b: float(np.median(np.minimum(hours[b][:n], tau[a]))) for b in ("fedamsgrad", a)}
-        text += (f" (restricted to tau = {tau[a]:.1f} h) {cs}; median {LABEL[a]} {med[a]:.1f} h, "
+        text += (f" (restricted to tau = {tau[a]:.1f} h) {cs}; median {display_name(a)} {med[a]:.1f} h, "
                  f"FedAMSGrad {med['fedamsgrad']:.1f} h; not held within the horizon: "
-                 + ", ".join(f"{LABEL[b]} {k} of {n}" for b, k in missed.items()))  # fmt: skip
+                 + ", ".join(f"{display_name(b)} {k} of {n}" for b, k in missed.items()))  # fmt: skip
         verdict, reason = verdict_of(comp.effect), None
-        open_ = [LABEL[b] for b in ("fedamsgrad", a) if not tuned[b].interior]
+        open_ = [display_name(b) for b in ("fedamsgrad", a) if not tuned[b].interior]
         if open_ and verdict != INCONCLUSIVE:
             verdict = INCONCLUSIVE
             reason = f"the tuning of {', '.join(open_)} did not end interior"
