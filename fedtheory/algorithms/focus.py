@@ -91,36 +91,41 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
             return _masked_round(state, problem, draw.mask, rng)
         return _participants_round(state, problem, participants(draw.mask), xp)
 
-    def _full_round(state: FocusState, problem: Any, rng: Any) -> FocusState:
-        xp = get_namespace(state.x)
-        X = broadcast_clients(state.x, state.X.shape[1])  # every client pulls x
-        y_loc = xp.empty_like(X)
+    def _local_pass(X: Array, g_old: Array, grads: Callable, y_loc: Array, keep: Any = None):
+        """FOCUS's local steps (003 Algorithm 1, the loop over k), written once for every row
+        layout: ``X`` (updated in place) starts at x, ``g_old`` holds g_prev_i; after step k,
+        ``y_loc`` = g_k - g_prev_i (the telescoped tracker: one subtraction, not 2k + 1
+        roundings); ``keep`` zeroes the rows of clients outside S_r. Returns the last gradients.
+        """
+        xp = get_namespace(X)
         tmp = xp.empty_like(X)
         for k in range(K):
             if k > 0:
                 X -= xp.multiply(y_loc, eta, out=tmp)
-            g = problem.grads(X, rng)
-            # y_i = sum_{j <= k} (g_j - g_{j-1}) with g_{-1} = g_prev_i telescopes to
-            # g_k - g_prev_i: one subtraction, not 2k + 1 roundings, and one pass less per step.
-            xp.subtract(g, state.g_prev, out=y_loc)
+            g = grads(X)
+            xp.subtract(g, g_old, out=y_loc)
+            if keep is not None:
+                y_loc *= keep
+        return g
+
+    def _full_round(state: FocusState, problem: Any, rng: Any) -> FocusState:
+        """Every client computes (full participation)."""
+        xp = get_namespace(state.x)
+        X = broadcast_clients(state.x, state.X.shape[1])  # every client pulls x
+        y_loc = xp.empty_like(X)
+        g = _local_pass(X, state.g_prev, lambda Z: problem.grads(Z, rng), y_loc)
         y = state.y + client_sum(y_loc)
         return FocusState(x=state.x - eta * y, y=y, g_prev=g, X=X)
 
     def _masked_round(state: FocusState, problem: Any, mask: Array, rng: Any) -> FocusState:
         """Every client computes, the mask keeps S_r's results (stochastic gradients: the
-        per-seed draws cover all N clients, as they always have)."""
+        per-seed draws cover all N clients, as they always have). y_loc is zero off S_r, so x_i
+        moves for i in S_r only."""
         xp = get_namespace(state.x)
         X = pull(state.X, state.x, mask)  # a new array, updated in place below
         m = spread(xp.asarray(mask, dtype=X.dtype), X.shape[2])
         y_loc = xp.empty_like(X)
-        tmp = xp.empty_like(X)
-        for k in range(K):
-            if k > 0:
-                # y_loc is zero off S_r, so x_i moves for i in S_r only (m * y_loc == y_loc).
-                X -= xp.multiply(y_loc, eta, out=tmp)
-            g = problem.grads(X, rng)
-            xp.subtract(g, state.g_prev, out=y_loc)
-            y_loc *= m
+        g = _local_pass(X, state.g_prev, lambda Z: problem.grads(Z, rng), y_loc, keep=m)
         g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
         xp.copyto(g_prev, g, where=spread(xp.asarray(mask, dtype=bool), X.shape[2]))
         y = state.y + client_sum(y_loc)
@@ -137,12 +142,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         y_buf = xp.empty((lay.n * N + 1, d), dtype=Xs.dtype)
         y_buf[-1] = 0  # the row that missing participants of ragged rounds read
         y_loc = y_buf[:-1].reshape(Xs.shape)
-        tmp = xp.empty_like(Xs)
-        for k in range(K):
-            if k > 0:
-                Xs -= xp.multiply(y_loc, eta, out=tmp)
-            g = problem.grads(Xs, None)
-            xp.subtract(g, g_old, out=y_loc)  # telescoped, as in the full path
+        g = _local_pass(Xs, g_old, lambda Z: problem.grads(Z, None), y_loc)
         y = state.y + seed_sums(y_buf, lay)
         g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
         g_prev.reshape(S * N, d)[lay.rows] = g.reshape(-1, d)[lay.slots]
