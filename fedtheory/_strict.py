@@ -86,7 +86,7 @@ CUPY_FUNCTIONS = frozenset(
     radians ravel ravel_multi_index real reciprocal remainder repeat reshape result_type
     right_shift rint roll rollaxis rot90 round searchsorted select shape sign signbit sin sinc
     sinh size sort split sqrt square squeeze stack std subtract sum swapaxes take
-    take_along_axis tan tanh tensordot tile trace transpose trapz tri tril triu true_divide
+    take_along_axis tan tanh tensordot tile trace transpose tri tril triu true_divide
     trunc unique unravel_index var vdot vsplit vstack where zeros zeros_like
     """.split()
 )
@@ -106,7 +106,7 @@ CUPY_LINALG = frozenset(
 CUPY_NDARRAY_METHODS = frozenset(
     """
     all any argmax argmin argpartition argsort astype choose clip compress conj conjugate copy
-    cumprod cumsum diagonal dot fill flatten max mean min nonzero partition prod ptp put ravel
+    cumprod cumsum diagonal dot fill flatten max mean min nonzero partition prod put ravel
     repeat reshape round sort squeeze std sum swapaxes take trace transpose var view
     """.split()
 )
