@@ -17,7 +17,8 @@ any machine:
   else raises :class:`~fedtheory.errors.NotInCuPyError`;
 - reductions return 0-d arrays, as CuPy's do (NumPy returns host scalars), and every conversion
   of a device array to a Python scalar (``float``, ``int``, ``bool``, ``operator.index``,
-  ``item``, ``tolist``, ``in``) and every :func:`~fedtheory.backend.to_numpy` is a host
+  ``item``, ``tolist``, ``in``), every result whose size depends on the data (``nonzero``,
+  boolean-mask indexing) and every :func:`~fedtheory.backend.to_numpy` is a host
   synchronization, allowed (CuPy allows them) but tallied per thread by
   :func:`count_host_syncs`, with its call site.
 
@@ -121,6 +122,11 @@ _SAME_OBJECTS = {
     """.split()
 }
 
+#: Functions whose output size depends on the data: CuPy reads a count back from the device
+#: before it allocates the result, a host synchronization like a scalar read (so is indexing
+#: with a boolean array). Tallied as ``sizes`` by :func:`count_host_syncs`.
+DATA_DEPENDENT_SIZES = frozenset({"argwhere", "flatnonzero", "nonzero", "unique"})
+
 #: Functions of the namespace that take host data explicitly (host -> device, as in CuPy).
 _HOST_IN = frozenset({"asarray", "array", "asanyarray"})
 
@@ -159,20 +165,24 @@ class SyncCount:
     scalars : int
         Device values read as Python scalars (``float``, ``int``, ``bool``, ``index``,
         ``item``, ``tolist``, ``in``): each waits for the device.
+    sizes : int
+        Results whose size depends on the data (:data:`DATA_DEPENDENT_SIZES`, indexing with a
+        boolean array): CuPy reads the size back from the device.
     transfers : int
         :func:`fedtheory.backend.to_numpy` calls on device arrays (a copy to the host).
     sites : collections.Counter
-        ``"file:line (in function)" -> count`` of both kinds.
+        ``"file:line (in function)" -> count`` of all kinds.
     """
 
     scalars: int = 0
+    sizes: int = 0
     transfers: int = 0
     sites: collections.Counter = field(default_factory=collections.Counter)
 
     @property
     def total(self) -> int:
-        """All host synchronizations, scalars and transfers."""
-        return self.scalars + self.transfers
+        """All host synchronizations: scalar reads, data-dependent sizes and transfers."""
+        return self.scalars + self.sizes + self.transfers
 
 
 _LOCAL = threading.local()
@@ -279,9 +289,12 @@ class StrictArray(NDArrayOperatorsMixin):
         if name not in CUPY_NDARRAY_METHODS:
             raise _not_in_cupy(name, "the array method ")
         method = getattr(self._a, name)
+        sized = name in DATA_DEPENDENT_SIZES
 
         @functools.wraps(method)
         def call(*args: Any, **kwargs: Any) -> Any:
+            if sized:
+                _tally("sizes")
             return _wrap(method(*_unwrap(args), **_unwrap(kwargs)))
 
         return call
@@ -309,6 +322,8 @@ class StrictArray(NDArrayOperatorsMixin):
         allowed = CUPY_LINALG if func.__module__.endswith("linalg") else CUPY_FUNCTIONS
         if func.__name__ not in allowed:
             raise _not_in_cupy(func.__name__, f"{func.__module__}.")
+        if func.__name__ in DATA_DEPENDENT_SIZES:
+            _tally("sizes")
         return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
 
     # -- host synchronizations (allowed, tallied) ---------------------------------------------
@@ -392,10 +407,10 @@ class StrictArray(NDArrayOperatorsMixin):
         return (StrictArray(np.asarray(row)) for row in self._a)
 
     def __getitem__(self, key: Any) -> StrictArray:
-        return _wrap(self._a[_unwrap(key, host_ok=True)])
+        return _wrap(self._a[_index(key)])
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self._a[_unwrap(key, host_ok=True)] = _unwrap(value, host_ok=True)
+        self._a[_index(key)] = _unwrap(value, host_ok=True)
 
     def __copy__(self) -> StrictArray:
         return StrictArray(self._a.copy())
@@ -413,6 +428,15 @@ class StrictArray(NDArrayOperatorsMixin):
         return format(self._sync(), spec)
 
 
+def _index(key: Any) -> Any:
+    """An index unwrapped (host index arrays allowed, as CuPy moves them); a boolean device
+    array in it is a data-dependent size, tallied."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(k, StrictArray) and k.dtype == bool and k.ndim for k in keys):
+        _tally("sizes")
+    return _unwrap(key, host_ok=True)
+
+
 def host_copy(a: StrictArray) -> np.ndarray:
     """A NumPy copy of a strict array, tallied as a transfer (:func:`fedtheory.backend.to_numpy`
     is the public door; this is its strict branch)."""
@@ -427,9 +451,12 @@ def host_copy(a: StrictArray) -> np.ndarray:
 
 def _function(name: str, func: Any) -> Any:
     host_ok = name in _HOST_IN
+    sized = name in DATA_DEPENDENT_SIZES
 
     @functools.wraps(func)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if sized:
+            _tally("sizes")
         out = kwargs.get("out")
         if isinstance(func, np.ufunc) and any(isinstance(a, StrictArray) for a in args):
             return func(*args, **kwargs)  # dispatches to StrictArray.__array_ufunc__
