@@ -326,35 +326,38 @@ def test_cli_simulate_under_strict_prints_numpys_numbers(tmp_path):
 # Host synchronizations: O(1) per round.
 # ---------------------------------------------------------------------------------------------
 
-#: Device values read by the host per round (scalars and data-dependent sizes: is participation
-#: full? how many participants? the participants' indices).
-READS_PER_ROUND = 4
+#: Device values read by the host per round (scalars and data-dependent sizes), at most: is
+#: participation full (asked by pull and by the local-steps engine), the participant layout's
+#: two counts and its indices, the indices of the clients that copy the server model.
+READS_PER_ROUND = 6
 
 
-def _syncs(lsq, name, *, rounds, seeds, local_steps):
+def _syncs(problem, name, *, rounds, seeds, local_steps):
     kw = {**_settings(name), "rounds": rounds, "seeds": seeds, "local_steps": local_steps}
     with count_host_syncs() as syncs:
-        simulate(lsq, name, "uniform", participation_m=2, backend="strict", **kw)
+        simulate(problem, name, "uniform", participation_m=2, backend="strict", **kw)
     return syncs
 
 
 @pytest.mark.parametrize("name", names())
-def test_host_syncs_per_round_are_constant(lsq, name):
+@pytest.mark.parametrize("exact", [False, True], ids=["minibatch", "exact"])
+def test_host_syncs_per_round_are_constant(lsq, name, exact):
     """Per round: at most READS_PER_ROUND scalar reads and data-dependent sizes, whatever the
     seeds and local steps, and at most one transfer per recorded metric plus one (the server
     model's finiteness, the gossip mixing matrices built on the host); none grows with K or
-    with the seed count."""
+    with the seed count. Minibatch gradients, and exact ones (the participants-only path)."""
+    problem = random_quadratic(6, 3, seed=1) if exact else lsq
     per_round = {}
     for seeds in (2, 70):  # 70 > RECORD_ROWS: every metric is evaluated every round
         for K in (1, 4):
-            a = _syncs(lsq, name, rounds=5, seeds=seeds, local_steps=K)
-            b = _syncs(lsq, name, rounds=10, seeds=seeds, local_steps=K)
+            a = _syncs(problem, name, rounds=5, seeds=seeds, local_steps=K)
+            b = _syncs(problem, name, rounds=10, seeds=seeds, local_steps=K)
             reads = b.scalars + b.sizes - a.scalars - a.sizes
             per_round[seeds, K] = (reads / 5, (b.transfers - a.transfers) / 5)
     reads = {v[0] for v in per_round.values()}
     assert len(reads) == 1 and reads.pop() <= READS_PER_ROUND, per_round
     kw = {**_settings(name), "rounds": 0}
-    n_metrics = len(simulate(lsq, name, "uniform", participation_m=2, **kw).metrics)
+    n_metrics = len(simulate(problem, name, "uniform", participation_m=2, **kw).metrics)
     for (seeds, K), (_, transfers) in per_round.items():
         assert transfers <= n_metrics + 1, (seeds, K, per_round)
         assert transfers == per_round[seeds, 1][1]  # not O(K)
