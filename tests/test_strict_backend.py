@@ -28,7 +28,7 @@ from fedtheory.backend import count_host_syncs, get_backend, get_namespace, to_n
 from fedtheory.errors import FedTheoryError, HostConversionError, NotInCuPyError
 from fedtheory.nn import kernels
 from fedtheory.nn.conv import Conv1DNet
-from fedtheory.nn.data import FederatedData
+from fedtheory.nn.data import FederatedData, federated_synthetic
 from fedtheory.nn.problem import MLPProblem
 from fedtheory.problems import (
     PLProblem,
@@ -305,6 +305,21 @@ def test_nn_training_through_the_simulator_equals_numpy(shards):
         x0 = to_numpy(p.init(np.random.default_rng(1), (2,)))
         results.append(simulate(p, "fedadam", "uniform", participation_m=2, rounds=6, seeds=2,
                                 x0=x0, lr=0.1, local_steps=2, backend=backend))  # fmt: skip
+    _same(*results)
+
+
+@pytest.mark.parametrize("name", ["fedavg", "afga", "cafga"])
+def test_nn_participants_only_path_equals_numpy(name):
+    """M = 2 of 8 clients: the local-steps engine takes grads_at (the subset path)."""
+    data = federated_synthetic(0.5, 0.5, 8, samples=30)
+    kw = dict(rounds=4, seeds=2, lr=0.05, local_steps=2, participation_m=2)
+    if name == "cafga":
+        kw["clusters"] = 2
+    results = []
+    for backend in ("numpy", "strict"):
+        p = MLPProblem(data, hidden=(5,), batch_size=4, xp=get_backend(backend))
+        x0 = to_numpy(p.init(np.random.default_rng(0)))
+        results.append(simulate(p, name, "uniform", x0=x0, backend=backend, **kw))
     _same(*results)
 
 
