@@ -318,7 +318,7 @@ class StrictArray(NDArrayOperatorsMixin):
             return out[0] if len(out) == 1 else out
         return _wrap(result)
 
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    def __array_function__(self, func: Any, kinds: Any, args: Any, kwargs: Any) -> Any:
         allowed = CUPY_LINALG if func.__module__.endswith("linalg") else CUPY_FUNCTIONS
         if func.__name__ not in allowed:
             raise _not_in_cupy(func.__name__, f"{func.__module__}.")
