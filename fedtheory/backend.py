@@ -6,6 +6,11 @@ A user picks the backend with ``get_backend("cupy")`` or the ``FEDTHEORY_BACKEND
 variable (``numpy`` by default). Asking for CuPy where there is no usable GPU raises
 :class:`~fedtheory.errors.BackendUnavailableError` with one sentence that says why.
 
+A third backend, ``"strict"`` (:mod:`fedtheory._strict`), runs on the CPU with CuPy's boundary:
+its arrays refuse implicit conversion to NumPy, offer only CuPy's functions, and tally every host
+synchronization, so the CuPy path is tested on machines without a GPU. :func:`to_numpy` is the
+one way from any backend's arrays to the host.
+
 Randomness is drawn on the host with :class:`numpy.random.Generator` and moved to the device, so
 the same seed gives the same bits on every backend.
 """
@@ -18,9 +23,23 @@ from typing import Any
 
 import numpy as np
 
+from fedtheory._strict import STRICT, StrictArray, count_host_syncs, host_copy
 from fedtheory.errors import BackendUnavailableError
 
-BACKENDS = ("numpy", "cupy")
+__all__ = [
+    "BACKENDS",
+    "ENV_VAR",
+    "asarray",
+    "count_host_syncs",
+    "get_backend",
+    "get_namespace",
+    "gpu_available",
+    "is_device_array",
+    "resolve_dtype",
+    "to_numpy",
+]
+
+BACKENDS = ("numpy", "cupy", "strict")
 ENV_VAR = "FEDTHEORY_BACKEND"
 
 
@@ -44,7 +63,7 @@ def gpu_available() -> bool:
 
 
 def get_backend(name: str | None = None) -> ModuleType:
-    """Return the array module for ``name`` (``"numpy"`` or ``"cupy"``).
+    """Return the array module for ``name`` (``"numpy"``, ``"cupy"`` or ``"strict"``).
 
     ``None`` reads ``FEDTHEORY_BACKEND`` and falls back to NumPy.
 
@@ -56,6 +75,8 @@ def get_backend(name: str | None = None) -> ModuleType:
     name = (name or os.environ.get(ENV_VAR) or "numpy").strip().lower()
     if name == "numpy":
         return np
+    if name == "strict":
+        return STRICT
     if name != "cupy":
         raise BackendUnavailableError(
             f"unknown array backend {name!r}: choose one of {', '.join(BACKENDS)}"
@@ -74,8 +95,11 @@ def get_backend(name: str | None = None) -> ModuleType:
 
 
 def get_namespace(*arrays: Any) -> ModuleType:
-    """The array namespace of ``arrays``: ``cupy`` if any is a CuPy array, else ``numpy``."""
+    """The array namespace of ``arrays``: ``cupy`` if any is a CuPy array, the strict namespace
+    if any is a strict array, else ``numpy``."""
     for a in arrays:
+        if isinstance(a, StrictArray):
+            return STRICT
         mod = type(a).__module__
         if mod.startswith("cupy"):
             import cupy  # noqa: PLC0415  (optional extra fedtheory[gpu])
@@ -90,8 +114,19 @@ def asarray(a: Any, xp: ModuleType | None = None, dtype: Any = None) -> Any:
     return xp.asarray(a, dtype=dtype)
 
 
+def is_device_array(a: Any) -> bool:
+    """True for an array that lives off the host: a CuPy array or a strict-backend array."""
+    return isinstance(a, StrictArray) or type(a).__module__.startswith("cupy")
+
+
 def to_numpy(a: Any) -> np.ndarray:
-    """A NumPy copy of ``a`` whatever its backend (``cupy.asnumpy`` for device arrays)."""
+    """A NumPy copy of ``a`` whatever its backend (``cupy.asnumpy`` for device arrays).
+
+    The one way from a device array to the host; on the strict backend each call is tallied as
+    a host transfer (:func:`count_host_syncs`).
+    """
+    if isinstance(a, StrictArray):
+        return host_copy(a)
     if type(a).__module__.startswith("cupy"):
         return a.get()
     return np.asarray(a)

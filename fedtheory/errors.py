@@ -40,3 +40,15 @@ class MissingExtraError(FedTheoryError, ImportError):
     def __init__(self, message: str, extra: str = "") -> None:
         super().__init__(message)
         self.extra = extra
+
+
+class HostConversionError(FedTheoryError, TypeError):
+    """A device array of the strict backend crossed to the host implicitly (``np.asarray``,
+    ``__array__``, a NumPy array mixed into device arithmetic), where CuPy raises ``TypeError``;
+    the message names the call site. Also a ``TypeError``, as CuPy raises."""
+
+
+class NotInCuPyError(FedTheoryError, AttributeError):
+    """A NumPy function or array method that CuPy does not provide, asked of the strict backend
+    (which offers only CuPy's functions). Also an ``AttributeError``, as ``cupy.name`` raises,
+    so ``hasattr(xp, name)`` stays False."""

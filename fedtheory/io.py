@@ -46,6 +46,7 @@ import orjson
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
+from fedtheory.backend import is_device_array, to_numpy
 from fedtheory.errors import FedTheoryError
 
 
@@ -66,8 +67,8 @@ def jsonable(obj: Any, *, arrays: bool = False) -> Any:
         return {str(k): jsonable(v, arrays=arrays) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [jsonable(v, arrays=arrays) for v in obj]
-    if type(obj).__module__.startswith("cupy"):
-        obj = obj.get()
+    if is_device_array(obj):
+        obj = to_numpy(obj)
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind == "c":
             raise TypeError("complex arrays have no JSON form")

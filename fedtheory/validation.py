@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from fedtheory.backend import is_device_array, to_numpy
 from fedtheory.errors import AssumptionError
 
 #: Bytes per entry a problem generator holds while it draws (the entries, their random draws
@@ -57,8 +58,8 @@ def as_real_array(name: str, a: Any, *, dtype: Any = np.float64) -> np.ndarray:
         ``"W must be a real numeric array, got complex128 (complex numbers are not accepted:
         their imaginary part would be dropped)"``.
     """
-    if type(a).__module__.startswith("cupy"):
-        a = a.get()
+    if is_device_array(a):
+        a = to_numpy(a)
     try:
         raw = np.asarray(a)
     except (ValueError, TypeError) as exc:  # ragged nested lists

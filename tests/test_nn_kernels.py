@@ -3,10 +3,12 @@ differences, the simulator's server optimizer bit for bit, the CUDA sources thro
 CuPy path against the NumPy path (GPU only)."""
 
 import ctypes
+import re
 import shutil
 import subprocess
 import sys
 import types
+from importlib import resources
 
 import numpy as np
 import pytest
@@ -16,6 +18,10 @@ from scipy.special import log_softmax, softmax
 
 from fedtheory.errors import AssumptionError
 from fedtheory.problems.nn import kernels
+
+#: The RawKernel each dtype case of test_cupy_kernels_agree_with_numpy runs (kernels.softmax_xent
+#: picks it by dtype): every kernel defined in a .cu file must be here.
+GPU_COMPARED = {np.float64: "softmax_xent_f64", np.float32: "softmax_xent_f32"}
 
 shapes = st.tuples(st.integers(1, 3), st.integers(1, 6), st.integers(1, 7))
 seeds = st.integers(0, 2**32 - 1)
@@ -205,8 +211,23 @@ def test_cuda_source_refuses_unknown_name():
 # ---------------------------------------------------------------------------------------------
 
 
+def test_every_cuda_kernel_is_compared_on_a_gpu():
+    """The .cu files shipped are CUDA_SOURCES, and every kernel they define is run against its
+    NumPy reference by test_cupy_kernels_agree_with_numpy (GPU_COMPARED): a new .cu file or
+    kernel fails here until the GPU test covers it."""
+    folder = resources.files("fedtheory.problems.nn").joinpath("cuda")
+    shipped = sorted(p.name for p in folder.iterdir() if p.name.endswith(".cu"))
+    assert shipped == sorted(kernels.CUDA_SOURCES)
+    defined = set()
+    for name in kernels.CUDA_SOURCES:
+        src = kernels.cuda_source(name)
+        defined |= set(re.findall(r"^FEDTHEORY_\w+\((\w+),", src, flags=re.M))
+        defined |= set(re.findall(r"__global__\s+void\s+(\w+)\s*\(", src)) - {"NAME"}
+    assert defined == set(GPU_COMPARED.values())
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", list(GPU_COMPARED))
 def test_cupy_kernels_agree_with_numpy(dtype):
     import cupy as cp  # noqa: PLC0415  (optional extra fedtheory[gpu])
 

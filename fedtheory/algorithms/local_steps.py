@@ -52,16 +52,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from fedtheory.algorithms.base import Participants, broadcast_clients, participants, spread
-from fedtheory.backend import get_namespace
+from fedtheory.backend import get_namespace, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.validation import check_int, check_positive
 
 Array = Any
 
 
-def _mask_at(compute: Any, t: int, shape: tuple[int, int], xp: Any) -> Array | None:
-    """The (S, N) mask of step t (as given), or None when every client computes."""
+def _mask_at(
+    compute: Any, t: int, shape: tuple[int, int], xp: Any, host: np.ndarray | None = None
+) -> Array | None:
+    """The (S, N) mask of step t (as given), or None when every client computes; ``host``, a
+    host copy of that mask, decides it without waiting for the device."""
     if compute is None:
         return None
     if callable(compute):
@@ -71,7 +76,7 @@ def _mask_at(compute: Any, t: int, shape: tuple[int, int], xp: Any) -> Array | N
         if getattr(m, "ndim", 0) == 3:  # (S, K, N): one mask per local step
             m = m[:, t, :]
     m = xp.asarray(m)
-    if m.dtype == bool and bool(m.all()):
+    if m.dtype == bool and bool((m if host is None else host).all()):
         return None  # everyone computes: skip the multiplication (same bits)
     if m.shape != shape:
         raise AssumptionError(
@@ -81,16 +86,19 @@ def _mask_at(compute: Any, t: int, shape: tuple[int, int], xp: Any) -> Array | N
     return m
 
 
-def _subset(m: Array | None, N: int, xp: Any) -> tuple[Array, Array] | None:
+def _subset(
+    m: Array | None, N: int, xp: Any, host: np.ndarray | None = None
+) -> tuple[Array, Array] | None:
     """``(idx, w)`` when mask ``m (S, N)`` has the same number M <= N/2 of nonzero entries in
     every seed: ``idx (S, M)`` the computing clients in increasing order, ``w (S, M)`` their
-    mask values; None otherwise (the full path)."""
+    mask values; None otherwise (the full path). ``host``, a host copy of ``m``, counts
+    without waiting for the device."""
     if m is None:
         return None
     on = m != 0
-    counts = on.sum(axis=1)
+    counts = (on if host is None else host != 0).sum(axis=1)
     M = int(counts[0])
-    if M == 0 or 2 * M > N or not bool(xp.all(counts == M)):
+    if M == 0 or 2 * M > N or not bool((counts == M).all()):
         return None
     idx = xp.argsort(~on, axis=1, kind="stable")[:, :M]
     return idx, xp.take_along_axis(m, idx, axis=1)
@@ -261,10 +269,14 @@ def local_steps(
         X = X.copy()
     step = xp.empty_like(X)  # lr * m_t * g, in place: the problem's own array is never scaled
     seeds = xp.arange(shape[0])[:, None]
+    # Per-step masks (S, K, N): one copy to the host decides every step's path, instead of a
+    # few device syncs per step (O(1) host synchronizations per round, not O(K)).
+    host = to_numpy(compute) if not fixed and not callable(compute) else None
     for t in range(K):
         if not fixed:
-            m = _mask_at(compute, t, shape, xp)
-            sub = _subset(m, shape[1], xp) if subset_ok else None
+            mt = None if host is None else host[:, t, :]
+            m = _mask_at(compute, t, shape, xp, mt)
+            sub = _subset(m, shape[1], xp, mt) if subset_ok else None
             lm = _scaled_mask(m, lr, d, X.dtype) if sub is None else None
         if sub is not None:
             # Only the M computing clients of every seed: gather, step, scatter back.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedtheory.algorithms.registry import info
+from fedtheory.backend import BACKENDS
 from fedtheory.cli.common import (
     add_clients,
     add_clients_per_round,
@@ -75,7 +76,7 @@ def register(subparsers) -> None:
                    help="local step size of one algorithm, e.g. --lr AFGA=0.05 (repeatable)")  # fmt: skip
     p.add_argument("--global-lr", action="append", default=[], metavar="ALG=VALUE",
                    help="server step size of one algorithm (repeatable)")  # fmt: skip
-    p.add_argument("--backend", choices=["numpy", "cupy"], default=None)
+    p.add_argument("--backend", choices=BACKENDS, default=None)
     p.add_argument("--float32", action="store_true", help="single precision instead of float64")
     add_json(p)
     p.add_argument("--plot", action="store_true", help="draw figures/nn_n1.png and .pdf")

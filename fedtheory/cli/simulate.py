@@ -26,6 +26,7 @@ import numpy as np
 from fedtheory.algorithms import available, info
 from fedtheory.algorithms.registry import BASE_SETTINGS, SHARED_SETTINGS
 from fedtheory.analysis.rates import fit_linear_rate
+from fedtheory.backend import BACKENDS
 from fedtheory.cli.common import (
     add_clients_per_round,
     add_json,
@@ -104,7 +105,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workers", type=int, default=available_cores(), metavar="N",
                    help="run the seed blocks in N processes (the cores this process may use; "
                    "the numbers do not depend on N)")  # fmt: skip
-    p.add_argument("--backend", choices=("numpy", "cupy"), default=None, help="array backend")
+    p.add_argument("--backend", choices=BACKENDS, default=None, help="array backend")
     p.add_argument("--float32", action="store_true", help="single precision instead of float64")
     p.add_argument("--fail-on-divergence", action="store_true",
                    help="exit with status 3 when a seed diverged or is diverging (its error grew "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from fedtheory.backend import BACKENDS
 from fedtheory.cli.common import (
     add_clients,
     add_clients_per_round,
@@ -94,7 +95,7 @@ def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> 
         default="avg",
         help="which metric the printed table fits: avg (Thm 4.6) or min (Cor 5.11)",
     )
-    p.add_argument("--backend", choices=("numpy", "cupy"), default=None, help="array backend")
+    p.add_argument("--backend", choices=BACKENDS, default=None, help="array backend")
     add_json(p, "every run and fit")
     p.add_argument("--plot", metavar="OUT.png", default=None, help="draw the study")  # fmt: skip
 

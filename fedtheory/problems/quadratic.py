@@ -308,10 +308,12 @@ class LeastSquaresProblem(QuadraticProblem):
             raise AssumptionError("minibatch gradients need X of shape (seeds, clients, dim)")
         S, N, d = X.shape
         n, B = self.A.shape[1], self.batch_size
-        idx = np.asarray(rng.integers(0, n, size=(S, N, B)))
-        A = self.A[np.arange(N)[None, :, None], idx]  # (S, N, B, d), drawn on the host
-        b = self.b[np.arange(N)[None, :, None], idx]
-        A, b = xp.asarray(A, dtype=X.dtype), xp.asarray(b, dtype=X.dtype)
+        # indices drawn on the host (a SeedRng moves them to X's device); the rows are gathered
+        # where X lives, never by np.asarray on a device array
+        idx = xp.asarray(rng.integers(0, n, size=(S, N, B)))
+        clients = xp.arange(N)[None, :, None]
+        A = self._dev.get("A", self.A, xp, X.dtype)[clients, idx]  # (S, N, B, d)
+        b = self._dev.get("b", self.b, xp, X.dtype)[clients, idx]
         r = xp.einsum("snbd,snd->snb", A, X) - b
         G = (n / B) * xp.einsum("snbd,snb->snd", A, r) + self.lam * X
         return self._add_noise(G, rng)

@@ -655,7 +655,10 @@ def simulate(
         Explicit participation masks, bool or 0/1 (integer counts >= 0 for a model that draws
         with replacement); overrides the model's draws; weights still by ``aggregation`` over
         the model.
-    backend : "numpy" or "cupy", optional
+    backend : "numpy", "cupy" or "strict", optional
+        None reads ``FEDTHEORY_BACKEND``. ``"strict"`` (:mod:`fedtheory._strict`) runs the CuPy
+        path on the CPU (one seed block, no worker processes, as on a GPU) and gives NumPy's
+        numbers bit for bit when the seeds fit in one NumPy block.
     dtype : float64 (default) or float32
     divergence_bound : float
         A seed is flagged as diverged once ||x_r - x*|| (or ||grad f||^2 without x*) exceeds

@@ -32,9 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms.base import Algorithm, RoundDraw
+from fedtheory.algorithms.base import Algorithm, RoundDraw, zeros_fill
 from fedtheory.algorithms.registry import make_algorithm
 from fedtheory.analysis.exact.layouts import NotAffineError, StateLayout, state_layout
+from fedtheory.backend import get_backend, to_numpy
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.validation import check_finite, check_int, check_positive
 
@@ -79,18 +80,20 @@ class _Probe:
     gradient computed, non-participants' multiplied by zero), which equals the subset path.
     """
 
-    def __init__(self, H: np.ndarray, h: np.ndarray, offsets: list | None = None) -> None:
-        self.H, self.h, self.offsets = H, h, offsets
+    def __init__(
+        self, H: np.ndarray, h: np.ndarray, offsets: list | None = None, xp: Any = np
+    ) -> None:
+        self.xp, self.H, self.h, self.offsets = xp, xp.asarray(H), xp.asarray(h), offsets
         self.n_clients, self.dim = int(H.shape[0]), int(H.shape[1])
         self.calls = 0
         self.noisy_calls = 0
 
     def grads(self, X: np.ndarray, rng: Any = None) -> np.ndarray:
         # x_i^T H_i = (H_i x_i)^T for symmetric H_i: one batched product over clients.
-        G = np.matmul(X.transpose(1, 0, 2), self.H).transpose(1, 0, 2) - self.h
+        G = self.xp.matmul(X.transpose(1, 0, 2), self.H).transpose(1, 0, 2) - self.h
         if rng is not None:
             if self.offsets is not None:
-                G = G + self.offsets[self.noisy_calls]
+                G = G + self.xp.asarray(self.offsets[self.noisy_calls])
             self.noisy_calls += 1
         self.calls += 1
         return G
@@ -179,14 +182,19 @@ class RoundModel:
 
 
 class _Runner:
-    """Runs ``algorithm.round`` on batches of coordinate states (seeds = basis states)."""
+    """Runs ``algorithm.round`` on batches of coordinate states (seeds = basis states), in the
+    namespace ``xp`` (states, draws and the probe's data moved there; results back on the
+    host with :func:`~fedtheory.backend.to_numpy`)."""
 
-    def __init__(self, algorithm: Algorithm, layout: StateLayout, H: np.ndarray, h: np.ndarray):
-        self.algorithm, self.layout, self.H, self.h = algorithm, layout, H, h
+    def __init__(
+        self, algorithm: Algorithm, layout: StateLayout, H: np.ndarray, h: np.ndarray,
+        xp: Any = np,
+    ) -> None:  # fmt: skip
+        self.algorithm, self.layout, self.H, self.h, self.xp = algorithm, layout, H, h, xp
         self.N, self.d = int(H.shape[0]), int(H.shape[1])
 
     def template(self, S: int) -> Any:
-        return self.algorithm.init(_Probe(self.H, self.h), np.zeros((S, self.d)))
+        return self.algorithm.init(_Probe(self.H, self.h, xp=self.xp), self.xp.zeros((S, self.d)))
 
     def __call__(
         self,
@@ -200,19 +208,25 @@ class _Runner:
         problem: Any = None,
         fill: Any = None,
     ) -> tuple[np.ndarray, np.ndarray, _Probe | None]:
-        S = u.shape[0]
-        state = self.layout.decode(self.template(S), u, V, *(() if fill is None else (fill,)))
-        draw = RoundDraw(mask=np.asarray(mask, dtype=bool), weights=np.asarray(weights), r=0)
+        S, xp = u.shape[0], self.xp
+        fill = zeros_fill if fill is None else fill
+        state = self.layout.decode(
+            self.template(S), xp.asarray(u), xp.asarray(V), lambda shape: xp.asarray(fill(shape))
+        )
+        draw = RoundDraw(
+            mask=xp.asarray(mask, dtype=bool), weights=xp.asarray(weights, dtype=np.float64), r=0
+        )
         probe = None
         if problem is None:
-            problem = probe = _Probe(self.H, self.h if constant else np.zeros_like(self.h), offsets)
+            h = self.h if constant else np.zeros_like(self.h)
+            problem = probe = _Probe(self.H, h, offsets, xp=xp)
             rng: Any = _NoiseStream()
         else:
             rng = None
         with np.errstate(all="ignore"):
             out = self.algorithm.round(state, problem, draw, rng)
-        u2, V2 = self.layout.encode(out)
-        return np.asarray(u2, dtype=np.float64), np.asarray(V2, dtype=np.float64), probe
+        u2, V2 = (to_numpy(a).astype(np.float64) for a in self.layout.encode(out))
+        return u2, V2, probe
 
 
 def _local_basis(N: int, du: int, dv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -286,6 +300,7 @@ def extract_round_model(
     verify: bool = True,
     rtol: float = VERIFY_RTOL,
     seed: int = 0,
+    backend: str = "numpy",
 ) -> RoundModel:
     """Read the block-affine model (*) of ``algorithm``'s round on a quadratic ``problem``.
 
@@ -306,6 +321,10 @@ def extract_round_model(
         Tolerance of the verification, relative to the size of the states.
     seed : int
         Seed of the verification's random states.
+    backend : {"numpy", "strict", "cupy"}
+        Where the algorithm's batched rounds run (the model itself is assembled on the host).
+        ``"strict"`` proves the round crosses no host/device boundary; the model is the same
+        bits as on NumPy.
 
     Returns
     -------
@@ -320,7 +339,7 @@ def extract_round_model(
     H, h = quadratic_data(problem)
     N, d = H.shape[:2]
     layout = state_layout(algorithm, N, d)
-    run = _Runner(algorithm, layout, H, h)
+    run = _Runner(algorithm, layout, H, h, get_backend(backend))
     du, dv = layout.du, layout.dv
     m, n = du + dv, du + N * dv
 
@@ -394,7 +413,7 @@ def extract_round_model(
         f0=f0, beta=beta, gamma=gamma, noise=resp, z0=z0,
     )  # fmt: skip
     if verify:
-        res = verify_round_model(model, problem, algorithm, rtol=rtol, seed=seed)
+        res = verify_round_model(model, problem, algorithm, rtol=rtol, seed=seed, backend=backend)
         model = RoundModel(**{**model.__dict__, "verification": res})
     return model
 
@@ -419,6 +438,7 @@ def verify_round_model(
     rtol: float = VERIFY_RTOL,
     n_states: int = 4,
     seed: int = 0,
+    backend: str = "numpy",
 ) -> float:
     """Check the model (*) against ``algorithm.round`` on the real ``problem``.
 
@@ -428,6 +448,8 @@ def verify_round_model(
     round(a z1 + (1 - a) z2) = a round(z1) + (1 - a) round(z2) for the same draw; with
     stochastic gradients, the noise response is checked at random offsets as well. Residuals
     are max-norms relative to max(1, max |state|).
+
+    The rounds run in ``backend``'s namespace, as in :func:`extract_round_model`.
 
     Returns
     -------
@@ -442,7 +464,7 @@ def verify_round_model(
     H, h = quadratic_data(problem)
     N, d = H.shape[:2]
     rng = np.random.default_rng(seed)
-    run = _Runner(algorithm, model.layout, H, h)
+    run = _Runner(algorithm, model.layout, H, h, get_backend(backend))
     du, dv = model.du, model.dv
     S = max(4, int(n_states))
     masks = rng.random((S, N)) < 0.5

@@ -92,7 +92,7 @@ def run_local_steps_study(
         Seeds of the random topologies and of the problem.
     confidence : float
         Level of the exponents' confidence intervals.
-    backend : {"numpy", "cupy"}, optional
+    backend : {"numpy", "cupy", "strict"}, optional
     progress : bool
         Show a progress bar (stderr, only on a terminal).
 

@@ -97,7 +97,6 @@ class MLPProblem:
         self._x = xp.asarray(data.x, dtype=self.dtype)
         self._y = xp.asarray(data.y)
         self._counts = xp.asarray(data.counts)
-        self._counts_host = np.asarray(data.counts)
         # Full-batch row weights 1{b < n_i} / n_i: f_i is the mean over client i's own rows.
         self._w_full = xp.asarray(data.mask / data.counts[:, None], dtype=self.dtype)
         self._x_test = xp.asarray(data.x_test, dtype=self.dtype)
@@ -143,12 +142,11 @@ class MLPProblem:
         :class:`numpy.random.Generator` or a :class:`fedtheory.algorithms.base.SeedRng`), so the
         same seed gives the same bits on every backend."""
         B = self.batch_size
-        # ``rng`` is a numpy Generator or the simulator's SeedRng (seed axis first).
-        u = to_numpy(rng.random((*lead, self.n_clients, B)))
-        idx = np.minimum(
-            (u * self._counts_host[:, None]).astype(np.int64), self._counts_host[:, None] - 1
-        )
-        return self.xp.asarray(idx)
+        # ``rng`` is a numpy Generator or the simulator's SeedRng (seed axis first); the
+        # uniforms go to the device and stay there (no round trip through the host).
+        xp, counts = self.xp, self._counts[:, None]
+        u = xp.asarray(rng.random((*lead, self.n_clients, B)))
+        return xp.minimum((u * counts).astype(np.int64), counts - 1)
 
     # -- the Problem protocol -------------------------------------------------------------
 
@@ -192,9 +190,9 @@ class MLPProblem:
                 Xs, self._x[clients], self._y[clients], self._w_full[clients]
             )
             return g
-        counts = self._counts_host[to_numpy(clients)][..., None]  # (S, M, 1)
-        u = to_numpy(rng.random((*clients.shape, self.batch_size)))
-        idx = xp.asarray(np.minimum((u * counts).astype(np.int64), counts - 1))
+        counts = self._counts[clients][..., None]  # (S, M, 1), on the device
+        u = xp.asarray(rng.random((*clients.shape, self.batch_size)))
+        idx = xp.minimum((u * counts).astype(np.int64), counts - 1)
         rows = clients[..., None]
         _, g = self.model.loss_grad(
             Xs, self._x[rows, idx], self._y[rows, idx], 1.0 / self.batch_size
