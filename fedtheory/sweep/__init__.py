@@ -113,8 +113,8 @@ def estimate(spec: Spec, dim: int) -> dict:
     S, R = spec.values["seeds"], spec.values["rounds"]
     points = spec.n_tasks // len(spec.seed_blocks())
     per_seed = sum(
-        np.dtype(dtype).itemsize * {"round": R + 1, "component": dim, None: 1}[extra]
-        for extra, dtype, _, _ in VARIABLES.values()
+        np.dtype(var.dtype).itemsize * {"round": R + 1, "component": dim, None: 1}[var.extra]
+        for var in VARIABLES.values()
     )
     files = spec.n_tasks * len(VARIABLES)
     return {
@@ -193,6 +193,8 @@ def run(
     store : path
         Directory of the Zarr store: created when absent (or empty), resumed when it holds a
         store made from the same spec: damaged tasks are run again, damaged metadata rewritten.
+        A store made from a spec that ``spec`` extends (more seeds, values appended to axes:
+        :meth:`~fedtheory.sweep.spec.Spec.growth`) grows, and only the new tasks run.
     workers : int, optional
         Local Dask worker processes (default: the cores available). Not with ``scheduler``.
     scheduler : str, optional
@@ -207,7 +209,9 @@ def run(
     -------
     dict
         ``tasks_total``, ``tasks_skipped`` (complete and intact in the store), ``tasks_run``,
-        ``tasks_repaired`` (of those run, the ones that were damaged), ``metadata_repaired``
+        ``tasks_repaired`` (of those run, the ones that were damaged), ``extended`` (what the
+        store grew by, ``["seed 4 -> 8"]``, when ``spec`` extends the spec that made it; else
+        empty), ``metadata_repaired``
         (files rewritten), ``store`` (absolute path), ``seconds`` (wall time of this call),
         ``spec_hash``, ``dims`` (name -> length), ``engine`` (where the tasks ran; None when
         none ran), ``seeds_diverged`` and ``seeds_diverging`` (over the store's complete tasks),
@@ -241,6 +245,9 @@ def run(
             done = {c.index for c in checks if c.state == "complete"}
             damaged = {c.index: c for c in checks if c.state == "damaged"}
             todo = [t for t in tasks if t.index not in done]
+            if st.extended:
+                _say(progress, f"extending the store ({', '.join(st.extended)}): "
+                               f"{len(done)} tasks kept")  # fmt: skip
             if todo:
                 st.check_writable()
                 with engine:  # what it does, once nothing but a task can fail
@@ -265,13 +272,14 @@ def run(
         except BaseException:
             st.remove()  # a store made by this call that holds no task is not left behind
             raise
-    dims = {k: len(v) for k, v in spec.swept.items()}
+    dims = {a.name: len(a.points) for a in spec.axes}
     dims.update(seed=spec.values["seeds"], round=spec.values["rounds"] + 1, component=dim)
     return {
         "tasks_total": len(tasks),
         "tasks_skipped": len(done),
         "tasks_run": len(todo),
         "tasks_repaired": len(damaged),
+        "extended": st.extended,
         "metadata_repaired": st.repaired,
         "store": str(st.path),
         "seconds": time.perf_counter() - t0,
