@@ -1,7 +1,9 @@
 """Sweeps that outgrow one process: a grid of simulations as Dask tasks in a resumable Zarr store.
 
 A sweep spec (a TOML table, :mod:`fedtheory.sweep.spec`) names a problem, an algorithm and the
-flags of ``fedtheory simulate``; every key given as a list is swept (cartesian product). Each
+flags of ``fedtheory simulate``; every key given as a list is swept (cartesian product), a
+``[zip]`` table pairs lists into one axis, and ``[algorithms.NAME]`` tables give each algorithm
+its own settings on one ``run`` axis (docs/sweeps.md). Each
 grid point and block of ``seed_block`` seeds is one task (:func:`fedtheory.sweep.task.run_task`,
 one batched :func:`~fedtheory.simulation.simulate` call), run on Dask
 (:mod:`fedtheory.sweep.engine`): a local cluster of worker processes with one BLAS thread each,
@@ -19,15 +21,18 @@ paths (a shared file system); the store need not be visible to them: the driver 
 it, as results come back.
 
 Results go to a Zarr store (:mod:`fedtheory.sweep.store`) that ``xarray.open_zarr(DIR)`` opens:
-``error`` with one dimension per swept key plus ``seed`` and ``round``, ``x_final``,
-``diverged``, ``diverged_at``, ``diverging``, ``diverging_at``, ``checksum`` and ``complete``.
+``error`` with one dimension per axis plus ``seed`` and ``round``, ``x_final``,
+``diverged``, ``diverged_at``, ``diverging``, ``diverging_at``, ``checksum`` and ``complete``,
+each with CF ``long_name`` and ``units``; the settings fixed over the grid are attributes.
 The driver writes each task's region, then its checksums and completion flags, as the task
 finishes, so running the same sweep on the same store again skips the complete tasks: a driver
 killed with SIGKILL loses at most the tasks in flight, a worker killed mid-task is re-run by
 Dask. A resume verifies every task against its checksums and runs damaged ones again (a chunk
 deleted, truncated or altered), and rewrites damaged metadata; :func:`open` and :func:`check`
 verify the store and never return data that fail it. One driver runs per store (a lock that the
-kernel drops when the driver ends, however it ends); a store made from another spec is refused.
+kernel drops when the driver ends, however it ends); a store made from another spec is refused,
+unless the spec extends it (more seeds, values appended to an axis): then the store grows and
+only the new tasks run.
 
 Size is estimated before any work: the number of tasks (at most ``max_tasks``, 100000 by
 default), the driver's memory (refused beyond the memory limit, ``--max-memory``) and the store's
@@ -302,7 +307,7 @@ def check(store: str | os.PathLike) -> StoreCheck:
 def open(store: str | os.PathLike | Path, *, verify: bool = True) -> Any:  # shadows open() here
     """The sweep store at ``store`` as a lazy :class:`xarray.Dataset`.
 
-    ``ds.error`` has one dimension per swept key plus ``seed`` and ``round``; seeds of tasks
+    ``ds.error`` has one dimension per axis plus ``seed`` and ``round``; seeds of tasks
     not yet run hold NaN and ``ds.complete`` False. The spec is ``ds.attrs["fedtheory_spec"]``.
     The store is verified first (metadata, coordinates and every task's checksums): a damaged
     store is refused with :class:`~fedtheory.errors.StoreError`, naming what is damaged (running

@@ -2,8 +2,12 @@
 resume; a format version; one driver at a time.
 
 Layout (Zarr format 3, consolidated metadata, so ``xarray.open_zarr(DIR)`` opens it as a
-Dataset). ``K...`` stands for one dimension per swept key, in the order of
-:data:`fedtheory.sweep.spec.KEYS`, each with its swept values as coordinate:
+Dataset). ``K...`` stands for one dimension per axis of the grid
+(:attr:`fedtheory.sweep.spec.Spec.axes`, in the order of :data:`fedtheory.sweep.spec.KEYS`): a
+swept key's dimension has its values as coordinate, the ``zip`` and ``run`` dimensions have one
+coordinate per key they set (``algorithm(run)``, ``global_lr(run)``, ...). Every variable and
+coordinate has CF ``long_name`` and ``units`` (none for strings); every setting fixed over the
+grid is a root attribute under its key's name:
 
 ================  ==========================  ==========================================
 variable          dimensions                  meaning
@@ -30,7 +34,8 @@ written first, then its checksums, then its ``complete`` flags: a writer killed 
 leaves the task incomplete, and the next run does it again.
 
 Integrity. The attributes hold the store format (``fedtheory_store``, :data:`STORE_FORMAT`:
-format 2 added the checksums), the normalized spec (``fedtheory_spec``, JSON, with its files'
+format 2 added the checksums, format 3 the zip and algorithms tables, CF attributes and the
+fixed settings as attributes), the normalized spec (``fedtheory_spec``, JSON, with its files'
 digests in ``fedtheory_spec_files``), its hash (``fedtheory_spec_hash``) and the version of
 fedtheory that made it (``fedtheory_version``, provenance, not checked). Everything but the
 tasks' data follows from the spec: the metadata and coordinates are compared with a store made
