@@ -325,6 +325,18 @@ def test_cf_attributes_and_fixed_settings_through_xarray(engine, tmp_path):
     assert json.loads(ds.attrs["fedtheory_spec"])["algorithms"]["fedadam"]["beta1"] == 0.8
 
 
+def test_a_key_some_algorithms_leave_unset_is_nan_or_empty(engine, tmp_path):
+    spec = {**BASE, "lr": 0.01, "local_steps": 2, "seeds": 2,
+            "algorithms": {"fedavg": {}, "cafga": {"clusters": [2, 4], "topology": "ring"}}}  # fmt: skip
+    path = tmp_path / "store"
+    assert _sweep(engine, spec, path)["tasks_run"] == 3
+    ds = open_sweep(path)  # verified: the NaN coordinate is what the spec makes
+    np.testing.assert_array_equal(ds.clusters.values, [np.nan, 2.0, 4.0])
+    assert list(ds.topology.values) == ["", "ring", "ring"] and "topology" not in ds.attrs
+    again = _sweep(engine, spec, path)
+    assert (again["tasks_run"], again["metadata_repaired"]) == (0, [])
+
+
 def test_a_store_of_format_2_is_refused_not_misread(engine, tmp_path):
     f = tmp_path / "compare.toml"
     f.write_text(COMPARE_TOML)
