@@ -249,6 +249,26 @@ def test_compare_then_extend_equals_one_go(engine, tmp_path):
         assert float(best.sel(algorithm=alg)) == float(mine.min()) > 0
 
 
+def test_an_extension_cut_short_is_refused_on_read_and_finished_on_resume(engine, tmp_path):
+    first = tmp_path / "first.toml"
+    first.write_text(COMPARE_TOML)
+    final = _final_spec(tmp_path)
+    store = tmp_path / "store"
+    _sweep(engine, first, store)
+    old_root = (store / "zarr.json").read_bytes()
+    _sweep(engine, final, store)
+    reference = _load(store)
+    # as if the driver died after the arrays' metadata were rewritten, before the root was
+    (store / "zarr.json").write_bytes(old_root)
+    report = check(store)
+    assert not report.intact and report.metadata  # the arrays disagree with the stored spec
+    with pytest.raises(StoreError, match="is damaged, its metadata or coordinates are damaged"):
+        open_sweep(store)
+    again = _sweep(engine, final, store)
+    assert again["tasks_run"] == 0 and again["extended"] == ["run 3 -> 4", "seed 2 -> 4"]
+    xr.testing.assert_identical(_load(store), reference)
+
+
 def test_an_extension_that_would_move_data_is_refused(engine, tmp_path):
     first = tmp_path / "first.toml"
     first.write_text(COMPARE_TOML)
