@@ -698,7 +698,7 @@ def _resume_metadata(path: Path, spec: Spec, dim: int) -> tuple[list[str], list[
     """
     attrs, text = _read_root(path)
     version = __version__
-    grown: list[str] | None = []
+    grown: list[str] = []
     if attrs is None:  # not JSON: its spec hash still names the spec that made it?
         if not (spec.hash in text and STORE_FORMAT in text):
             raise StoreError(
@@ -715,8 +715,8 @@ def _resume_metadata(path: Path, spec: Spec, dim: int) -> tuple[list[str], list[
                 old = {}
             keys = spec.differences(old)
             if keys:  # else only the hash attribute is damaged: rewritten below
-                grown = spec.growth(old)
-                if not grown:  # refused as any store of another spec
+                grown = spec.growth(old) or []
+                if not grown:  # no extension: refused as any store of another spec
                     raise StoreError(
                         f"the store {path} was made from a different spec (it differs in "
                         f"{', '.join(keys)}): give another --store, or the spec it was made from "
