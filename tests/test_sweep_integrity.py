@@ -102,7 +102,7 @@ def test_checksums_cover_every_value_and_the_place():
 def test_a_fresh_store_checks_complete(reference, capsys):
     report = check(reference[0])
     assert report.complete and report.counts() == {"complete": 8, "incomplete": 0, "damaged": 0}
-    assert reference[1].attrs["fedtheory_store"] == STORE_FORMAT == "fedtheory-sweep-2"
+    assert reference[1].attrs["fedtheory_store"] == STORE_FORMAT == "fedtheory-sweep-3"
     assert set(reference[1].data_vars) >= {"checksum", "diverging", "diverging_at"}
     assert main(["sweep", "--check", str(reference[0]), "--json", "-"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -6,6 +6,7 @@ Contract::
     fedtheory sweep --check DIR [--json OUT|-]
 
 runs every task of the spec (grid point x block of seeds) not yet complete and intact in ``DIR``
+(a store made from a spec that this one extends grows: more seeds, values appended to an axis)
 and writes a summary with at least ``tasks_total``, ``tasks_skipped``, ``tasks_run``,
 ``tasks_repaired``, ``store`` and ``seconds``. Running the same command again resumes, and runs
 damaged tasks again. A store made from another spec or in use by another driver, a bad spec, a
@@ -34,7 +35,7 @@ from fedtheory.cli.common import (
 from fedtheory.errors import FedTheoryError
 from fedtheory.sweep import check as check_store
 from fedtheory.sweep import run as run_sweep
-from fedtheory.sweep.spec import KEYS
+from fedtheory.sweep.spec import KEYS, TABLES
 from fedtheory.sweep.store import MAX_TASKS
 from fedtheory.validation import available_cores
 
@@ -53,6 +54,19 @@ spec (keys mirror fedtheory simulate's flags; every key given as a list is swept
     seeds = 20
     seed_block = 10
 
+Settings of one algorithm only, and values that go in pairs (see docs/sweeps.md):
+
+    [algorithms.focus]          # one axis, run: FOCUS once, FedAdam at each global_lr
+    [algorithms.fedadam]
+    global_lr = [0.1, 0.01]
+
+    [zip]                       # one axis, zip: (2e-4, 1), (1e-4, 3), not their product
+    lr = [2e-4, 1e-4]
+    local_steps = [1, 3]
+
+The same spec with more seeds (same seed_block) or values appended to an axis extends its
+store: only the new tasks run. Every problem of a spec is reported at once.
+
 On a Slurm cluster, start workers with dask_jobqueue.SLURMCluster (pip install dask-jobqueue)
 and pass its scheduler_address as --scheduler. Keys: {keys}
 """
@@ -66,11 +80,11 @@ def register(subparsers: Any) -> None:
         description=(
             "Run every grid point x block of seeds of a TOML sweep spec as a Dask task and\n"
             "write each task's region of a Zarr store as it finishes. xarray.open_zarr(DIR)\n"
-            "opens it: error with one dimension per swept key plus seed and round, x_final,\n"
+            "opens it: error with one dimension per axis plus seed and round, x_final,\n"
             "diverged. Running the same command on the same store skips the complete tasks and\n"
             "runs damaged ones again (every task carries checksums); one driver per store.\n"
             "--check DIR reports every task's state without running anything.\n\n"
-            + SPEC_EXAMPLE.format(keys=", ".join(KEYS))
+            + SPEC_EXAMPLE.format(keys=", ".join((*KEYS, *TABLES)))
         ),
         examples=[
             "fedtheory sweep focus_vs_scaffold.toml --store runs/fvs --workers 8",
@@ -167,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
     )
+    if summary["extended"]:
+        print(f"store grew: {', '.join(summary['extended'])} (only the new tasks ran)")
     growing = summary["seeds_diverging"]
     print(
         f"store: {summary['store']} ({dims}; {summary['seeds_diverged']} seeds diverged"

@@ -1,7 +1,9 @@
 """Sweeps that outgrow one process: a grid of simulations as Dask tasks in a resumable Zarr store.
 
 A sweep spec (a TOML table, :mod:`fedtheory.sweep.spec`) names a problem, an algorithm and the
-flags of ``fedtheory simulate``; every key given as a list is swept (cartesian product). Each
+flags of ``fedtheory simulate``; every key given as a list is swept (cartesian product), a
+``[zip]`` table pairs lists into one axis, and ``[algorithms.NAME]`` tables give each algorithm
+its own settings on one ``run`` axis (docs/sweeps.md). Each
 grid point and block of ``seed_block`` seeds is one task (:func:`fedtheory.sweep.task.run_task`,
 one batched :func:`~fedtheory.simulation.simulate` call), run on Dask
 (:mod:`fedtheory.parallel`): a local cluster of worker processes with one BLAS thread each,
@@ -19,15 +21,18 @@ paths (a shared file system); the store need not be visible to them: the driver 
 it, as results come back.
 
 Results go to a Zarr store (:mod:`fedtheory.sweep.store`) that ``xarray.open_zarr(DIR)`` opens:
-``error`` with one dimension per swept key plus ``seed`` and ``round``, ``x_final``,
-``diverged``, ``diverged_at``, ``diverging``, ``diverging_at``, ``checksum`` and ``complete``.
+``error`` with one dimension per axis plus ``seed`` and ``round``, ``x_final``,
+``diverged``, ``diverged_at``, ``diverging``, ``diverging_at``, ``checksum`` and ``complete``,
+each with CF ``long_name`` and ``units``; the settings fixed over the grid are attributes.
 The driver writes each task's region, then its checksums and completion flags, as the task
 finishes, so running the same sweep on the same store again skips the complete tasks: a driver
 killed with SIGKILL loses at most the tasks in flight, a worker killed mid-task is re-run by
 Dask. A resume verifies every task against its checksums and runs damaged ones again (a chunk
 deleted, truncated or altered), and rewrites damaged metadata; :func:`open` and :func:`check`
 verify the store and never return data that fail it. One driver runs per store (a lock that the
-kernel drops when the driver ends, however it ends); a store made from another spec is refused.
+kernel drops when the driver ends, however it ends); a store made from another spec is refused,
+unless the spec extends it (more seeds, values appended to an axis): then the store grows and
+only the new tasks run.
 
 Size is estimated before any work: the number of tasks (at most ``max_tasks``, 100000 by
 default), the driver's memory (refused beyond the memory limit, ``--max-memory``) and the store's
@@ -113,8 +118,8 @@ def estimate(spec: Spec, dim: int) -> dict:
     S, R = spec.values["seeds"], spec.values["rounds"]
     points = spec.n_tasks // len(spec.seed_blocks())
     per_seed = sum(
-        np.dtype(dtype).itemsize * {"round": R + 1, "component": dim, None: 1}[extra]
-        for extra, dtype, _, _ in VARIABLES.values()
+        np.dtype(var.dtype).itemsize * {"round": R + 1, "component": dim, None: 1}[var.extra]
+        for var in VARIABLES.values()
     )
     files = spec.n_tasks * len(VARIABLES)
     return {
@@ -193,6 +198,8 @@ def run(
     store : path
         Directory of the Zarr store: created when absent (or empty), resumed when it holds a
         store made from the same spec: damaged tasks are run again, damaged metadata rewritten.
+        A store made from a spec that ``spec`` extends (more seeds, values appended to axes:
+        :meth:`~fedtheory.sweep.spec.Spec.growth`) grows, and only the new tasks run.
     workers : int, optional
         Local Dask worker processes (default: the cores available). Not with ``scheduler``.
     scheduler : str, optional
@@ -207,7 +214,9 @@ def run(
     -------
     dict
         ``tasks_total``, ``tasks_skipped`` (complete and intact in the store), ``tasks_run``,
-        ``tasks_repaired`` (of those run, the ones that were damaged), ``metadata_repaired``
+        ``tasks_repaired`` (of those run, the ones that were damaged), ``extended`` (what the
+        store grew by, ``["seed 4 -> 8"]``, when ``spec`` extends the spec that made it; else
+        empty), ``metadata_repaired``
         (files rewritten), ``store`` (absolute path), ``seconds`` (wall time of this call),
         ``spec_hash``, ``dims`` (name -> length), ``engine`` (where the tasks ran; None when
         none ran), ``seeds_diverged`` and ``seeds_diverging`` (over the store's complete tasks),
@@ -241,6 +250,9 @@ def run(
             done = {c.index for c in checks if c.state == "complete"}
             damaged = {c.index: c for c in checks if c.state == "damaged"}
             todo = [t for t in tasks if t.index not in done]
+            if st.extended:
+                _say(progress, f"extending the store ({', '.join(st.extended)}): "
+                               f"{len(done)} tasks kept")  # fmt: skip
             if todo:
                 st.check_writable()
                 with engine:  # what it does, once nothing but a task can fail
@@ -265,13 +277,14 @@ def run(
         except BaseException:
             st.remove()  # a store made by this call that holds no task is not left behind
             raise
-    dims = {k: len(v) for k, v in spec.swept.items()}
+    dims = {a.name: len(a.points) for a in spec.axes}
     dims.update(seed=spec.values["seeds"], round=spec.values["rounds"] + 1, component=dim)
     return {
         "tasks_total": len(tasks),
         "tasks_skipped": len(done),
         "tasks_run": len(todo),
         "tasks_repaired": len(damaged),
+        "extended": st.extended,
         "metadata_repaired": st.repaired,
         "store": str(st.path),
         "seconds": time.perf_counter() - t0,
@@ -294,7 +307,7 @@ def check(store: str | os.PathLike) -> StoreCheck:
 def open(store: str | os.PathLike | Path, *, verify: bool = True) -> Any:  # shadows open() here
     """The sweep store at ``store`` as a lazy :class:`xarray.Dataset`.
 
-    ``ds.error`` has one dimension per swept key plus ``seed`` and ``round``; seeds of tasks
+    ``ds.error`` has one dimension per axis plus ``seed`` and ``round``; seeds of tasks
     not yet run hold NaN and ``ds.complete`` False. The spec is ``ds.attrs["fedtheory_spec"]``.
     The store is verified first (metadata, coordinates and every task's checksums): a damaged
     store is refused with :class:`~fedtheory.errors.StoreError`, naming what is damaged (running

@@ -1,11 +1,20 @@
 """A sweep specification: the TOML keys, their validation, normalization, hash, grid and tasks.
 
-A spec is a flat TOML table whose keys mirror ``fedtheory simulate``'s flags with underscores
-(:data:`KEYS`). Every key given as a list is *swept*: the grid is the cartesian product of the
-swept lists, in the order of :data:`KEYS` (not the order of the file, so that one normalized spec
-means one store layout). A *task* is one grid point and one block of at most ``seed_block``
-consecutive seeds; inside a task the seeds stay on the batch axis of
-:func:`fedtheory.simulation.simulate`.
+A spec is a TOML table whose keys mirror ``fedtheory simulate``'s flags with underscores
+(:data:`KEYS`). Every key given as a list is *swept*: it is one axis of the grid. Two tables make
+other axes (docs/sweeps.md):
+
+- ``[zip]``: lists of equal length that form one axis together, named ``zip`` (its points are
+  the i-th values of every list, not their product);
+- ``[algorithms.NAME]``: one table per algorithm, with the settings only that algorithm takes,
+  scalars or lists; every algorithm's points (the product of its table's lists) follow each
+  other on one axis, named ``run``, whose coordinates say which algorithm and settings a point
+  has.
+
+The grid is the cartesian product of the axes, in the order of :data:`KEYS` (an axis stands
+where its first key does; not the order of the file, so that one normalized spec means one
+store layout). A *task* is one grid point and one block of at most ``seed_block`` consecutive
+seeds; inside a task the seeds stay on the batch axis of :func:`fedtheory.simulation.simulate`.
 
 Nothing here needs the optional sweep extra (dask, zarr, xarray).
 
@@ -18,6 +27,10 @@ Examples
 {'algorithm': ('focus', 'fedavg'), 'lr': (0.01, 0.02)}
 >>> len(spec.tasks())
 8
+>>> spec = normalize({"problem": "quadratic", "lr": 0.01, "local_steps": 2, "rounds": 10,
+...                   "algorithms": {"focus": {}, "fedadam": {"global_lr": [0.1, 0.01]}}})
+>>> [(a.name, a.keys, len(a.points)) for a in spec.axes]
+[('run', ('algorithm', 'global_lr'), 3)]
 """
 
 from __future__ import annotations
@@ -55,32 +68,43 @@ class Key:
     choices: tuple | None = None
     minimum: float | None = None
     positive: bool = False
+    units: str | None = "1"  # CF units of its coordinate (None: a string, no units)
+
+    @property
+    def long_name(self) -> str:
+        """The CF ``long_name`` of the key's coordinate or attribute."""
+        return self.help
 
 
 #: Every key a spec may have, in the order of the dimensions of the store.
 KEYS: dict[str, Key] = {
-    "problem": Key("str", None, "a built-in problem", choices=tuple(BUILTIN_PROBLEMS)),
-    "problem_file": Key("path", None, ".npz with A (N, n, d), b (N, n), optional lam"),
-    "algorithm": Key("str", None, "algorithm name (fedtheory simulate --list)", required=True),
-    "participation": Key("str", "full", "participation model", choices=PARTICIPATION),
+    "problem": Key("str", None, "a built-in problem", choices=tuple(BUILTIN_PROBLEMS), units=None),
+    "problem_file": Key("path", None, ".npz with A (N, n, d), b (N, n), optional lam", units=None),
+    "algorithm": Key("str", None, "algorithm name (fedtheory simulate --list)", required=True,
+                     units=None),
+    "participation": Key("str", "full", "participation model", choices=PARTICIPATION, units=None),
     "clients_per_round": Key("int", None, "clients per round M (cluster: per cluster)", minimum=1),
-    "probabilities": Key("path", None, "participation probabilities p (.npy or text)"),
-    "aggregation": Key("str", "mean", "aggregation rule", choices=("mean", "weighted", "unbiased")),
-    "rounds": Key("int", None, "rounds R", required=True, sweepable=False, minimum=0),
+    "probabilities": Key("path", None, "participation probabilities p (.npy or text)", units=None),
+    "aggregation": Key("str", "mean", "aggregation rule", choices=("mean", "weighted", "unbiased"),
+                       units=None),
+    "rounds": Key("int", None, "rounds R", required=True, sweepable=False, minimum=0,
+                  units="rounds"),
     "local_steps": Key("int", None, "local steps K", required=True, minimum=1),
     "lr": Key("float", None, "local step size (FOCUS: its eta)", required=True, positive=True),
     "global_lr": Key("float", 1.0, "server step size", positive=True),
     "beta1": Key("float", 0.9, "server optimizer beta1", minimum=0.0),
     "beta2": Key("float", 0.99, "server optimizer beta2", minimum=0.0),
     "eps": Key("float", 1e-8, "server optimizer eps", minimum=0.0),
-    "eps_placement": Key("str", None, "eps inside or outside the root", choices=("inside", "outside")),
+    "eps_placement": Key("str", None, "eps inside or outside the root", choices=("inside", "outside"),
+                         units=None),
     "prox_mu": Key("float", 0.0, "FedProx proximal weight mu", minimum=0.0),
-    "topology": Key("str", None, "gossip graph of the gossip algorithms"),
+    "topology": Key("str", None, "gossip graph of the gossip algorithms", units=None),
     "clusters": Key("int", None, "clusters C (clustered algorithms, cluster participation)", minimum=1),
     "seeds": Key("int", 1, "seeds S (the seed dimension)", sweepable=False, minimum=1),
     "seed": Key("int", 0, "root seed (and the random problems' seed)", sweepable=False, minimum=0),
     "seed_block": Key("int", None, "seeds per task (default: all seeds)", sweepable=False, minimum=1),
-    "backend": Key("str", None, "array backend", sweepable=False, choices=("numpy", "cupy")),
+    "backend": Key("str", None, "array backend", sweepable=False, choices=("numpy", "cupy"),
+                   units=None),
     "float32": Key("bool", False, "single precision (results stored as float64)", sweepable=False),
 }  # fmt: skip
 
@@ -97,6 +121,38 @@ _WHY_SCALAR = {
 }
 
 
+#: The tables of a spec besides :data:`KEYS`: ``[zip]`` and ``[algorithms.NAME]``.
+TABLES = ("zip", "algorithms")
+
+#: Name of the dimension of the ``[zip]`` axis and of the ``[algorithms.NAME]`` axis.
+ZIP_DIM, RUN_DIM = "zip", "run"
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One dimension of the grid: the keys it sets and their values at each of its points.
+
+    Attributes
+    ----------
+    name : str
+        The dimension's name in the store: the key of a swept list, ``zip`` for the ``[zip]``
+        table, ``run`` for the ``[algorithms.NAME]`` tables.
+    keys : tuple of str
+        The keys whose values change along it (its coordinates in the store).
+    points : tuple of tuple
+        The values of ``keys`` at each point, in order.
+    """
+
+    name: str
+    keys: tuple
+    points: tuple
+
+    def values(self, key: str) -> tuple:
+        """The values of ``key`` along the axis (its coordinate)."""
+        i = self.keys.index(key)
+        return tuple(p[i] for p in self.points)
+
+
 @dataclass(frozen=True)
 class Task:
     """One grid point and one block of seeds: the unit of work and of the store.
@@ -106,7 +162,7 @@ class Task:
     index : int
         Position in :meth:`Spec.tasks` (grid points in C order, seed blocks innermost).
     point : tuple of int
-        Index of the grid point along each swept dimension.
+        Index of the grid point along each axis (:attr:`Spec.axes`).
     seed_ids : tuple of int
         The block's seeds (children of the root seed), consecutive.
     config : dict
@@ -119,35 +175,91 @@ class Task:
     config: dict
 
     def describe(self, spec: Spec) -> str:
-        """``lr=0.01, algorithm='focus', seeds 0-3``: which task this is, for messages."""
-        parts = [f"{k}={self.config[k]!r}" for k in spec.swept]
+        """``algorithm='focus', lr=0.01, seeds 0-3``: which task this is, for messages."""
+        parts = [f"{k}={self.config[k]!r}" for a in spec.axes for k in a.keys]
         parts.append(f"seeds {self.seed_ids[0]}-{self.seed_ids[-1]}")
         return ", ".join(parts)
 
 
 @dataclass(frozen=True)
 class Spec:
-    """A normalized sweep spec: every key of :data:`KEYS` with a value (defaults filled in).
+    """A normalized sweep spec: every key of :data:`KEYS` with a value (defaults filled in),
+    and the tables of :data:`TABLES`.
 
-    Swept keys hold tuples, the others scalars. Build one with :func:`normalize` or
-    :func:`load_spec`; ``values`` is then validated.
+    Swept and zipped keys hold tuples, the others scalars; ``values["zip"]`` is the tuple of
+    zipped keys (or None), ``values["algorithms"]`` maps each algorithm to its table (or None;
+    ``values["algorithm"]`` is then the tuple of their names). Build one with :func:`normalize`
+    or :func:`load_spec`; ``values`` is then validated.
     """
 
     values: dict
     source: str = "spec"
 
+    @cached_property
+    def axes(self) -> tuple[Axis, ...]:
+        """The grid's axes, in the order of the store's dimensions (:data:`KEYS` order)."""
+        v = self.values
+        zipped = v["zip"] or ()
+        tables = v["algorithms"]
+        out: list[tuple[int, Axis]] = []
+        order = {k: i for i, k in enumerate(KEYS)}
+        for k in KEYS:
+            if isinstance(v[k], tuple) and k not in zipped and not (tables and k == "algorithm"):
+                out.append((order[k], Axis(k, (k,), tuple((x,) for x in v[k]))))
+        if zipped:
+            keys = tuple(sorted(zipped, key=order.__getitem__))
+            points = tuple(zip(*(v[k] for k in keys), strict=True))
+            out.append((order[keys[0]], Axis(ZIP_DIM, keys, points)))
+        if tables:
+            keys = ("algorithm", *(k for k in KEYS if any(k in t for t in tables.values())))
+            points = []
+            for alg, table in tables.items():
+                lists = [_as_tuple(table.get(k, v[k])) for k in keys[1:]]
+                points.extend((alg, *combo) for combo in itertools.product(*lists))
+            out.append((order["algorithm"], Axis(RUN_DIM, keys, tuple(points))))
+        return tuple(a for _, a in sorted(out, key=lambda pair: pair[0]))
+
     @property
     def swept(self) -> dict[str, tuple]:
-        """The swept keys and their values, in the order of the store's dimensions."""
-        return {k: v for k, v in self.values.items() if isinstance(v, tuple)}
+        """Each axis's name and its points, in the order of the store's dimensions: the values
+        of a swept key, tuples of values for the ``zip`` and ``run`` axes."""
+        return {a.name: a.points if len(a.keys) > 1 else a.values(a.keys[0]) for a in self.axes}
 
     @property
     def grid_shape(self) -> tuple[int, ...]:
-        return tuple(len(v) for v in self.swept.values())
+        return tuple(len(a.points) for a in self.axes)
+
+    @property
+    def axis_keys(self) -> set[str]:
+        """The keys whose values change over the grid (the coordinates of the axes)."""
+        return {k for a in self.axes for k in a.keys}
+
+    @property
+    def fixed(self) -> dict:
+        """The keys of :data:`KEYS` with one value over the whole grid (those set, not None)."""
+        keys = self.axis_keys
+        return {k: v for k, v in self.values.items()
+                if k in KEYS and k not in keys and v is not None}  # fmt: skip
 
     def to_dict(self) -> dict:
-        """The normalized spec as plain JSON values (swept keys as lists)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.values.items()}
+        """The normalized spec as plain JSON values (lists for swept keys), in the form
+        :func:`normalize` reads: zipped keys inside ``zip``, tables inside ``algorithms`` (both
+        only when the spec has them)."""
+        zipped = self.values["zip"] or ()
+        out = {
+            k: None if k in zipped else list(v) if isinstance(v, tuple) else v
+            for k, v in self.values.items()
+            if k in KEYS
+        }
+        if zipped:  # the tables only when given: a spec without them has the keys of KEYS
+            out["zip"] = {k: list(self.values[k]) for k in zipped}
+        tables = self.values["algorithms"]
+        if tables is not None:
+            out["algorithms"] = {
+                alg: {k: list(x) if isinstance(x, tuple) else x for k, x in t.items()}
+                for alg, t in tables.items()
+            }
+        return out
 
     def hashable(self) -> dict:
         """:meth:`to_dict` with every file replaced by the SHA-256 of its contents."""
@@ -176,14 +288,15 @@ class Spec:
         return [tuple(range(a, min(a + B, S))) for a in range(0, S, B)]
 
     def tasks(self) -> list[Task]:
-        """Every task: grid points in C order of the swept dimensions, seed blocks innermost."""
-        swept = self.swept
-        fixed = {k: v for k, v in self.values.items() if k not in swept}
+        """Every task: grid points in C order of the axes, seed blocks innermost."""
+        axes = self.axes
+        base = {k: v for k, v in self.values.items() if k in KEYS and not isinstance(v, tuple)}
         out = []
         blocks = self.seed_blocks()
-        for point in itertools.product(*(range(len(v)) for v in swept.values())):
-            config = dict(fixed)
-            config.update({k: swept[k][i] for k, i in zip(swept, point, strict=True)})
+        for point in itertools.product(*(range(len(a.points)) for a in axes)):
+            config = dict(base)
+            for a, i in zip(axes, point, strict=True):
+                config.update(zip(a.keys, a.points[i], strict=True))
             for ids in blocks:
                 out.append(Task(index=len(out), point=point, seed_ids=ids, config=config))
         return out
@@ -193,11 +306,68 @@ class Spec:
         mine = self.hashable()
         return [k for k in sorted(set(mine) | set(other)) if mine.get(k) != other.get(k)]
 
+    def growth(self, other: dict) -> list[str] | None:
+        """How this spec extends the spec ``other`` (a hashable dict, as a store keeps it).
+
+        An extension keeps every value of ``other`` and adds seeds (``seeds`` a multiple of the
+        same ``seed_block`` before) or values appended to the end of axes, so every task of
+        ``other`` is a task of this spec, at the same grid point and with the same seeds.
+
+        Returns
+        -------
+        list of str or None
+            What grows (``["seed 4 -> 8", "lr 2 -> 3"]``; empty when the specs are the same),
+            or None when this spec is not an extension of ``other``.
+        """
+        try:
+            old = _plain(other, "the stored spec")
+        except FedTheoryError:
+            return None
+        new = _plain(self.hashable(), self.source)
+        if [(a.name, a.keys) for a in new.axes] != [(a.name, a.keys) for a in old.axes]:
+            return None  # another layout
+        grown = []
+        for a, b in zip(new.axes, old.axes, strict=True):
+            if a.points[: len(b.points)] != b.points:
+                return None  # a stored point changed or moved
+            if len(a.points) > len(b.points):
+                grown.append(f"{a.name} {len(b.points)} -> {len(a.points)}")
+        if any(new.fixed.get(k) != old.fixed.get(k) for k in KEYS if k != "seeds"):
+            return None  # a setting of every task changed
+        S, S0, B = new.values["seeds"], old.values["seeds"], old.values["seed_block"]
+        if S < S0 or (S > S0 and S0 % B):  # the stored blocks must stay the first blocks
+            return None
+        if S > S0:
+            grown.append(f"seed {S0} -> {S}")
+        return grown
+
 
 def spec_digest(hashable: dict) -> str:
     """SHA-256 of a spec's :meth:`Spec.hashable` dict as canonical JSON (:attr:`Spec.hash`)."""
     text = json.dumps(hashable, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(values: dict, source: str) -> Spec:
+    """A :class:`Spec` from :meth:`Spec.to_dict`'s plain values, without validating them (a
+    store's spec: its files may be gone)."""
+    if not isinstance(values, dict) or set(values) - set(TABLES) != set(KEYS):
+        raise FedTheoryError(f"{source}: the stored spec does not have the keys of a sweep spec")
+    out = {k: tuple(values[k]) if isinstance(values[k], list) else values[k] for k in KEYS}
+    zipped = values.get("zip")
+    tables = values.get("algorithms")
+    if not (zipped is None or isinstance(zipped, dict)) or not (
+        tables is None or isinstance(tables, dict)
+    ):
+        raise FedTheoryError(f"{source}: the stored spec's zip or algorithms is not a table")
+    if zipped:
+        out.update({k: tuple(v) for k, v in zipped.items()})
+    out["zip"] = tuple(zipped) if zipped else None
+    out["algorithms"] = None if tables is None else {
+        alg: {k: tuple(x) if isinstance(x, list) else x for k, x in t.items()}
+        for alg, t in tables.items()
+    }  # fmt: skip
+    return Spec(values=out, source=source)
 
 
 def from_stored(values: dict, files: dict, source: str) -> tuple[Spec, str]:
@@ -207,14 +377,10 @@ def from_stored(values: dict, files: dict, source: str) -> tuple[Spec, str]:
     Raises
     ------
     FedTheoryError
-        The stored spec does not have the keys of :data:`KEYS` (a damaged store).
+        The stored spec does not have the keys of :data:`KEYS` and :data:`TABLES` (a damaged
+        store).
     """
-    if not isinstance(values, dict) or set(values) != set(KEYS):
-        raise FedTheoryError(f"{source}: the stored spec does not have the keys of a sweep spec")
-    spec = Spec(
-        values={k: tuple(values[k]) if isinstance(values[k], list) else values[k] for k in KEYS},
-        source=source,
-    )
+    spec = _plain(values, source)
     return spec, spec_digest({**spec.to_dict(), **files})
 
 
@@ -258,6 +424,9 @@ def normalize(
     raw : dict
         Keys of :data:`KEYS`; a list value is swept (non-empty, no repeated value); None is
         the same as leaving the key out, so :meth:`Spec.to_dict` normalizes to itself.
+        Optionally ``zip`` (a table of lists of one length, one axis together) and
+        ``algorithms`` (a table per algorithm of the settings it alone takes, scalars or lists;
+        then ``algorithm`` is left out, or lists the tables' names in their order).
     base_dir : path, optional
         Directory that relative ``problem_file`` / ``probabilities`` paths are relative to
         (default: the working directory). Paths are stored absolute.
@@ -271,61 +440,172 @@ def normalize(
     Raises
     ------
     FedTheoryError
-        Naming the key: unknown keys (with the valid ones), a missing required key, a list for a
-        key that cannot be swept, a value of the wrong type, out of range or not among the
-        choices, a missing file, an unknown algorithm, neither or both of ``problem`` and
-        ``problem_file``.
+        Every problem of the spec at once, in one line, each naming its key: unknown keys
+        (with the valid ones), missing required keys, a list for a key that cannot be swept, a
+        value of the wrong type, out of range or not among the choices, a missing file, an
+        unknown algorithm, neither or both of ``problem`` and ``problem_file``, zipped lists of
+        different lengths, a key given in two places.
     """
     if not isinstance(raw, dict):
         raise FedTheoryError(f"{source}: a spec is a table of keys, got {type(raw).__name__}")
-    unknown = [k for k in raw if k not in KEYS]
-    if unknown:
-        raise FedTheoryError(
-            f"unknown key {unknown[0]!r} in {source}: valid keys are {', '.join(KEYS)}"
-        )
+    problems: list[str] = []
     base = Path(base_dir) if base_dir is not None else Path.cwd()
+    unknown = [k for k in raw if k not in KEYS and k not in TABLES]
+    if unknown:
+        problems.append(
+            f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
+            f"{source}: valid keys are {', '.join((*KEYS, *TABLES))}"
+        )
+    zipped = _table(raw.get("zip"), "zip", source, problems)
+    tables = _table(raw.get("algorithms"), "algorithms", source, problems)
     values: dict[str, Any] = {}
+    missing, bad = [], set()
     for name, key in KEYS.items():
         if raw.get(name) is None:  # absent (a normalized spec writes unset keys as null)
-            if key.required:
-                raise FedTheoryError(f"{source} needs the key {name!r} ({key.help})")
+            given_elsewhere = name in zipped or (
+                tables and all(name in t for t in tables.values() if isinstance(t, dict))
+            )
+            if key.required and not given_elsewhere and not (name == "algorithm" and tables):
+                missing.append(f"{name!r} ({key.help})")
             values[name] = key.default
             continue
-        val = raw[name]
-        if isinstance(val, list):
-            if not key.sweepable:
-                raise FedTheoryError(
-                    f"key {name!r} in {source} cannot be swept ({_WHY_SCALAR[name]}): give one value"
-                )
-            if not val:
-                raise FedTheoryError(f"key {name!r} in {source} is an empty list: nothing to sweep")
-            items = _numbers(key, val)
-            if items is None:  # not plain numbers in range: each value checked, naming it
-                items = tuple(_value(name, key, v, base, source) for v in val)
-            twice = _repeated(items)
-            if twice is not None:
-                raise FedTheoryError(
-                    f"key {name!r} in {source} lists {twice!r} twice: "
-                    "each swept value is one coordinate"
-                )
-            values[name] = items
-        else:
-            values[name] = _value(name, key, val, base, source)
-    if (values["problem"] is None) == (values["problem_file"] is None):
-        raise FedTheoryError(
+        try:
+            values[name] = _entry(name, key, raw[name], base, f"key {name!r} in {source}")
+        except FedTheoryError as exc:
+            problems.append(str(exc))
+            values[name] = key.default
+            bad.add(name)
+    if missing:
+        problems.insert(0, f"{source} needs the key{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(missing)}")  # fmt: skip
+    zip_keys = _zip(zipped, raw, values, base, source, problems)
+    algs = _algorithms(tables, raw, values, zip_keys, base, source, problems)
+    if (values["problem"] is None) == (values["problem_file"] is None) and not bad & {
+        "problem",
+        "problem_file",
+    }:
+        problems.append(
             f"{source} needs exactly one of 'problem' ({', '.join(BUILTIN_PROBLEMS)}) "
             "and 'problem_file' (.npz)"
         )
     known = available()
-    for alg in _as_tuple(values["algorithm"]):
+    for alg in _as_tuple(values["algorithm"]) if values["algorithm"] is not None else ():
         if alg not in known:
-            raise FedTheoryError(
-                f"key 'algorithm' in {source}: unknown algorithm {alg!r}: "
-                f"choose from {', '.join(known)}"
+            where = f"[algorithms.{alg}]" if algs else "key 'algorithm'"
+            problems.append(
+                f"{where} in {source}: unknown algorithm {alg!r}: choose from {', '.join(known)}"
             )
+    if problems:
+        raise FedTheoryError("; ".join(problems))
     if values["seed_block"] is None or values["seed_block"] > values["seeds"]:
         values["seed_block"] = values["seeds"]
+    values["zip"] = zip_keys or None
+    values["algorithms"] = algs
     return Spec(values=values, source=source)
+
+
+def _table(val: Any, name: str, source: str, problems: list[str]) -> dict:
+    """``raw[name]`` as a table ({} when absent, or not a table: that is a problem)."""
+    if val is None:
+        return {}
+    if not isinstance(val, dict):
+        problems.append(f"{name!r} in {source} must be a table ([{name}]), got {val!r}")
+        return {}
+    return val
+
+
+def _entry(name: str, key: Key, val: Any, base: Path, where: str) -> Any:
+    """One key's validated value: a scalar, or a tuple when a list is swept."""
+    if not isinstance(val, list):
+        return _value(name, key, val, base, where)
+    if not key.sweepable:
+        raise FedTheoryError(f"{where} cannot be swept ({_WHY_SCALAR[name]}): give one value")
+    if not val:
+        raise FedTheoryError(f"{where} is an empty list: nothing to sweep")
+    items = _numbers(key, val)
+    if items is None:  # not plain numbers in range: each value checked, naming it
+        items = tuple(_value(name, key, v, base, where) for v in val)
+    twice = _repeated(items)
+    if twice is not None:
+        raise FedTheoryError(f"{where} lists {twice!r} twice: each swept value is one coordinate")
+    return items
+
+
+def _zip(
+    zipped: dict, raw: dict, values: dict, base: Path, source: str, problems: list[str]
+) -> tuple:
+    """Check the ``[zip]`` table and put its lists into ``values``; the zipped keys."""
+    if not zipped:
+        return ()
+    keys, lengths = [], {}
+    for name, val in zipped.items():
+        where = f"key {name!r} in [zip] of {source}"
+        key = KEYS.get(name)
+        if key is None or not key.sweepable or key.kind == "path" or name == "algorithm":
+            problems.append(f"{where} cannot be zipped: zip the settings of the simulations "
+                            "(lr, local_steps, clients_per_round, ...)")  # fmt: skip
+            continue
+        if raw.get(name) is not None:
+            problems.append(f"{where} is also given at the top level: give it once")
+            continue
+        if not isinstance(val, list) or not val:
+            problems.append(f"{where} must be a non-empty list")
+            continue
+        try:
+            items = _numbers(key, val) or tuple(_value(name, key, v, base, where) for v in val)
+        except FedTheoryError as exc:
+            problems.append(str(exc))
+            continue
+        values[name], lengths[name] = items, len(items)
+        keys.append(name)
+    if len(zipped) < 2:
+        problems.append(f"[zip] in {source} zips one key: give two or more, or sweep the key")
+    elif len(set(lengths.values())) > 1:
+        said = ", ".join(f"{k} has {n}" for k, n in lengths.items())
+        problems.append(f"the lists of [zip] in {source} differ in length ({said} values): "
+                        "zipped lists pair their i-th values")  # fmt: skip
+    elif len(keys) == len(zipped):
+        twice = _repeated(tuple(zip(*(values[k] for k in keys), strict=True)))
+        if twice is not None:
+            problems.append(f"[zip] in {source} lists the point {twice!r} twice")
+    return tuple(keys)
+
+
+def _algorithms(
+    tables: dict, raw: dict, values: dict, zipped: tuple, base: Path, source: str,
+    problems: list[str],
+) -> dict | None:  # fmt: skip
+    """Check the ``[algorithms.NAME]`` tables; each algorithm's validated settings (or None),
+    and ``values["algorithm"]`` set to their names."""
+    if not tables:
+        return None
+    names = tuple(tables)
+    given = raw.get("algorithm")
+    if given is not None and (given if isinstance(given, list) else [given]) != list(names):
+        problems.append(f"{source} gives the algorithms as [algorithms.NAME] tables and as "
+                        "'algorithm': give them once (the tables)")  # fmt: skip
+    out = {}
+    for alg, table in tables.items():
+        if not isinstance(table, dict):
+            problems.append(f"algorithms.{alg} in {source} must be a table, got {table!r}")
+            continue
+        mine = {}
+        for name, val in table.items():
+            where = f"key {name!r} in [algorithms.{alg}] of {source}"
+            key = KEYS.get(name)
+            if key is None or not key.sweepable or key.kind == "path" or name == "algorithm":
+                problems.append(f"{where}: an algorithm's table takes the settings of its "
+                                "simulations (lr, global_lr, local_steps, ...)")  # fmt: skip
+            elif name in zipped or isinstance(values.get(name), tuple):
+                problems.append(f"{where} is swept for every algorithm too: give it in one place")
+            elif val is not None:
+                try:
+                    mine[name] = _entry(name, key, val, base, where)
+                except FedTheoryError as exc:
+                    problems.append(str(exc))
+        out[alg] = mine
+    values["algorithm"] = names
+    return out
 
 
 def _as_tuple(v: Any) -> tuple:
@@ -358,9 +638,8 @@ def _numbers(key: Key, vals: list) -> tuple | None:
     return tuple(arr.tolist()) if ok else None
 
 
-def _value(name: str, key: Key, v: Any, base: Path, source: str) -> Any:
-    """One validated scalar value of ``key``."""
-    where = f"key {name!r} in {source}"
+def _value(name: str, key: Key, v: Any, base: Path, where: str) -> Any:
+    """One validated scalar value of ``key`` (``where`` names it in messages)."""
     if isinstance(v, dict | list):
         raise FedTheoryError(f"{where} must be a {key.kind} or a list of them, got a nested value")
     if key.kind == "bool":

@@ -2,8 +2,12 @@
 resume; a format version; one driver at a time.
 
 Layout (Zarr format 3, consolidated metadata, so ``xarray.open_zarr(DIR)`` opens it as a
-Dataset). ``K...`` stands for one dimension per swept key, in the order of
-:data:`fedtheory.sweep.spec.KEYS`, each with its swept values as coordinate:
+Dataset). ``K...`` stands for one dimension per axis of the grid
+(:attr:`fedtheory.sweep.spec.Spec.axes`, in the order of :data:`fedtheory.sweep.spec.KEYS`): a
+swept key's dimension has its values as coordinate, the ``zip`` and ``run`` dimensions have one
+coordinate per key they set (``algorithm(run)``, ``global_lr(run)``, ...). Every variable and
+coordinate has CF ``long_name`` and ``units`` (none for strings); every setting fixed over the
+grid is a root attribute under its key's name:
 
 ================  ==========================  ==========================================
 variable          dimensions                  meaning
@@ -30,7 +34,8 @@ written first, then its checksums, then its ``complete`` flags: a writer killed 
 leaves the task incomplete, and the next run does it again.
 
 Integrity. The attributes hold the store format (``fedtheory_store``, :data:`STORE_FORMAT`:
-format 2 added the checksums), the normalized spec (``fedtheory_spec``, JSON, with its files'
+format 2 added the checksums, format 3 the zip and algorithms tables, CF attributes and the
+fixed settings as attributes), the normalized spec (``fedtheory_spec``, JSON, with its files'
 digests in ``fedtheory_spec_files``), its hash (``fedtheory_spec_hash``) and the version of
 fedtheory that made it (``fedtheory_version``, provenance, not checked). Everything but the
 tasks' data follows from the spec: the metadata and coordinates are compared with a store made
@@ -64,14 +69,14 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
 from fedtheory.parallel import require
-from fedtheory.sweep.spec import PATH_KEYS, Spec, Task, from_stored
+from fedtheory.sweep.spec import KEYS, PATH_KEYS, Spec, Task, from_stored
 from fedtheory.sweep.task import TaskResult
 
 try:
@@ -80,21 +85,54 @@ except ImportError:  # pragma: no cover - not on POSIX: no lock
     fcntl = None  # type: ignore[assignment]
 
 #: Value of the store attribute ``fedtheory_store``: the kind of store and its format version.
-STORE_FORMAT = "fedtheory-sweep-2"
+STORE_FORMAT = "fedtheory-sweep-3"
 _FORMAT_PREFIX = "fedtheory-sweep-"
+#: Why a store of an older format is refused (never read as if it were of this one).
+_OLD_FORMATS = {
+    "fedtheory-sweep-1": "a store without checksums cannot be verified",
+    "fedtheory-sweep-2": "its spec has no zip or algorithms tables and its checksums name format 2",
+}
 
-#: The store's variables: (extra dimension, dtype, fill value, description).
+
+class Variable(NamedTuple):
+    """One variable of the store: its extra dimension after ``seed`` (or None), dtype, fill
+    value, CF ``long_name`` and ``units``, and a longer description."""
+
+    extra: str | None
+    dtype: Any
+    fill: Any
+    long_name: str
+    units: str
+    description: str
+
+
+#: The store's variables.
 VARIABLES = {
-    "error": ("round", np.float64, np.nan, "relative error ||x_r - x*|| / ||x*||, x_0 = 0"),
-    "x_final": ("component", np.float64, np.nan, "final server model x_R"),
-    "diverged": (None, np.bool_, False, "the seed diverged and was frozen"),
-    "diverged_at": (None, np.int64, -1, "round of divergence (-1: none)"),
-    "diverging": (None, np.bool_, False, "the error grew by the divergence growth factor "
-                  "within the divergence window to above its start (the seed kept running)"),
-    "diverging_at": (None, np.int64, -1, "round the seed was flagged as diverging (-1: none)"),
-    "checksum": (None, np.uint64, 0, "BLAKE2b-64 of the seed's values and place (0: none)"),
-    "complete": (None, np.bool_, False, "the task holding this seed has written its data"),
+    "error": Variable("round", np.float64, np.nan, "relative error", "1",
+                      "||x_r - x*|| / ||x*|| of the server model, x_0 = 0"),
+    "x_final": Variable("component", np.float64, np.nan, "final server model", "1",
+                        "the server model x_R after the last round"),
+    "diverged": Variable(None, np.bool_, False, "seed diverged", "1",
+                         "the seed diverged and was frozen"),
+    "diverged_at": Variable(None, np.int64, -1, "round of divergence", "rounds",
+                            "round of divergence (-1: none)"),
+    "diverging": Variable(None, np.bool_, False, "seed diverging", "1",
+                          "the error grew by the divergence growth factor within the "
+                          "divergence window to above its start (the seed kept running)"),
+    "diverging_at": Variable(None, np.int64, -1, "round flagged as diverging", "rounds",
+                             "round the seed was flagged as diverging (-1: none)"),
+    "checksum": Variable(None, np.uint64, 0, "checksum of the seed's values", "1",
+                         "BLAKE2b-64 of the seed's values and place (0: none)"),
+    "complete": Variable(None, np.bool_, False, "task complete", "1",
+                         "the task holding this seed has written its data"),
 }  # fmt: skip
+
+#: CF attributes of the dimensions that are not spec keys.
+DIMENSIONS = {
+    "seed": {"long_name": "seed (child of the root seed)", "units": "1"},
+    "round": {"long_name": "communication round", "units": "rounds"},
+    "component": {"long_name": "component of the model", "units": "1"},
+}
 
 #: The variables a seed's checksum covers, in the order they are hashed.
 DATA = ("error", "x_final", "diverged", "diverged_at", "diverging", "diverging_at")
@@ -262,9 +300,11 @@ def verify_tasks(
 
 
 def _attrs(spec: Spec, version: str = __version__) -> dict:
-    """The attributes of a store made from ``spec`` (files by their digests)."""
+    """The attributes of a store made from ``spec``: each fixed setting under its key's name
+    (:attr:`Spec.fixed`), the spec as JSON (files by their digests), its hash, the format."""
     files = {k: spec.hashable()[k] for k in PATH_KEYS if spec.values[k] is not None}
     return {
+        **spec.fixed,  # the settings that do not change over the grid, as plain values
         "fedtheory_store": STORE_FORMAT,
         "fedtheory_version": version,
         "fedtheory_spec": json.dumps(spec.to_dict()),
@@ -279,30 +319,30 @@ def _skeleton(target: Path, spec: Spec, dim: int, attrs: dict) -> None:
     directory that does not exist yet."""
     xr = require("xarray")
     dask_array = require("dask.array")
-    swept = spec.swept
+    axes = spec.axes
     S, B, R = spec.values["seeds"], spec.values["seed_block"], spec.values["rounds"]
     coords: dict[str, Any] = {}
-    for key, vals in swept.items():
-        arr = np.array(vals)
-        coords[key] = arr.astype(object) if arr.dtype.kind == "U" else arr
-    coords["seed"] = np.arange(S)
-    coords["round"] = np.arange(R + 1)
-    coords["component"] = np.arange(dim)
-    lengths = {"round": R + 1, "component": dim}
-    base_dims = (*swept, "seed")
+    for axis in axes:
+        for key in axis.keys:
+            coords[key] = xr.Variable(axis.name, _coordinate(key, axis.values(key)), attrs=_cf(key))
+    lengths = {"seed": S, "round": R + 1, "component": dim}
+    for name, cf in DIMENSIONS.items():
+        coords[name] = xr.Variable(name, np.arange(lengths[name]), attrs=cf)
+    base_dims = (*(a.name for a in axes), "seed")
     base_shape = (*spec.grid_shape, S)
-    base_chunks = (1,) * len(swept) + (B,)
+    base_chunks = (1,) * len(axes) + (B,)
     data_vars, encoding = {}, {}
-    for name, (extra, dtype, fill, desc) in VARIABLES.items():
+    for name, var in VARIABLES.items():
         dims, shape, chunks = base_dims, base_shape, base_chunks
-        if extra is not None:
-            dims, shape = dims + (extra,), shape + (lengths[extra],)
-            chunks = chunks + (lengths[extra],)
+        if var.extra is not None:
+            dims, shape = dims + (var.extra,), shape + (lengths[var.extra],)
+            chunks = chunks + (lengths[var.extra],)
         # one lazy chunk, never computed: the store's chunks are set by the encoding, and a
         # graph of one task per store chunk would cost memory in proportion to the grid
-        lazy = dask_array.full(shape, fill, dtype=dtype, chunks=shape)
-        data_vars[name] = xr.Variable(dims, lazy, attrs={"description": desc})
-        encoding[name] = {"chunks": chunks, "fill_value": fill}
+        lazy = dask_array.full(shape, var.fill, dtype=var.dtype, chunks=shape)
+        cf = {"long_name": var.long_name, "units": var.units, "description": var.description}
+        data_vars[name] = xr.Variable(dims, lazy, attrs=cf)
+        encoding[name] = {"chunks": chunks, "fill_value": var.fill}
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     with warnings.catch_warnings():
         # Consolidated metadata is a zarr-python extension of format 3; readers without it
@@ -311,6 +351,23 @@ def _skeleton(target: Path, spec: Spec, dim: int, attrs: dict) -> None:
         ds.to_zarr(
             target, mode="w-", compute=False, encoding=encoding, consolidated=True, zarr_format=3
         )
+
+
+def _cf(key: str) -> dict:
+    """The CF attributes of a spec key's coordinate: ``long_name``, and ``units`` for numbers."""
+    k = KEYS[key]
+    return {"long_name": k.long_name, **({"units": k.units} if k.units is not None else {})}
+
+
+def _coordinate(key: str, values: tuple) -> np.ndarray:
+    """A key's values along an axis as a coordinate: strings as plain (object) strings, an
+    unset value (an algorithm that leaves the key unset) as NaN, or "" for strings."""
+    kind = KEYS[key].kind
+    if kind in ("str", "path"):
+        return np.array(["" if v is None else v for v in values], dtype=object)
+    if any(v is None for v in values):
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    return np.array(values)
 
 
 def _files(root: Path) -> list[str]:
@@ -359,7 +416,9 @@ def _same_file(path: Path, skeleton: Path, rel: str) -> bool:
         b = zarr.open_array(skeleton / name, mode="r", zarr_format=3)[...]
     except Exception:
         return False
-    return np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b)
+    a, b = np.asarray(a), np.asarray(b)
+    nan = a.dtype.kind == "f"  # a coordinate of a key some algorithms leave unset holds NaN
+    return a.dtype == b.dtype and np.array_equal(a, b, equal_nan=nan)
 
 
 def _differences(path: Path, skeleton: Path, *, exact: bool = False) -> list[str]:
@@ -399,9 +458,10 @@ def _check_format(path: Path, attrs: dict) -> None:
     if kind == STORE_FORMAT:
         return
     if isinstance(kind, str) and kind.startswith(_FORMAT_PREFIX):
+        why = _OLD_FORMATS.get(kind, "a format this fedtheory does not know")
         raise StoreError(
-            f"the store {path} has format {kind}, this fedtheory reads {STORE_FORMAT} (a store "
-            "without checksums cannot be verified): run the sweep into a new store"
+            f"the store {path} has format {kind}, this fedtheory reads {STORE_FORMAT} ({why}): "
+            "run the sweep into a new store"
         )
     raise StoreError(f"{path} is a Zarr store but not a fedtheory sweep store")
 
@@ -464,6 +524,8 @@ class SweepStore:
         This call made the store.
     repaired : list of str
         Files of metadata or coordinates that were missing or damaged and were rewritten.
+    extended : list of str
+        What the store grew by when ``spec`` extends the spec that made it (``"seed 4 -> 8"``).
     """
 
     def __init__(self, path: Path, group: Any, spec: Spec, lock: StoreLock, created: bool,
@@ -478,6 +540,7 @@ class SweepStore:
         self.n_swept = len(spec.swept)
         self.dim = int(group["x_final"].shape[-1])
         self.written = 0
+        self.extended: list[str] = []
 
     def __enter__(self) -> SweepStore:
         return self
@@ -525,12 +588,16 @@ class SweepStore:
             )
         lock = StoreLock(path).acquire()
         try:
-            repaired = [] if created else _resume_metadata(path, spec, dim)
+            repaired, grown = [], []
+            if not created:
+                repaired, grown = _resume_metadata(path, spec, dim)
             try:
                 group = zarr.open_group(path, mode="r+", zarr_format=3)
             except Exception as exc:
                 raise StoreError(f"cannot open the store {path}: {_first_line(exc)}") from None
-            return cls(path, group, spec, lock, created, repaired, keep_dir)
+            store = cls(path, group, spec, lock, created, repaired, keep_dir)
+            store.extended = grown
+            return store
         except BaseException:
             lock.release()
             if created:
@@ -608,11 +675,30 @@ class SweepStore:
         self.written += 1
 
 
-def _resume_metadata(path: Path, spec: Spec, dim: int) -> list[str]:
-    """Check that the store at ``path`` was made from ``spec`` and rewrite its metadata and
-    coordinates where they differ from a store made afresh; the files rewritten."""
+def _stored_dim(text: str) -> int | None:
+    """The length of ``x_final``'s last axis in a store's root ``zarr.json`` (None: unknown)."""
+    try:
+        return int(json.loads(text)["consolidated_metadata"]["metadata"]["x_final"]["shape"][-1])
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _resume_metadata(path: Path, spec: Spec, dim: int) -> tuple[list[str], list[str]]:
+    """Check that the store at ``path`` was made from ``spec``, or from a spec that ``spec``
+    extends (:meth:`~fedtheory.sweep.spec.Spec.growth`), and rewrite its metadata and
+    coordinates where they differ from a store made afresh from ``spec``.
+
+    Returns
+    -------
+    (list of str, list of str)
+        The damaged files rewritten, and what the store grew by (empty: not extended). An
+        extension rewrites only metadata and coordinates: every chunk of data keeps its place
+        (the axes grow at their ends, chunks are one grid point by ``seed_block`` seeds), so
+        the stored tasks stay complete and only the new ones run.
+    """
     attrs, text = _read_root(path)
     version = __version__
+    grown: list[str] = []
     if attrs is None:  # not JSON: its spec hash still names the spec that made it?
         if not (spec.hash in text and STORE_FORMAT in text):
             raise StoreError(
@@ -629,17 +715,26 @@ def _resume_metadata(path: Path, spec: Spec, dim: int) -> list[str]:
                 old = {}
             keys = spec.differences(old)
             if keys:  # else only the hash attribute is damaged: rewritten below
-                raise StoreError(
-                    f"the store {path} was made from a different spec (it differs in "
-                    f"{', '.join(keys)}): give another --store, or the spec it was made from "
-                    "(its attribute fedtheory_spec)"
-                )
+                grown = spec.growth(old) or []
+                if not grown:  # no extension: refused as any store of another spec
+                    raise StoreError(
+                        f"the store {path} was made from a different spec (it differs in "
+                        f"{', '.join(keys)}): give another --store, or the spec it was made from "
+                        "(its attribute fedtheory_spec)"
+                    )
+                before = _stored_dim(text)
+                if before != dim:
+                    raise StoreError(
+                        f"extending the store {path} ({', '.join(grown)}) would change the "
+                        f"length of x_final from {before} to {dim} (a larger problem): give "
+                        "another --store"
+                    )
         if isinstance(attrs.get("fedtheory_version"), str):
             version = attrs["fedtheory_version"]
     skeleton = path / f".fedtheory-skeleton-{uuid.uuid4().hex[:8]}"
     try:
         _skeleton(skeleton, spec, dim, _attrs(spec, version))
-        repaired = _differences(path, skeleton)  # damaged: reported
+        repaired = [] if grown else _differences(path, skeleton)  # damaged: reported
         # rewritten: the damaged files and those another version of zarr wrote otherwise
         for rel in _differences(path, skeleton, exact=True):
             (path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -650,7 +745,7 @@ def _resume_metadata(path: Path, spec: Spec, dim: int) -> list[str]:
         ) from None
     finally:
         shutil.rmtree(skeleton, ignore_errors=True)
-    return repaired
+    return repaired, grown
 
 
 def _create(path: Path, spec: Spec, dim: int) -> bool:
@@ -840,4 +935,7 @@ def open_dataset(path: str | os.PathLike, *, verify: bool = True) -> Any:
         raise StoreError(f"cannot read the store {path}: {_first_line(exc)}") from None
     if ds.attrs.get("fedtheory_store") != STORE_FORMAT:
         _check_format(path, ds.attrs)
-    return ds
+    # the coordinates of the zip and run axes in memory (a few values per grid point), so that
+    # ds.groupby("algorithm") and ds.where(ds.algorithm == ...) work on the lazy dataset
+    lazy = [k for k, c in ds.coords.items() if k not in ds.indexes and c.chunks is not None]
+    return ds.assign_coords({k: ds[k].compute() for k in lazy}) if lazy else ds

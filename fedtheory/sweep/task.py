@@ -24,7 +24,7 @@ from fedtheory.errors import FedTheoryError
 from fedtheory.participation import load_vector, make_participation
 from fedtheory.problems import make_problem
 from fedtheory.simulation import simulate
-from fedtheory.sweep.spec import Spec, Task
+from fedtheory.sweep.spec import KEYS, RUN_DIM, Spec, Task
 
 #: Keys of a spec that go to :func:`simulate` as algorithm configuration, unchanged: the
 #: registry's shared settings.
@@ -159,16 +159,22 @@ def check_spec(spec: Spec) -> int:
         "algorithm",
         "topology",
     )
-    swept = spec.swept
-    keys = [k for k in structural if k in swept]
+    # the axes that set a structural key (or an algorithm's own settings) run over all their
+    # points; the others stay at their first point: only these keys can fail here
+    axes = spec.axes
+    involved = [a.name == RUN_DIM or any(k in structural for k in a.keys) for a in axes]
+    base = {k: v for k, v in spec.values.items() if k in KEYS and not isinstance(v, tuple)}
+    for a, inv in zip(axes, involved, strict=True):
+        if not inv:
+            base.update(zip(a.keys, a.points[0], strict=True))
+    chosen = [a for a, inv in zip(axes, involved, strict=True) if inv]
     dim = 0
     problems: dict = {}
-    for combo in itertools.product(*(swept[k] for k in keys)):
-        config = {
-            k: (v[0] if isinstance(v, tuple) else v) for k, v in spec.values.items()
-        }  # other swept keys at their first value: only the structural ones can fail here
-        config.update(zip(keys, combo, strict=True))
-        where = ", ".join(f"{k}={v!r}" for k, v in zip(keys, combo, strict=True))
+    for combo in itertools.product(*(a.points for a in chosen)):
+        config = dict(base)
+        for a, point in zip(chosen, combo, strict=True):
+            config.update(zip(a.keys, point, strict=True))
+        where = ", ".join(f"{k}={config[k]!r}" for a in chosen for k in a.keys)
         try:
             pkey = (config["problem"], config["problem_file"])
             if pkey not in problems:
