@@ -15,6 +15,7 @@ largest difference over the largest entry); bit equality only for same-shape rer
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -25,6 +26,7 @@ from fedtheory.algorithms.gossip import gossip
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.analysis.closed_forms import local_affine_maps
 from fedtheory.cli import main
+from fedtheory.errors import AssumptionError
 from fedtheory.io import dumps, jsonable
 from fedtheory.participation import make_participation
 from fedtheory.problems import random_least_squares, random_quadratic
@@ -32,6 +34,8 @@ from fedtheory.simulation import simulate
 from fedtheory.simulation.metrics import grad_norm2, rel_error, subopt
 
 S, N, D, K = 5, 8, 6, 3
+#: The engine's module (the package's ``local_steps`` name is the function).
+engine = importlib.import_module("fedtheory.algorithms.local_steps")
 RTOL = 1e-12
 
 
@@ -348,3 +352,69 @@ def test_cli_out_npz_and_summary(problem_file, tmp_path, capsys):
         assert json.loads(str(z["settings"]))["local_steps"] == 2
     assert main([*args, "--out", str(tmp_path / "only.npz")]) == 0
     assert capsys.readouterr().out.startswith("focus on")
+
+
+# --- the engine's named strategies -----------------------------------------------------------
+class WithSubset(Stepwise):
+    """A problem that also offers the subset gradients ``grads_at`` (the NN problems do)."""
+
+    def grads_at(self, Xs, clients, rng=None):
+        S_, M_, d_ = Xs.shape
+        full = np.zeros((S_, N, d_))
+        full[np.arange(S_)[:, None], clients] = Xs
+        G = self.p.grads(full, None)
+        return np.take_along_axis(G, clients[:, :, None], axis=1)
+
+
+@pytest.mark.parametrize("kind", ["full", "uniform", "bernoulli", "weighted"])
+@pytest.mark.parametrize("extra", ["plain", "prox", "correction", "step_masks"])
+def test_every_strategy_computes_what_stepwise_computes(quad, kind, extra):
+    """Each named strategy that applies to a call equals the plain ``stepwise`` to 1e-12, and a
+    strategy that does not apply is refused naming those that do."""
+    rng = np.random.default_rng(11)
+    X0, mask = _X0(rng), _masks(kind, rng)
+    kw = {"compute": mask}
+    if extra == "prox":
+        kw.update(prox_mu=0.3, anchor=rng.standard_normal((S, D)))
+    elif extra == "correction":
+        kw["correction"] = rng.standard_normal((S, 1, D))
+    elif extra == "step_masks":
+        kw["compute"] = _masks("uniform", rng, (S, K, N))
+    problem = WithSubset(quad)
+    problem.local_steps_map = quad.local_steps_map  # offer every fast path
+    ref = local_steps(problem, X0, K, 0.05, strategy="stepwise", **kw)
+    tried = []
+    for name in ("affine-map", "participants", "subset"):
+        try:
+            out = local_steps(problem, X0, K, 0.05, strategy=name, **kw)
+        except AssumptionError as exc:
+            assert "does not apply" in str(exc)
+            continue
+        tried.append(name)
+        assert_close(ref, out)
+    assert "subset" in tried  # the subset strategy applies to every call of this problem
+    if extra != "step_masks" and kind != "full":
+        assert "participants" in tried
+    with pytest.raises(AssumptionError, match="unknown local-steps strategy"):
+        local_steps(problem, X0, K, 0.05, strategy="fast", **kw)
+
+
+def test_the_engine_chooses_by_facts_about_the_call(quad, monkeypatch):
+    """affine-map for every client on a quadratic; participants for a mask; subset where the
+    problem offers grads_at; stepwise under gossip or stochastic gradients."""
+    rng = np.random.default_rng(2)
+    X0, mask = _X0(rng), _masks("uniform", rng)
+    seen = []
+    real = engine.choose_strategy
+
+    def spy(call):
+        seen.append(real(call))
+        return seen[-1]
+
+    monkeypatch.setattr(engine, "choose_strategy", spy)
+    local_steps(quad, X0, K, 0.05)
+    local_steps(quad, X0, K, 0.05, compute=mask)
+    local_steps(WithSubset(quad), X0, K, 0.05, compute=mask)
+    local_steps(quad, X0, K, 0.05, compute=mask, mix=gossip(_ring(N)))
+    local_steps(EveryClient(quad), X0, K, 0.05, compute=mask, rng=SeedRng(range(S)))
+    assert seen == ["affine-map", "participants", "subset", "stepwise", "stepwise"]

@@ -18,7 +18,12 @@ One step t (t = 0..K-1), for every seed s and client i::
     x_i  <- x_i - lr * m_t[s, i] * g_i          (m_t: who computes at step t)
     X    <- mix(X, t)                           (X <- W X when mix is a matrix)
 
-Subset path: when step t's mask has the same number M <= N/2 of computing clients in every seed
+The engine computes by one of four named strategies (:data:`STRATEGIES`; ``strategy=`` names
+one, else :func:`choose_strategy` picks the fastest that applies, on facts about the call and the
+problem, never on an algorithm's name). Each is tested against ``stepwise``, the plain one: K
+steps of every client's row, the mask scaling who moves.
+
+``subset``: when step t's mask has the same number M <= N/2 of computing clients in every seed
 and the problem offers the optional ``grads_at(Xs, clients, rng)`` (see
 :class:`fedtheory.problems.base.Problem`), only those M rows are gathered, differentiated and
 updated (the others' ``lr * 0 * g`` is skipped). Exact gradients agree with the full path to
@@ -26,16 +31,17 @@ rounding; stochastic ones draw from ``rng`` for the M clients only (same seed, s
 Ragged counts (Bernoulli participation) and problems without ``grads_at`` take the full path,
 unchanged.
 
-Two faster paths are taken on facts about the call and the problem, never on an algorithm's name:
+Two more strategies compute in one pass:
 
-- Participants only (exact gradients, one mask for every step, no mixing, a problem without
+- ``participants`` (exact gradients, one mask for every step, no mixing, a problem without
   ``grads_at``): the computing clients' rows are gathered once into the client-major slot layout
   of :class:`~fedtheory.algorithms.base.Participants` (padded to the same count per client, so
   ragged Bernoulli rounds need nothing else), stepped there (``problem.grads`` on that layout is
   one GEMM per client over the seeds in which it takes part for a quadratic) and scattered back
   once. The arithmetic of every row is the full path's; only the number of rows differs.
-- K steps in O(1) (additionally: no proximal term, no correction, a 0/1 mask, and a problem that
-  offers ``local_steps_map``, e.g. a quadratic): K plain steps x <- x - lr (H_i x - h_i) are the
+- ``affine-map``, every client's K steps in O(1) (also used inside ``participants``): no
+  proximal term, no correction, a 0/1 mask, and a problem that offers ``local_steps_map``
+  (e.g. a quadratic): K plain steps x <- x - lr (H_i x - h_i) are the
   affine map x -> P_i^K x + sum_{j<K} P_i^j lr h_i with P_i = I - lr H_i, one (d, d) product per
   client instead of K, the map computed once per run. It equals the step-by-step path to
   rounding (about 1e-15 relative, a test).
@@ -50,6 +56,8 @@ in :mod:`fedtheory.algorithms.focus`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -187,6 +195,7 @@ def local_steps(
     correction: Array | None = None,
     mix: Callable[[Array, int], Array] | None = None,
     overwrite: bool = False,
+    strategy: str | None = None,
 ) -> Array:
     """Run K local gradient steps on the stacked client models ``X`` of shape ``(S, N, d)``.
 
@@ -216,6 +225,9 @@ def local_steps(
     overwrite : bool
         The caller owns ``X`` (e.g. a fresh :func:`~fedtheory.algorithms.base.pull`): update it in
         place instead of copying it first.
+    strategy : {None, "affine-map", "participants", "subset", "stepwise"}
+        How to compute (:data:`STRATEGIES`); None takes the fastest that applies
+        (:func:`choose_strategy`). Naming one that does not apply to the call is an error.
 
     Returns
     -------
@@ -225,7 +237,8 @@ def local_steps(
     Raises
     ------
     AssumptionError
-        K < 1, lr <= 0, a mask of the wrong shape, or prox_mu > 0 without an anchor.
+        K < 1, lr <= 0, a mask of the wrong shape, prox_mu > 0 without an anchor, or a
+        ``strategy`` that does not apply to the call.
     """
     K = check_int("the number of local steps K", K, minimum=1)
     lr = check_positive("the local step size", lr)
@@ -239,44 +252,108 @@ def local_steps(
         raise AssumptionError(
             "mix must be a callable (X, t) -> X, e.g. fedtheory.algorithms.gossip.gossip(W)"
         )
-    shape = (X.shape[0], X.shape[1])
-    d = X.shape[2]
-    # One mask for every step (the usual ``compute=draw.mask``): spread it once.
+    # One mask for every step (the usual ``compute=draw.mask``): read it once.
     fixed = compute is None or not (callable(compute) or getattr(compute, "ndim", 0) == 3)
-    subset_ok = hasattr(problem, "grads_at")
-    m = _mask_at(compute, 0, shape, xp) if fixed else None
-    exact = rng is None or not getattr(problem, "stochastic", True)
-    if fixed and exact and mix is None and (m is None or not subset_ok):
-        plain = prox_mu == 0 and correction is None and (m is None or m.dtype == bool)
-        kmap = None
-        if plain and hasattr(problem, "local_steps_map"):
-            kmap = problem.local_steps_map(lr, K, xp, X.dtype)
-        if m is None and kmap is not None:  # every client: one affine map per client
-            return _affine(X, *kmap)
-        if m is not None:
-            if not overwrite:
-                X = X.copy()
-            _participants_steps(
-                problem, X, K, lr, m, kmap=kmap, prox_mu=prox_mu, anchor=anchor,
-                correction=correction,
-            )  # fmt: skip
-            return X
+    call = LocalCall(
+        problem, X, K, lr, compute, rng, prox_mu, anchor, correction, mix, overwrite, xp,
+        fixed=fixed,
+        mask=_mask_at(compute, 0, (X.shape[0], X.shape[1]), xp) if fixed else None,
+        exact=rng is None or not getattr(problem, "stochastic", True),
+    )  # fmt: skip
+    name = choose_strategy(call) if strategy is None else _check_strategy(strategy, call)
+    return STRATEGIES[name](call)
+
+
+@dataclass
+class LocalCall:
+    """One call of :func:`local_steps`, checked: what every strategy reads."""
+
+    problem: Any
+    X: Array
+    K: int
+    lr: float
+    compute: Any
+    rng: Any
+    prox_mu: float
+    anchor: Array | None
+    correction: Array | None
+    mix: Callable[[Array, int], Array] | None
+    overwrite: bool
+    xp: Any
+    fixed: bool  # one mask for every step
+    mask: Array | None  # that mask (None: every client computes, or per-step masks)
+    exact: bool  # the gradients ignore rng
+
+    @property
+    def plain(self) -> bool:
+        """Plain gradient steps: no proximal term, no correction, a 0/1 mask."""
+        m = self.mask
+        return self.prox_mu == 0 and self.correction is None and (m is None or m.dtype == bool)
+
+    @cached_property
+    def kmap(self) -> tuple[Array, Array] | None:
+        """The problem's K-step affine map, where the steps are plain and it offers one
+        (asked once per call)."""
+        if self.plain and hasattr(self.problem, "local_steps_map"):
+            return self.problem.local_steps_map(self.lr, self.K, self.xp, self.X.dtype)
+        return None
+
+    def owned(self) -> Array:
+        """``X`` to update in place (a copy unless the caller gave it away)."""
+        return self.X if self.overwrite else self.X.copy()
+
+
+def _affine_map_steps(call: LocalCall) -> Array:
+    """Strategy ``affine-map``: every client computes, K plain exact steps on a problem with
+    ``local_steps_map`` (a quadratic): one affine map per client, K steps in O(1)."""
+    return _affine(call.X, *call.kmap)
+
+
+def _participants_only(call: LocalCall) -> Array:
+    """Strategy ``participants``: one mask for every step, exact gradients, no mixing: only
+    the computing clients' rows, gathered once into the slot layout (with the K-step map
+    where the steps are plain)."""
+    X = call.owned()
+    _participants_steps(
+        call.problem, X, call.K, call.lr, call.mask, kmap=call.kmap, prox_mu=call.prox_mu,
+        anchor=call.anchor, correction=call.correction,
+    )  # fmt: skip
+    return X
+
+
+def _subset_steps(call: LocalCall) -> Array:
+    """Strategy ``subset``: step by step, and at a step where every seed has the same number
+    M <= N/2 of computing clients, only those M rows through the problem's ``grads_at``."""
+    return _stepwise(call, subset=True)
+
+
+def _every_row_steps(call: LocalCall) -> Array:
+    """Strategy ``stepwise``, the plain one every other is tested against: K steps of every
+    client's row, the mask scaling who moves."""
+    return _stepwise(call, subset=False)
+
+
+def _stepwise(call: LocalCall, *, subset: bool) -> Array:
+    problem, K, lr, xp, rng = call.problem, call.K, call.lr, call.xp, call.rng
+    prox_mu, correction, mix, compute = call.prox_mu, call.correction, call.mix, call.compute
+    anchor = call.anchor
+    shape, d = (call.X.shape[0], call.X.shape[1]), call.X.shape[2]
     if prox_mu > 0 and anchor.shape[1] == 1:
-        anchor = broadcast_clients(anchor[:, 0, :], X.shape[1])
-    sub = _subset(m, shape[1], xp) if fixed and subset_ok else None
-    lm = _scaled_mask(m, lr, d, X.dtype) if fixed and sub is None else None
-    if not overwrite:
-        X = X.copy()
+        anchor = broadcast_clients(anchor[:, 0, :], shape[1])
+    m = call.mask
+    sub = _subset(m, shape[1], xp) if call.fixed and subset else None
+    lm = _scaled_mask(m, lr, d, call.X.dtype) if call.fixed and sub is None else None
+    X = call.owned()
     step = xp.empty_like(X)  # lr * m_t * g, in place: the problem's own array is never scaled
     seeds = xp.arange(shape[0])[:, None]
     # Per-step masks (S, K, N): one copy to the host decides every step's path, instead of a
     # few device syncs per step (O(1) host synchronizations per round, not O(K)).
-    host = to_numpy(compute) if not fixed and not callable(compute) else None
+    host = to_numpy(compute) if not call.fixed and not callable(compute) else None
     for t in range(K):
-        if not fixed:
+        if not call.fixed:
             mt = None if host is None else host[:, t, :]
             m = _mask_at(compute, t, shape, xp, mt)
-            sub = _subset(m, shape[1], xp, mt) if subset_ok else None
+            sub = _subset(m, shape[1], xp, mt) if subset else None
             lm = _scaled_mask(m, lr, d, X.dtype) if sub is None else None
         if sub is not None:
             # Only the M computing clients of every seed: gather, step, scatter back.
@@ -302,3 +379,54 @@ def local_steps(
         if mix is not None:
             X = mix(X, t)
     return X
+
+
+#: The engine's strategies by name. Each computes what ``stepwise`` computes (to rounding; a
+#: test compares every one with it); :func:`choose_strategy` picks one on facts about the call
+#: and the problem, never on an algorithm's name.
+STRATEGIES: dict[str, Callable[[LocalCall], Array]] = {
+    "affine-map": _affine_map_steps,
+    "participants": _participants_only,
+    "subset": _subset_steps,
+    "stepwise": _every_row_steps,
+}
+
+
+def applicable(call: LocalCall) -> list[str]:
+    """The strategies that apply to ``call``, fastest first."""
+    out = []
+    one_pass = call.fixed and call.exact and call.mix is None
+    if one_pass and call.mask is None and call.kmap is not None:
+        out.append("affine-map")
+    if one_pass and call.mask is not None:
+        out.append("participants")
+    if hasattr(call.problem, "grads_at"):
+        out.append("subset")
+    out.append("stepwise")
+    return out
+
+
+def choose_strategy(call: LocalCall) -> str:
+    """The strategy :func:`local_steps` takes: the K-step map for every client where it
+    applies; a problem with ``grads_at`` steps its participants per step (``subset``); else
+    the participants in one pass where it applies; else ``stepwise``."""
+    ok = applicable(call)
+    if "affine-map" in ok:
+        return "affine-map"
+    if "subset" in ok and call.mask is not None:
+        return "subset"
+    return ok[0]
+
+
+def _check_strategy(name: str, call: LocalCall) -> str:
+    if name not in STRATEGIES:
+        raise AssumptionError(
+            f"unknown local-steps strategy {name!r}: choose one of {', '.join(STRATEGIES)}"
+        )
+    ok = applicable(call)
+    if name not in ok:
+        raise AssumptionError(
+            f"the local-steps strategy {name!r} does not apply to this call (these do: "
+            f"{', '.join(ok)})"
+        )
+    return name
