@@ -105,7 +105,8 @@ def _run(args, claims, fig_dir, to_stdout: bool) -> int:
         figure_dir=Path(fig_dir) if fig_dir else None,
     )
     t0 = time.perf_counter()
-    ran = run_claims(claims, ctx, quiet=to_stdout, workers=args.workers, scheduler=args.scheduler)
+    # progress goes to stderr in every case (stdout may carry the JSON)
+    ran = run_claims(claims, ctx, workers=args.workers, scheduler=args.scheduler)
     _check_regimes(args.only, ran)
     results = keep_requested(ran, args.only)
     seconds = time.perf_counter() - t0
