@@ -49,7 +49,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--figures-dir",
         metavar="DIR",
-        help="where claims draw their figures (default: a temporary folder when --html is given)",
+        help="where claims draw their figures (default with --html: next to the --json file "
+        "as OUT-figures/, else a temporary folder, the figures being inlined in the HTML)",
     )
     p.add_argument("--seed", type=int, default=0, help="base seed of every experiment")
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
@@ -76,9 +77,24 @@ def main(args) -> int:
     if args.figures_dir:  # a bad folder is one line now, not every claim crashing when it draws
         check_output_dir(args.figures_dir)
     to_stdout = json_to_stdout(args)
+    fig_dir = figures_folder(args)
     with temporary_directory("fedtheory-verify-") as scratch:  # always removed
-        fig_dir = args.figures_dir or (scratch if args.html else None)
+        if fig_dir is None and args.html:  # inlined in the HTML; the JSON names none of them
+            return _run(args, claims, scratch, to_stdout, kept=False)
         return _run(args, claims, fig_dir, to_stdout)
+
+
+def figures_folder(args) -> Path | None:
+    """Where the claims draw figures that outlive the run: ``--figures-dir``, or, with
+    ``--html`` and ``--json OUT``, the folder ``OUT-figures`` next to the JSON (whose
+    ``figure`` fields then name files that exist); None otherwise (no figures, or figures in a
+    temporary folder that the HTML inlines)."""
+    if args.figures_dir:
+        return Path(args.figures_dir)
+    if args.html and args.json not in (None, "-"):
+        out = Path(args.json)
+        return check_output_dir(out.with_name(out.stem + "-figures"))
+    return None
 
 
 def _check_regimes(only: str | None, results: list) -> None:
@@ -97,8 +113,9 @@ def _check_regimes(only: str | None, results: list) -> None:
         )
 
 
-def _run(args, claims, fig_dir, to_stdout: bool) -> int:
-    """Run the claims, print the table, write the JSON and HTML; the exit status."""
+def _run(args, claims, fig_dir, to_stdout: bool, *, kept: bool = True) -> int:
+    """Run the claims, print the table, write the JSON and HTML; the exit status (``kept``:
+    the figures outlive the run, else the JSON's ``figure`` fields are null)."""
     ctx = Context(
         tier=FULL if args.full else QUICK,
         seed=args.seed,
@@ -114,7 +131,11 @@ def _run(args, claims, fig_dir, to_stdout: bool) -> int:
     if not to_stdout:
         print(format_table(results), file=out)
         print(f"\n{len(results)} results in {seconds:.1f} s ({ctx.tier} tier): {summary(results)}")
-    write_json(to_json(results), args)
+    report = to_json(results, tier=ctx.tier, seed=ctx.seed, seconds=seconds)
+    if not kept:  # never a path that is deleted when the command ends
+        for r in report["results"]:
+            r["figure"] = None
+    write_json(report, args)
     if args.html:
         write_atomic(args.html, to_html(results, tier=ctx.tier, seconds=seconds))
     crashed = [r for r in results if r.crashed]  # skipped claims (tier, extra) are not errors
