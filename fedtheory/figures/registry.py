@@ -17,6 +17,7 @@ from fedtheory.io import (
     figure_bytes,
     jsonable,
     progress,
+    provenance,
     pyplot,
     temporary_directory,
     write_atomic,
@@ -69,11 +70,20 @@ def _savefig(fig, fmt: str) -> bytes:
 
 
 def sidecar(spec: FigureSpec, config: dict, data: dict) -> dict:
+    """The sidecar JSON of a figure: its name and title, provenance (``date`` UTC ISO 8601,
+    ``commit`` of the git work tree it was made from or None, ``versions`` of fedtheory,
+    NumPy, SciPy, matplotlib and Python: :func:`fedtheory.io.provenance`), the exact
+    configuration, the seeds and the data drawn. Two sidecars of the same figure and seeds
+    differ only in the provenance keys."""
+    made = provenance()
     return jsonable(
         {
             "figure": spec.name,
             "title": spec.title,
             "fedtheory_version": __version__,
+            "date": made["date"],
+            "commit": made["commit"],
+            "versions": made["versions"],
             "config": config,
             "seeds": config.get("seeds", config.get("seed")),
             "data": data,
