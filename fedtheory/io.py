@@ -548,6 +548,13 @@ class LineProgress:
         """Name the unit under way (shown on the throttled lines)."""
         self.postfix = s
 
+    def set_description(self, desc: str = "", refresh: bool = True) -> None:
+        """What the units are (the throttled lines' label)."""
+        self.desc = desc or ""
+
+    def refresh(self) -> None:
+        """Nothing to redraw: lines are written as units finish."""
+
     def done(self, label: str | list[str], n: int = 1, seconds: float | None = None) -> None:
         """``n`` units finished: one line ``[k/N] label S s`` per label (``seconds``: the
         unit's time, by default since the previous unit finished)."""

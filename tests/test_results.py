@@ -48,6 +48,8 @@ def test_to_xarray_has_seed_and_round_dims_and_the_config(run):
     assert ds.attrs["algorithm"] == "focus" and ds.attrs["root_seed"] == 7
     assert json.loads(ds.attrs["config"])["lr"] == 0.05 and ds.attrs["config_lr"] == 0.05
     assert ds.attrs["dtype"] == "float64"
+    assert ds["rel_error"].attrs["long_name"].startswith("||x_r - x*|| / ||x*||")
+    assert ds["tracking"].attrs["long_name"] == "tracking"  # FOCUS's own metric: its name
 
 
 def test_to_dataframe_is_long(run):

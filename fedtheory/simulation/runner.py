@@ -230,7 +230,8 @@ class SimulationResult:
         coords = {"seed": np.asarray(self.seed_ids, dtype=np.int64),
                   "round": np.arange(self.rounds + 1)}  # fmt: skip
         data: dict[str, Any] = {
-            k: (("seed", "round"), np.asarray(v), {"long_name": k}) for k, v in self.metrics.items()
+            k: (("seed", "round"), np.asarray(v), {"long_name": _long_name(k)})
+            for k, v in self.metrics.items()
         }
         for k in ("diverged", "diverged_at", "diverging", "diverging_at"):
             v = getattr(self, k)
@@ -304,6 +305,14 @@ class SimulationResult:
                 when = f"first at round {first}" if n > 1 else f"at round {first}"
                 parts.append(f"{n} of {seeds} {what}{why} ({when})")
         return "; ".join(parts) or None
+
+
+def _long_name(metric: str) -> str:
+    """A metric's CF ``long_name``: the first line of the runner metric's docstring, else its
+    name (an algorithm's or a caller's metric)."""
+    fn = RUNNER_METRICS.get(metric)
+    doc = (fn.__doc__ or "").strip().splitlines() if fn is not None else []
+    return doc[0].rstrip(".") if doc else metric
 
 
 @dataclass
