@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from fedtheory.cli.common import add_json, add_parser, json_to_stdout, write_json
@@ -81,7 +82,12 @@ def main(args) -> int:
     with temporary_directory("fedtheory-verify-") as scratch:  # always removed
         if fig_dir is None and args.html:  # inlined in the HTML; the JSON names none of them
             return _run(args, claims, scratch, to_stdout, kept=False)
-        return _run(args, claims, fig_dir, to_stdout)
+        try:
+            return _run(args, claims, fig_dir, to_stdout)
+        finally:
+            if fig_dir is not None and not args.figures_dir:
+                with suppress(OSError):  # OUT-figures/ made for nothing: no claim drew
+                    fig_dir.rmdir()  # only when empty
 
 
 def figures_folder(args) -> Path | None:
