@@ -168,7 +168,8 @@ def bench_verify(workers: int, tier: str) -> int:
             t0 = time.perf_counter()
             done = subprocess.run(cmd, capture_output=True, text=True,
                                   env={**os.environ, "FEDTHEORY_NO_PROGRESS": "1"})  # fmt: skip
-            rows[label] = (time.perf_counter() - t0, done.returncode, json.loads(out.read_text()))
+            report = json.loads(out.read_text())  # {version, seed, date, tier, results}
+            rows[label] = (time.perf_counter() - t0, done.returncode, report["results"])
     (one, rc1, a), (many, rc2, b) = rows.values()
     same = [(r["id"], r["verdict"], r["measured"]) for r in a] == [
         (r["id"], r["verdict"], r["measured"]) for r in b

@@ -17,12 +17,12 @@ Usage: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/verdict_stability.py
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 
-from fedtheory.io import jsonable, write_atomic
+from fedtheory._version import __version__
+from fedtheory.io import emit_json, utc_now
 from fedtheory.verify import FULL, QUICK, Context, run_claims, select
 
 SHORT = {
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = stability(args.seeds, FULL if args.full else QUICK, args.only)
     print(render(result))
-    if args.json:
-        write_atomic(args.json, json.dumps(jsonable(result), indent=1) + "\n")
+    if args.json:  # a top-level object with version and date, as fedtheory verify --json
+        emit_json({"version": __version__, "date": utc_now(), **result}, args.json)
     return 1 if result["flips"] else 0
 
 

@@ -31,20 +31,23 @@ import math
 import os
 import secrets
 import stat
+import subprocess
 import sys
 import tempfile
+import time
 import warnings
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 import scipy.sparse as sp
-from tqdm.auto import tqdm
+from tqdm.std import tqdm
 
 from fedtheory.backend import is_device_array, to_numpy
 from fedtheory.errors import FedTheoryError
@@ -478,11 +481,205 @@ def emit_json(obj: Any, target: str | os.PathLike | None, *, indent: bool = True
     write_atomic("-" if to_stdout else target, text + "\n")
 
 
-def progress(iterable=None, *, total=None, desc=None, disable=False, **kw):
-    """A tqdm progress bar on stderr, silent when ``disable`` or stderr is not a terminal."""
+def notebook_front_end() -> bool:
+    """True inside a Jupyter kernel whose front end can draw widgets (ipywidgets installed):
+    the one place :func:`progress` uses ``tqdm.notebook``; elsewhere (a terminal, a log, a
+    notebook without ipywidgets) ``tqdm.auto`` would warn "IProgress not found"."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except AttributeError:
+        return False
+    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
+        return False
+    import importlib.util  # noqa: PLC0415  (only inside a kernel)
 
-    quiet = disable or not sys.stderr.isatty() or os.environ.get("FEDTHEORY_NO_PROGRESS")
-    return tqdm(iterable, total=total, desc=desc, disable=bool(quiet), file=sys.stderr, **kw)
+    return importlib.util.find_spec("ipywidgets") is not None
+
+
+class LineProgress:
+    """Progress for a stream that is not a terminal (a log file, a pipe, Slurm, CI, a notebook
+    without widgets): plain lines, never carriage returns.
+
+    :meth:`done` reports one finished unit in one line (``[12/68] C1/uniform holds 4.1 s``);
+    :meth:`update` (a unit without a label, e.g. one sweep task or one round) prints a line
+    ``[k/N] desc`` at most every ``every`` seconds and at each tenth of the total, and at the
+    end. The subset of tqdm's interface used here (iteration, ``update``, ``set_postfix_str``,
+    ``close``, ``write``, ``with``) works the same, so callers need not know which they got.
+    """
+
+    def __init__(self, iterable=None, *, total=None, desc=None, every=10.0, file=None):
+        self.iterable = iterable
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        self.total = total
+        self.desc = desc or ""
+        self.every = every
+        self.file = file if file is not None else sys.stderr
+        self.n = 0
+        self.postfix = ""
+        self._start = self._last = time.perf_counter()
+        self._unit_start = self._start
+        self._step = max(1, total // 10) if total else None
+        self._closed = False
+
+    def __iter__(self):
+        for item in self.iterable:
+            self._unit_start = time.perf_counter()
+            yield item
+            self.update(1)
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _count(self) -> str:
+        return f"[{self.n}/{self.total}]" if self.total else f"[{self.n}]"
+
+    def write(self, line: str) -> None:
+        """Print ``line`` on the progress stream, flushed."""
+        print(line, file=self.file, flush=True)
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        """Name the unit under way (shown on the throttled lines)."""
+        self.postfix = s
+
+    def set_description(self, desc: str = "", refresh: bool = True) -> None:
+        """What the units are (the throttled lines' label)."""
+        self.desc = desc or ""
+
+    def refresh(self) -> None:
+        """Nothing to redraw: lines are written as units finish."""
+
+    def done(self, label: str | list[str], n: int = 1, seconds: float | None = None) -> None:
+        """``n`` units finished: one line ``[k/N] label S s`` per label (``seconds``: the
+        unit's time, by default since the previous unit finished)."""
+        now = time.perf_counter()
+        self.n += n
+        dt = now - self._unit_start if seconds is None else seconds
+        for one in [label] if isinstance(label, str) else label:
+            self.write(f"{self._count()} {one} {dt:.1f} s")
+        self._last = self._unit_start = now
+
+    def update(self, n: int = 1) -> None:
+        """``n`` unlabelled units finished; a line now and then (see the class)."""
+        before, self.n = self.n, self.n + n
+        now = time.perf_counter()
+        crossed = self._step is not None and before // self._step != self.n // self._step
+        last = self.total is not None and self.n >= self.total
+        if crossed or last or now - self._last >= self.every:
+            what = f" {self.postfix}" if self.postfix else ""
+            self.write(f"{self._count()} {self.desc}{what} {now - self._start:.1f} s")
+            self._last = now
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class _TqdmProgress(tqdm):
+    """tqdm with :meth:`LineProgress.done`: the label becomes the bar's postfix."""
+
+    def done(self, label: str | list[str], n: int = 1, seconds: float | None = None) -> None:
+        self.set_postfix_str(label if isinstance(label, str) else ", ".join(label), refresh=False)
+        self.update(n)
+
+
+def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0, **kw):
+    """Progress on stderr that works everywhere.
+
+    - stderr is a terminal: a tqdm bar;
+    - inside a Jupyter kernel with ipywidgets: ``tqdm.notebook``'s widget;
+    - any other stderr (``make run > log 2>&1``, a pipe, Slurm, CI, ``nohup``, a notebook
+      without ipywidgets): :class:`LineProgress`, plain lines as units finish;
+    - ``disable`` or the environment variable ``FEDTHEORY_NO_PROGRESS`` set: nothing.
+
+    Every kind iterates like tqdm and has ``update``, ``set_postfix_str``, ``close`` and
+    ``done(label)`` (one finished unit with its label: a line in a log, the postfix on a bar).
+
+    Parameters
+    ----------
+    iterable : iterable, optional
+        What to iterate over (or give ``total`` and call ``update``/``done``).
+    total : int, optional
+        The number of units (``len(iterable)`` by default).
+    desc : str, optional
+        What the units are ("verify", "figures").
+    disable : bool
+        No progress at all.
+    every : float
+        In line mode, the most seconds between two lines of unlabelled units.
+    **kw
+        Further keywords for tqdm (``unit``, ...); ignored in line mode.
+    """
+    if disable or os.environ.get("FEDTHEORY_NO_PROGRESS"):
+        return _TqdmProgress(iterable, total=total, desc=desc, disable=True, file=sys.stderr, **kw)
+    if notebook_front_end():
+        from tqdm.notebook import tqdm as notebook_tqdm  # noqa: PLC0415  (kernels only)
+
+        class _NotebookProgress(notebook_tqdm):
+            done = _TqdmProgress.done
+
+        return _NotebookProgress(iterable, total=total, desc=desc, **kw)
+    if sys.stderr is not None and sys.stderr.isatty():
+        return _TqdmProgress(iterable, total=total, desc=desc, file=sys.stderr, **kw)
+    return LineProgress(iterable, total=total, desc=desc, every=every)
+
+
+# ---------------------------------------------------------------------------------------------
+# Provenance: when, from which commit, with which libraries an output was made.
+
+
+def utc_now() -> str:
+    """The current time, UTC, ISO 8601 to the second (``2026-11-26T22:20:05+00:00``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def git_commit(folder: str | os.PathLike | None = None) -> str | None:
+    """The commit checked out in the git work tree holding ``folder`` (default: the package's
+    own folder), with ``+dirty`` when tracked files differ from it; None outside a git tree or
+    without git."""
+    where = os.fspath(folder) if folder is not None else os.path.dirname(__file__)
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True,
+                              text=True, timeout=10, check=False)  # fmt: skip
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=where, capture_output=True, text=True, timeout=10,
+                               check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = head.stdout.strip()
+    return commit + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+
+
+def library_versions(names: tuple[str, ...] = ("numpy", "scipy", "matplotlib")) -> dict:
+    """``{"fedtheory": ..., name: version}`` of the installed libraries among ``names`` (read
+    from the installed distributions; nothing is imported)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    from fedtheory._version import __version__  # noqa: PLC0415  (leaf module)
+
+    out = {"fedtheory": __version__}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    out["python"] = sys.version.split()[0]
+    return out
+
+
+def provenance(libraries: tuple[str, ...] = ("numpy", "scipy", "matplotlib")) -> dict:
+    """``{"date", "commit", "versions"}`` of an output made now: UTC date (:func:`utc_now`),
+    the git commit when run from a git work tree (:func:`git_commit`), library versions
+    (:func:`library_versions`)."""
+    return {"date": utc_now(), "commit": git_commit(), "versions": library_versions(libraries)}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,9 +43,13 @@ def test_contract_json_file(npz, tmp_path, capsys, part):
     extra = [] if part == "full" else ["--clients-per-round", "2"]
     if part in ("weighted", "bernoulli"):
         extra += ["--probabilities", str(p)]
-    code, _, err = _run(["--problem-file", str(f), "--algorithm", "focus", "--participation", part,
-                         *extra, *BASE, "--json", str(out)], capsys)  # fmt: skip
+    code, said, err = _run(["--problem-file", str(f), "--algorithm", "focus", "--participation",
+                            part, *extra, *BASE, "--json", str(out)], capsys)  # fmt: skip
     assert code == 0, err
+    # --json OUT prints the same human summary as without it, then where the JSON went
+    _, plain, _ = _run(["--problem-file", str(f), "--algorithm", "focus", "--participation",
+                        part, *extra, *BASE], capsys)  # fmt: skip
+    assert plain.strip() and said == plain + f"wrote {out}\n"
     d = json.loads(out.read_text())
     for key in (*KEYS, "fixed_point", "stationary_mean", "stationary_mse"):
         assert key in d
@@ -67,7 +71,8 @@ def test_json_stdout_and_floor_of_fedavg(capsys):
                            "uniform", "-M", "4", "-K", "3", "--lr", "0.05", "--json", "-"],
                           capsys)  # fmt: skip
     assert code == 0, err
-    d = json.loads(out)
+    d = json.loads(out)  # stdout holds the JSON only; the summary went to stderr
+    assert "mean-square rate" in err and "wrote" not in err + out
     assert set(KEYS) <= set(d)
     assert d["fixed_point"] is None and d["stationary_mse"] > 0
     assert d["stationary_mse"] == pytest.approx(d["stationary_bias2"] + d["stationary_variance"])

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
 from fedtheory.cli import main
 from fedtheory.figures import FIGURES, generate_one
-from fedtheory.io import jsonable
+from fedtheory.io import git_commit, jsonable
 
 COMMITTED = Path(__file__).resolve().parents[1] / "figures"
 
@@ -71,6 +74,11 @@ def test_participation_figure_matches_its_committed_sidecar(tmp_path):
     assert new["config"] == old["config"] and new["seeds"] == old["seeds"]
     assert_same_data(new["data"], old["data"])
     assert new["fedtheory_version"]
+    # provenance: when, from which commit, with which libraries (not compared with the committed)
+    assert datetime.fromisoformat(new["date"]).utcoffset() == timedelta(0)
+    assert new["commit"] is None or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", new["commit"])
+    assert {"fedtheory", "numpy", "scipy", "matplotlib"} <= new["versions"].keys()
+    assert new["versions"]["numpy"] == np.__version__
     assert (tmp_path / "participation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "participation.pdf").read_bytes()[:5] == b"%PDF-"
 
@@ -117,3 +125,16 @@ def test_python_m_fedtheory_figures_lists_the_figures():
 def test_every_figure_is_registered_with_a_title_and_config(name):
     spec = FIGURES[name]
     assert spec.title and isinstance(spec.config, dict)
+
+
+def test_the_commit_is_read_from_a_git_tree_and_none_outside_one(tmp_path):
+    assert git_commit(tmp_path) is None  # a folder outside any git work tree
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "f.txt").write_text("x")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "f.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert git_commit(tmp_path) == head.strip()
+    (tmp_path / "f.txt").write_text("changed")
+    assert git_commit(tmp_path) == head.strip() + "+dirty"

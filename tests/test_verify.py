@@ -6,10 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
 
+from fedtheory._version import __version__
 from fedtheory.analysis.stats import Effect
 from fedtheory.cli import main
 from fedtheory.verify import (
@@ -20,6 +23,7 @@ from fedtheory.verify import (
     NOT_RUN,
     NOT_STATED,
     OUTSIDE,
+    QUICK,
     REGISTRY,
     VERDICTS,
     Claim,
@@ -189,13 +193,17 @@ def test_per_regime_entries(extra_claims):
 
 def test_only_a_regime_keeps_that_regime(extra_claims, capsys):
     assert main(["verify", "--only", "Z3/b", "--json", "-"]) == 0
-    assert [d["id"] for d in json.loads(capsys.readouterr().out)] == ["Z3/b"]
+    assert [d["id"] for d in json.loads(capsys.readouterr().out)["results"]] == ["Z3/b"]
 
 
 def test_json_contract_and_exit_zero_when_every_claim_ran(extra_claims, capsys):
     assert main(["verify", "--only", "Z5,Z3", "--json", "-"]) == 0
     out = capsys.readouterr().out
-    data = json.loads(out)  # stdout holds the JSON only: no table, no progress bar
+    report = json.loads(out)  # stdout holds the JSON only: no table, no progress bar
+    assert report["version"] == __version__ and report["seed"] == 0 and report["tier"] == QUICK
+    assert datetime.fromisoformat(report["date"]).utcoffset() == timedelta(0)  # UTC ISO 8601
+    assert report["schema"] == 2 and "1 fails" in report["summary"]
+    data = report["results"]
     assert isinstance(data, list) and [d["id"] for d in data] == ["Z3/a", "Z3/b", "Z5"]
     for d in data:
         assert {"id", "verdict", "stated", "measured", "reason", "effect", "seeds", "test"} <= (
@@ -227,7 +235,7 @@ def test_a_broken_invariant_makes_verify_exit_one(extra_claims, capsys):
 def test_a_crash_is_recorded_and_exits_non_zero(extra_claims, tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["verify", "--only", "Z1,Z5", "--json", str(out)]) == 1
-    data = {d["id"]: d for d in json.loads(out.read_text())}
+    data = {d["id"]: d for d in json.loads(out.read_text())["results"]}
     assert data["Z1"]["ran"] is False and "ZeroDivisionError: boom" in data["Z1"]["error"]
     assert data["Z1"]["verdict"] == NOT_RUN and NOT_RUN not in VERDICTS
     assert data["Z5"]["ran"] is True and data["Z5"]["verdict"] == FAILS
@@ -258,10 +266,33 @@ def test_an_empty_selection_is_refused_before_anything_runs(only, says, capsys, 
 
 def test_html_report_is_self_contained(extra_claims, tmp_path):
     page = tmp_path / "r.html"
-    assert main(["verify", "--only", "Z4,Z5", "--html", str(page)]) == 0
+    assert main(["verify", "--only", "Z4,Z5,Z6", "--html", str(page)]) == 0
     text = page.read_text()
     assert "data:image/png;base64," in text and "Z5" in text and "fails" in text
     assert "<img" in text and 'src="http' not in text
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+    # each claim's evidence is collapsed; the figure's alt text says what it shows
+    assert text.count('<details class=claim id="') == 4 and "<details open" not in text
+    assert 'alt="Figure of claim Z4 (test): the measurement behind' in text
+    assert 'alt="Z4.png"' not in text
+    # the invariants have their own section, after the papers' claims
+    papers = text.index("<h2>Claims about the papers</h2>")
+    invariants = text.index("<h2>Implementation invariants")
+    assert papers < text.index('id="Z5"') < invariants < text.index('id="Z6-inv"')
+
+
+def test_figures_of_the_report_are_never_temporary_paths(extra_claims, tmp_path, capsys):
+    """With --html and --json OUT the figures go next to the JSON (OUT-figures/), so its
+    ``figure`` fields name files that exist; with --json - they are inlined in the HTML only
+    and the JSON names none."""
+    page, report = tmp_path / "r.html", tmp_path / "r.json"
+    assert main(["verify", "--only", "Z4", "--html", str(page), "--json", str(report)]) == 0
+    (z4,) = json.loads(report.read_text())["results"]
+    assert Path(z4["figure"]).is_file() and Path(z4["figure"]).parent == tmp_path / "r-figures"
+    capsys.readouterr()
+    assert main(["verify", "--only", "Z4", "--html", str(page), "--json", "-"]) == 0
+    (z4,) = json.loads(capsys.readouterr().out)["results"]
+    assert z4["figure"] is None and "data:image/png;base64," in page.read_text()
 
 
 def test_table_lists_stated_measured_verdict(extra_claims, capsys):
@@ -292,7 +323,7 @@ def test_verify_on_dask_workers_equals_one_process(tmp_path):
     assert main(["verify", "--only", "G1,P2,F1", "--json", str(local)]) == 0
     assert main(["verify", "--only", "G1,P2,F1", "--workers", "1", "--json", str(dask)]) == 0
     keep = ("id", "verdict", "measured", "effect", "seeds", "test")
-    a, b = (json.loads(p.read_text()) for p in (local, dask))
+    a, b = (json.loads(p.read_text())["results"] for p in (local, dask))
     assert [{k: r[k] for k in keep} for r in a] == [{k: r[k] for k in keep} for r in b]
 
 
@@ -308,7 +339,7 @@ def test_a_missing_extra_is_not_run_naming_it_and_verify_exits_zero(monkeypatch,
     _block_mnist1d(monkeypatch)
     assert main(["verify", "--only", "G1,N1", "--json", "-"]) == 0
     captured = capsys.readouterr()
-    rows = {d["id"]: d for d in json.loads(captured.out)}
+    rows = {d["id"]: d for d in json.loads(captured.out)["results"]}
     n1 = rows["N1"]
     assert n1["verdict"] == NOT_RUN and n1["ran"] is False and n1["error"] is None
     assert "pip install 'fedtheory[nn]'" in n1["reason"] and "mnist1d" in n1["reason"]

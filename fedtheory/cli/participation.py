@@ -103,6 +103,12 @@ def register(subparsers) -> None:
     p.add_argument("--trace", metavar="FILE", help="trace: R x N boolean mask (.npy/.csv/.txt)")
     add_json(p, "the report")
     p.add_argument("--plot", metavar="PNG", help="draw the participation raster and q")
+    p.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="print one row per client (default: clients with equal rows share one row, and "
+        "only the first and last 10 rows of a long table are shown)",
+    )
     p.add_argument("--rounds", type=int, default=None, help="rounds drawn for --plot (default: 60)")
     p.add_argument("--seed", type=int, default=None, help="seed of the --plot draw (default: 0)")
     add_max_memory(p)
@@ -195,20 +201,47 @@ def report(model) -> dict:
     return out
 
 
-def _table(rep: dict) -> str:
+#: Beyond this many distinct rows, the table shows the first and last :data:`EDGE_ROWS`.
+MAX_ROWS = 40
+EDGE_ROWS = 10
+
+
+def _table(rep: dict, *, all_rows: bool = False) -> str:
+    """The report as text: one row per client, except that consecutive clients with the same
+    row are one row (``0-999``, with a count), and beyond :data:`MAX_ROWS` distinct rows only
+    the first and last :data:`EDGE_ROWS` are shown (``all_rows``: every client, one row
+    each; the JSON always has every client)."""
     lines = [
         f"{rep['model']['model']}: N = {rep['n_clients']}, P(empty round) = {rep['p_empty']:.6g}",
         f"pi: {rep['inclusion_method']};  q_mean: {rep['q_mean_method']};  "
         f"q_weighted: {rep['q_weighted_method']};  q_unbiased: {rep['q_unbiased_method']}",
-        f"{'client':>6} {'pi_i':>12} {'q_mean':>12} {'q_weighted':>12} {'q_unbiased':>12}",
+        f"{'client':>9} {'pi_i':>12} {'q_mean':>12} {'q_weighted':>12} {'q_unbiased':>12}",
     ]
     mc = rep["method"] != "exact"
+    cells = []
     for i in range(rep["n_clients"]):
-        row = f"{i:>6} {rep['inclusion'][i]:>12.6g} {rep['q_mean'][i]:>12.6g} "
+        row = f"{rep['inclusion'][i]:>12.6g} {rep['q_mean'][i]:>12.6g} "
         row += f"{rep['q_weighted'][i]:>12.6g} {rep['q_unbiased'][i]:>12.6g}"
         if mc:
             row += f"   (stderr q_mean {rep['q_mean_stderr'][i]:.2g})"
-        lines.append(row)
+        cells.append(row)
+    groups: list[tuple[int, int, str]] = []  # (first client, last client, row)
+    for i, row in enumerate(cells):
+        if groups and not all_rows and groups[-1][2] == row:
+            groups[-1] = (groups[-1][0], i, row)
+        else:
+            groups.append((i, i, row))
+    shown = groups
+    if not all_rows and len(groups) > MAX_ROWS:
+        shown = groups[:EDGE_ROWS] + [None] + groups[-EDGE_ROWS:]
+    for g in shown:
+        if g is None:
+            hidden = sum(b - a + 1 for a, b, _ in groups[EDGE_ROWS:-EDGE_ROWS])
+            lines.append(f"{'...':>9} ({hidden} clients not shown: --all-rows, or --json)")
+            continue
+        a, b, row = g
+        label = f"{a}" if a == b else f"{a}-{b}"
+        lines.append(f"{label:>9} {row}" + (f"   ({b - a + 1} clients)" if b > a else ""))
     return "\n".join(lines)
 
 
@@ -235,7 +268,7 @@ def main(args) -> int:
         rep["plot"] = str(path)
     write_json(rep, args)
     if not json_to_stdout(args):
-        print(_table(rep))
+        print(_table(rep, all_rows=args.all_rows))
         if args.plot:
             print(f"plot: {args.plot}", file=sys.stderr)
     return 0

@@ -36,6 +36,7 @@ from fedtheory.cli.common import (
     add_json,
     add_parser,
     algorithm_name,
+    human_stream,
     missing,
     write_json,
 )
@@ -201,9 +202,11 @@ def run(args: argparse.Namespace) -> int:
         "constants": problem_constants(problem).as_dict(args.lr, args.local_steps),
         **extra,
     }
-    if args.json is None:
-        print(_summary(res, extra))
+    # the summary is printed with --json OUT too (stderr when stdout carries the JSON)
+    print(_summary(res, extra), file=human_stream(args), flush=True)
     write_json(out, args)
+    if args.json not in (None, "-"):
+        print(f"wrote {args.json}")
     if above:
         said = ", ".join(f"{k} rate {v:.6g} >= 1" for k, v in above.items())
         print(f"fedtheory: warning: diverging: {said} (the error grows geometrically)",

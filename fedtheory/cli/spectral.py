@@ -2,7 +2,7 @@
 
 Examples::
 
-    fedtheory spectral                         # the papers' rho values and settings table
+    fedtheory spectral --report                # the papers' rho values and settings table
     fedtheory spectral ring -N 50 --json       # rho_norm, rho_lambda2, one_minus_rho, ...
     fedtheory spectral --matrix W.npy --json out.json
     fedtheory spectral --edges edges.txt --weights max-degree
@@ -51,8 +51,8 @@ DESCRIPTION = (
     "Spectral gap rho = ||W - 11^T/n||_2 and |lambda_2(W)| of a topology, a matrix file or an "
     "edge list, with 1 - rho computed accurately from I - W; and which topologies meet the "
     "spectral-gap conditions of AFGA (rho <= M/(M+N)), CAFGA (rho_max <= m/(m+n)) and HA-Fed "
-    "(rho_max <= 1/(2 sqrt(n-m)), C < n) in the papers' settings or yours. Without a topology, "
-    "--matrix or --edges it prints the papers' values and settings table."
+    "(rho_max <= 1/(2 sqrt(n-m)), C < n) in the papers' settings or yours: --report prints the "
+    "papers' values and settings table (tens of seconds), --setting adds yours."
 )
 
 
@@ -180,7 +180,7 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise UnknownOptionError(
                 f"{', '.join(stray)} shape{'s' if len(stray) == 1 else ''} a graph: give a "
                 "TOPOLOGY, --matrix or --edges "
-                "(without one, spectral prints the papers' values and settings)"
+                "(or --report for the papers' values and settings)"
             )
         return
     if args.matrix:
@@ -414,6 +414,13 @@ def _plot_families(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     _check_flags(args)
     if not (args.topology or args.matrix or args.edges):
+        if not (args.report or args.setting or args.plot_families):
+            # a bare ``fedtheory spectral`` used to start the papers' tables (a minute)
+            raise FedTheoryError(
+                "give a graph (TOPOLOGY -N N, --matrix W.npy or --edges FILE), a --setting "
+                "N=..,M=.., or --report for the papers' values and settings table (tens of "
+                "seconds); e.g. fedtheory spectral ring -N 50"
+            )
         if args.plot:
             raise FedTheoryError("--plot needs a TOPOLOGY, --matrix or --edges")
         if args.plot_families and not (args.report or args.setting or args.json is not None):

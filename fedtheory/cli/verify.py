@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from fedtheory.cli.common import add_json, add_parser, json_to_stdout, write_json
@@ -49,7 +50,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--figures-dir",
         metavar="DIR",
-        help="where claims draw their figures (default: a temporary folder when --html is given)",
+        help="where claims draw their figures (default with --html: next to the --json file "
+        "as OUT-figures/, else a temporary folder, the figures being inlined in the HTML)",
     )
     p.add_argument("--seed", type=int, default=0, help="base seed of every experiment")
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
@@ -76,9 +78,29 @@ def main(args) -> int:
     if args.figures_dir:  # a bad folder is one line now, not every claim crashing when it draws
         check_output_dir(args.figures_dir)
     to_stdout = json_to_stdout(args)
+    fig_dir = figures_folder(args)
     with temporary_directory("fedtheory-verify-") as scratch:  # always removed
-        fig_dir = args.figures_dir or (scratch if args.html else None)
-        return _run(args, claims, fig_dir, to_stdout)
+        if fig_dir is None and args.html:  # inlined in the HTML; the JSON names none of them
+            return _run(args, claims, scratch, to_stdout, kept=False)
+        try:
+            return _run(args, claims, fig_dir, to_stdout)
+        finally:
+            if fig_dir is not None and not args.figures_dir:
+                with suppress(OSError):  # OUT-figures/ made for nothing: no claim drew
+                    fig_dir.rmdir()  # only when empty
+
+
+def figures_folder(args) -> Path | None:
+    """Where the claims draw figures that outlive the run: ``--figures-dir``, or, with
+    ``--html`` and ``--json OUT``, the folder ``OUT-figures`` next to the JSON (whose
+    ``figure`` fields then name files that exist); None otherwise (no figures, or figures in a
+    temporary folder that the HTML inlines)."""
+    if args.figures_dir:
+        return Path(args.figures_dir)
+    if args.html and args.json not in (None, "-"):
+        out = Path(args.json)
+        return check_output_dir(out.with_name(out.stem + "-figures"))
+    return None
 
 
 def _check_regimes(only: str | None, results: list) -> None:
@@ -97,15 +119,17 @@ def _check_regimes(only: str | None, results: list) -> None:
         )
 
 
-def _run(args, claims, fig_dir, to_stdout: bool) -> int:
-    """Run the claims, print the table, write the JSON and HTML; the exit status."""
+def _run(args, claims, fig_dir, to_stdout: bool, *, kept: bool = True) -> int:
+    """Run the claims, print the table, write the JSON and HTML; the exit status (``kept``:
+    the figures outlive the run, else the JSON's ``figure`` fields are null)."""
     ctx = Context(
         tier=FULL if args.full else QUICK,
         seed=args.seed,
         figure_dir=Path(fig_dir) if fig_dir else None,
     )
     t0 = time.perf_counter()
-    ran = run_claims(claims, ctx, quiet=to_stdout, workers=args.workers, scheduler=args.scheduler)
+    # progress goes to stderr in every case (stdout may carry the JSON)
+    ran = run_claims(claims, ctx, workers=args.workers, scheduler=args.scheduler)
     _check_regimes(args.only, ran)
     results = keep_requested(ran, args.only)
     seconds = time.perf_counter() - t0
@@ -113,7 +137,11 @@ def _run(args, claims, fig_dir, to_stdout: bool) -> int:
     if not to_stdout:
         print(format_table(results), file=out)
         print(f"\n{len(results)} results in {seconds:.1f} s ({ctx.tier} tier): {summary(results)}")
-    write_json(to_json(results), args)
+    report = to_json(results, tier=ctx.tier, seed=ctx.seed, seconds=seconds)
+    if not kept:  # never a path that is deleted when the command ends
+        for r in report["results"]:
+            r["figure"] = None
+    write_json(report, args)
     if args.html:
         write_atomic(args.html, to_html(results, tier=ctx.tier, seconds=seconds))
     crashed = [r for r in results if r.crashed]  # skipped claims (tier, extra) are not errors

@@ -1,8 +1,10 @@
 """The figures' own entry point: ``fedtheory figures`` and ``python -m fedtheory.figures``.
 
-Exit status 0 when every requested figure was written, 2 for an unknown figure name or when a
-figure needs an optional extra that is missing (one line naming it; the other figures are still
-drawn); any other figure that cannot be drawn is an error (a traceback: it is a bug).
+Each figure is reported on stderr as it is written (a progress bar on a terminal, one line per
+figure in a log); the table of written files follows on stdout. A figure that fails does not stop
+the others: exit status 1 at the end, naming it (one line each, after the table). Exit status 2
+for an unknown figure name or when a figure needs an optional extra that is missing (one line
+naming it; the other figures are still drawn); 0 when every requested figure was written.
 """
 
 from __future__ import annotations
@@ -27,15 +29,20 @@ def run(args: argparse.Namespace) -> int:
         for spec in FIGURES.values():
             print(f"{spec.name:16s} {spec.title}")
         return 0
-    skipped = []
-    for r in generate(args.names or None, args.out):
+    skipped, failed = [], []
+    for r in generate(args.names or None, args.out, keep_going=True):
         if r.missing:
             skipped.append(r)
+            continue
+        if r.error:
+            failed.append(r)
             continue
         print(f"{r.name:16s} {r.seconds:6.1f} s  " + " ".join(str(p) for p in r.paths))
     for r in skipped:  # one line each, after the figures that were drawn
         print(f"fedtheory: error: figure {r.name} not drawn: {r.missing}", file=sys.stderr)
-    return 2 if skipped else 0
+    for r in failed:
+        print(f"fedtheory: error: figure {r.name} failed: {r.error}", file=sys.stderr)
+    return 1 if failed else 2 if skipped else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@
 - HA-Fed, 004 Corollary 5.11: ``rho_max <= 1 / (2 sqrt(n - m))`` and ``C < n``.
 - HA-Fed, 004 Theorems 5.6/5.8: ``D_{tau,rho} = min{1 / (1 - rho_max), tau}``.
 
-The settings are those of reference-values.md (000 Table 1 and Table 5, 004 Sec. 6). Random
+The settings are those of docs/reference-values.md (000 Table 1 and Table 5, 004 Sec. 6). Random
 families (Erdos-Renyi, random geometric, random weights) are reported as distributions over
 seeds, with the fraction of draws that meet each condition, never as one number.
 """
@@ -312,7 +312,7 @@ def evaluate_setting(
     return rows
 
 
-# Spectral gaps stated in the papers (reference-values.md), with the family we measure them by.
+# Spectral gaps stated in the papers (docs/reference-values.md), with the family we measure them by.
 PAPER_RHO: tuple[dict[str, Any], ...] = (
     {
         "where": "000 Sec. 6.2 (AFGA)",
@@ -394,7 +394,7 @@ class PaperValue:
 
 
 def paper_values(draws: int = 200, seed: int = 0, **kw: Any) -> list[PaperValue]:
-    """Measure every rho of reference-values.md; random families as a distribution over seeds.
+    """Measure every rho of docs/reference-values.md; random families as a distribution over seeds.
 
     For a random family ``stated_percentile`` is the fraction of draws with rho at most the
     stated value (where the paper's single graph would sit in our distribution);

@@ -122,7 +122,7 @@ class QuadraticProblem:
         """The affine map of K exact local gradient steps, ``(T (N, d, d), c (N, d))``.
 
         One step x <- x - lr (H_i x - h_i) is x <- P_i x + lr h_i with P_i = I - lr H_i, so K
-        steps from x are P_i^K x + sum_{j<K} P_i^j lr h_i (algorithms.md section 5, the FedAvg
+        steps from x are P_i^K x + sum_{j<K} P_i^j lr h_i (docs/algorithms.md section 5, the FedAvg
         fixed point of Li et al. 2019a is built from the same P_i^K). In the row form of the
         simulator (client models are rows, P_i symmetric): ``x_K = x @ T[i] + c[i]``. Built in
         float64 by applying the K steps to the identity and to zero, once per

@@ -40,10 +40,13 @@ from typing import Any
 
 import numpy as np
 
+from fedtheory._version import __version__
 from fedtheory.algorithms.base import MAX_SEED_ID, Algorithm, RoundDraw, SeedRng, seed_sequences
 from fedtheory.algorithms.registry import make_algorithm
 from fedtheory.backend import get_backend, get_namespace, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
+from fedtheory.extras import require
+from fedtheory.io import dumps
 from fedtheory.io import progress as progress_bar
 from fedtheory.participation import Full, ParticipationModel, make_participation
 from fedtheory.simulation.metrics import RUNNER_METRICS, Metric, select_metrics
@@ -128,6 +131,14 @@ class SimulationResult:
     wall_time : float
         Seconds spent in the round loop.
     config : dict
+    dtype : str
+        The run's precision ("float64", or "float32" on request): the metrics, ``x_final`` and
+        ``x_mean`` keep it.
+
+    Notes
+    -----
+    ``repr(result)`` is a few lines (algorithm, shapes, seeds, final error quantiles, diverged
+    seeds); :meth:`to_xarray` and :meth:`to_dataframe` hand the metrics to the ecosystem.
     """
 
     algorithm: str
@@ -146,6 +157,7 @@ class SimulationResult:
     config: dict = field(default_factory=dict)
     diverging: np.ndarray | None = None
     diverging_at: np.ndarray | None = None
+    dtype: str = "float64"
 
     def __getattr__(self, name: str) -> np.ndarray:
         metrics = self.__dict__.get("metrics")
@@ -159,6 +171,113 @@ class SimulationResult:
     def final(self, metric: str = "rel_error") -> np.ndarray:
         """The last recorded value of ``metric`` per seed."""
         return self.metrics[metric][:, -1]
+
+    def _score(self) -> str | None:
+        """The error metric a summary reports: rel_error when recorded, else grad_norm2."""
+        for name in ("rel_error", "grad_norm2", "subopt"):
+            v = self.metrics.get(name)
+            if v is not None and np.isfinite(v).any():
+                return name
+        return None
+
+    def __repr__(self) -> str:
+        """A few lines: what ran, the shapes, the final error's quantiles, diverged seeds."""
+        head = (
+            f"SimulationResult: {self.algorithm}, {self.participation} participation, "
+            f"{self.seeds} seed{'s' if self.seeds != 1 else ''} (root seed {self.seed}) x "
+            f"{self.rounds} rounds, {self.dtype}, {self.wall_time:.2g} s"
+        )
+        lines = [head]
+        shape = (self.seeds, self.rounds + 1)
+        lines.append(f"  metrics {shape}: {', '.join(self.metrics)}")
+        lines.append(f"  x_final {tuple(np.shape(self.x_final))}")
+        score = self._score()
+        if score is not None:
+            last = np.asarray(self.metrics[score], dtype=np.float64)[:, -1]
+            ok = last[np.isfinite(last)]
+            if ok.size:
+                q = np.quantile(ok, [0.0, 0.5, 1.0])
+                lines.append(
+                    f"  final {score}: min {q[0]:.3g}, median {q[1]:.3g}, max {q[2]:.3g}"
+                    + (f" ({ok.size} finite of {last.size})" if ok.size < last.size else "")
+                )
+        n_div = int(np.count_nonzero(self.diverged))
+        lines.append(f"  diverged: {self.divergence_summary() or f'{n_div} of {self.seeds}'}")
+        return "\n".join(lines)
+
+    def to_xarray(self) -> Any:
+        """The run as an :class:`xarray.Dataset` (needs the optional extra ``fedtheory[sweep]``).
+
+        Returns
+        -------
+        xarray.Dataset
+            One variable per metric with dims ``(seed, round)``; ``diverged``, ``diverged_at``,
+            ``diverging``, ``diverging_at`` with dim ``seed``; ``x_final`` (and ``x_mean``)
+            with dims ``(seed, coordinate)``, ``x_star`` with dim ``coordinate``. Coordinates:
+            ``seed`` holds the seed ids, ``round`` 0..R (0 is the initial model). Attributes:
+            algorithm, participation, rounds, root seed, dtype, wall time, the fedtheory
+            version, the run's configuration as JSON text (``config``) and each of its plain
+            entries (``config_<key>``).
+
+        Raises
+        ------
+        MissingExtraError
+            xarray is not installed (the message names ``pip install 'fedtheory[sweep]'``).
+        """
+        require("sweep", "SimulationResult.to_xarray()")
+        import xarray as xr  # noqa: PLC0415  (optional extra)
+
+        coords = {"seed": np.asarray(self.seed_ids, dtype=np.int64),
+                  "round": np.arange(self.rounds + 1)}  # fmt: skip
+        data: dict[str, Any] = {
+            k: (("seed", "round"), np.asarray(v), {"long_name": _long_name(k)})
+            for k, v in self.metrics.items()
+        }
+        for k in ("diverged", "diverged_at", "diverging", "diverging_at"):
+            v = getattr(self, k)
+            if v is not None:
+                data[k] = (("seed",), np.asarray(v))
+        data["x_final"] = (("seed", "coordinate"), np.asarray(self.x_final))
+        if self.x_mean is not None:
+            data["x_mean"] = (("seed", "coordinate"), np.asarray(self.x_mean))
+        if self.x_star is not None:
+            data["x_star"] = (("coordinate",), np.asarray(self.x_star))
+        plain = {
+            f"config_{k}": v
+            for k, v in self.config.items()
+            if isinstance(v, str | int | float) and not isinstance(v, bool)
+        }
+        attrs = {
+            "algorithm": self.algorithm,
+            "participation": self.participation,
+            "rounds": self.rounds,
+            "root_seed": self.seed,
+            "dtype": self.dtype,
+            "wall_time_s": float(self.wall_time),
+            "fedtheory_version": __version__,
+            "config": dumps(self.config, indent=False),
+            **plain,
+        }
+        return xr.Dataset(data, coords=coords, attrs=attrs)
+
+    def to_dataframe(self) -> Any:
+        """The metrics as a long :class:`pandas.DataFrame` (needs ``fedtheory[sweep]``: pandas
+        comes with xarray): one row per (seed, round, metric), columns ``seed``, ``round``,
+        ``metric``, ``value`` and the seed's ``diverged`` flag. Rounds that were not recorded
+        are NaN, as in :attr:`metrics`.
+
+        Raises
+        ------
+        MissingExtraError
+            xarray (and so pandas) is not installed.
+        """
+        ds = self.to_xarray()
+        wide = ds[list(self.metrics)].to_dataframe().reset_index()
+        long = wide.melt(id_vars=["seed", "round"], var_name="metric", value_name="value")
+        diverged = dict(zip(ds["seed"].values.tolist(), np.asarray(self.diverged).tolist(),
+                            strict=True))  # fmt: skip
+        long["diverged"] = long["seed"].map(diverged).astype(bool)
+        return long
 
     def divergence_summary(self) -> str | None:
         """One line saying how many seeds diverged or are diverging and when, or None.
@@ -186,6 +305,14 @@ class SimulationResult:
                 when = f"first at round {first}" if n > 1 else f"at round {first}"
                 parts.append(f"{n} of {seeds} {what}{why} ({when})")
         return "; ".join(parts) or None
+
+
+def _long_name(metric: str) -> str:
+    """A metric's CF ``long_name``: the first line of the runner metric's docstring, else its
+    name (an algorithm's or a caller's metric)."""
+    fn = RUNNER_METRICS.get(metric)
+    doc = (fn.__doc__ or "").strip().splitlines() if fn is not None else []
+    return doc[0].rstrip(".") if doc else metric
 
 
 @dataclass
@@ -442,7 +569,8 @@ class _Recorder:
     def __post_init__(self) -> None:
         plan = self.plan
         S, R = plan.x0.shape[0], plan.rounds
-        self.values = {k: np.full((S, R + 1), np.nan) for k in plan.available}
+        dt = np.dtype(plan.x0.dtype)  # a float32 run keeps float32 metrics
+        self.values = {k: np.full((S, R + 1), np.nan, dtype=dt) for k in plan.available}
         self.diverged = np.zeros(S, dtype=bool)
         self.diverged_at = np.full(S, -1, dtype=np.int64)
         self.diverging = np.zeros(S, dtype=bool)
@@ -830,9 +958,9 @@ def _result(
         metrics=record.values,
         diverged=record.diverged,
         diverged_at=record.diverged_at,
-        x_final=to_numpy(state.x).astype(np.float64),
+        x_final=to_numpy(state.x),
         x_star=None if x_star is None else np.asarray(x_star, dtype=np.float64),
-        x_mean=None if x_sum is None else to_numpy(x_sum / max(n_avg, 1)).astype(np.float64),
+        x_mean=None if x_sum is None else to_numpy(x_sum / max(n_avg, 1)),
         wall_time=wall,
         config={
             **algorithm.config.as_dict(),
@@ -842,6 +970,7 @@ def _result(
         },
         diverging=record.diverging,
         diverging_at=record.diverging_at,
+        dtype=np.dtype(plan.x0.dtype).name,
     )
 
 
@@ -866,6 +995,7 @@ def _concatenate(parts: list) -> SimulationResult:
         x_mean=None if first.x_mean is None else cat(lambda p: p.x_mean),
         wall_time=sum(p.wall_time for p in parts),
         config=first.config,
+        dtype=first.dtype,
     )
 
 

@@ -23,7 +23,7 @@ O(1/sqrt(R K M)) for R >= K M, is therefore read in two steps, both fixed before
    at level 1 - alpha/2 (Bonferroni over the two tests).
 
 A fitted shape is a description, not a constant of the paper: no theorem here states its
-constants (stated-bounds.md), so ``a`` and ``b`` are reported as free constants.
+constants (docs/stated-bounds.md), so ``a`` and ``b`` are reported as free constants.
 
 References: Efron and Tibshirani 1993, Ch. 11 (jackknife); Lawson and Hanson 1974, Ch. 23
 (non-negative least squares; here with two columns, solved by enumerating the active set).

@@ -14,7 +14,7 @@ from pathlib import Path
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError
 from fedtheory.extras import install_hint
-from fedtheory.io import jsonable, write_atomic
+from fedtheory.io import jsonable, utc_now, write_atomic
 from fedtheory.verify.registry import QUICK, Claim, all_claims
 from fedtheory.verify.result import NOT_RUN, PAPER_VERDICTS, VERDICTS, ClaimResult
 
@@ -92,9 +92,50 @@ def summary(results: list[ClaimResult]) -> str:
     return f"claims about the papers: {paper or 'none'}" + ("; " + ", ".join(rest) if rest else "")
 
 
-def to_json(results: list[ClaimResult]) -> list[dict]:
-    """The JSON contract: a list of objects with at least id, verdict, stated, measured."""
-    return [r.to_dict() for r in results]
+#: The version of the layout of :func:`to_json` (bumped when a key changes meaning).
+JSON_SCHEMA = 2
+
+
+def to_json(
+    results: list[ClaimResult],
+    *,
+    tier: str = QUICK,
+    seed: int = 0,
+    seconds: float | None = None,
+    date: str | None = None,
+) -> dict:
+    """The JSON contract of ``fedtheory verify --json``: one top-level object.
+
+    Parameters
+    ----------
+    results : list of ClaimResult
+    tier : {"quick", "thorough"}
+    seed : int
+        The base seed of every experiment (``--seed``).
+    seconds : float, optional
+        Wall time of the run.
+    date : str, optional
+        When the run ended, UTC ISO 8601 (default: now).
+
+    Returns
+    -------
+    dict
+        ``{"version", "schema", "seed", "date", "tier", "seconds", "summary", "results"}``:
+        ``version`` is fedtheory's, ``results`` a list of objects with at least ``id``,
+        ``verdict``, ``stated``, ``measured`` (plus ``reason``, ``effect``, ``seeds``,
+        ``test``, ``figure``, ...: :class:`~fedtheory.verify.result.ClaimResult`).
+    """
+    when = date or utc_now()
+    return {
+        "version": __version__,
+        "schema": JSON_SCHEMA,
+        "seed": int(seed),
+        "date": when,
+        "tier": tier,
+        "seconds": None if seconds is None else round(float(seconds), 3),
+        "summary": summary(results),
+        "results": [r.to_dict() for r in results],
+    }
 
 
 def _effect_text(effect: dict | None) -> str:
@@ -106,76 +147,123 @@ def _effect_text(effect: dict | None) -> str:
     return f"{effect['estimate']:.4g}{ci} {effect.get('unit', '')}".rstrip()
 
 
-def _img(path: str | None, seen: set) -> str:
-    """The figure inline as base64 PNG (once per page; later results link to it)."""
+def _alt(r: ClaimResult) -> str:
+    """What a claim's figure shows, for its ``alt`` text (never just a file name)."""
+    return f"Figure of claim {r.id} ({r.source}): the measurement behind '{r.stated}'"
+
+
+def _img(r: ClaimResult, seen: dict) -> str:
+    """The figure of ``r`` inline as base64 PNG (once per page; later results link to it)."""
+    path = r.figure
     if not path or not Path(path).is_file():
         return ""
-    name = html.escape(Path(path).name)
     if path in seen:
-        return f'<p><a href="#fig-{name}">figure {name} (above)</a></p>'
-    seen.add(path)
+        return f'<p><a href="#{seen[path]}">the figure of {html.escape(seen[path])} (above)</a></p>'
+    anchor = "fig-" + r.id.replace("/", "-")
+    seen[path] = anchor
     data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    return f'<img id="fig-{name}" alt="{name}" src="data:image/png;base64,{data}">'
+    alt = html.escape(_alt(r), quote=True)
+    return f'<img id="{html.escape(anchor)}" alt="{alt}" src="data:image/png;base64,{data}">'
+
+
+#: The report's sections, in order: (title, which results).
+HTML_SECTIONS = (
+    ("Claims about the papers", lambda r: r.about_paper and not r.skipped),
+    (
+        "Implementation invariants and formulas the available text does not state",
+        lambda r: not r.about_paper,
+    ),
+    ("Not run here (thorough tier only, or an optional extra is missing)", lambda r: r.skipped),
+)
+
+_COLORS = {
+    "holds": "#d4f4dd",
+    "fails": "#f8d0d0",
+    "inconclusive": "#e6e6f8",
+    "outside assumptions": "#fff1c2",
+    "invariant": "#dfeff7",
+    "not stated": "#eeeeee",
+    NOT_RUN: "#f4f4f4",
+}
+
+
+def _row(r: ClaimResult) -> str:
+    color = "#f4a0a0" if r.crashed else _COLORS.get(r.verdict, "#e8e8e8")
+    anchor = html.escape(r.id.replace("/", "-"))
+    return (
+        "<tr>"
+        f'<td><a href="#{anchor}">{html.escape(r.id)}</a></td>'
+        f"<td>{html.escape(r.source)}</td><td>{html.escape(str(r.stated))}</td>"
+        f"<td>{html.escape(_measured(r))}</td>"
+        f'<td style="background:{color}">{html.escape(verdict_label(r))}</td></tr>'
+    )
+
+
+def _details(r: ClaimResult, seen: dict) -> str:
+    """One claim's evidence: the decision in a few lines, the figure, and the raw evidence in a
+    collapsed ``<details>``."""
+    anchor = html.escape(r.id.replace("/", "-"))
+    extra = "".join(
+        f"<p><b>{k}:</b> {html.escape(str(v))}</p>"
+        for k, v in (
+            ("criterion", r.criterion),
+            ("effect", _effect_text(r.effect)),
+            ("on fresh seeds after the stop", _effect_text(r.confirmation)),
+            ("seeds", r.seeds),
+            ("test", r.test),
+            ("uncertainty", r.uncertainty),
+            ("reason", r.reason),
+            ("seconds", f"{r.seconds:.2f}"),
+        )
+        if v
+    )
+    err = f"<pre class=err>{html.escape(r.error)}</pre>" if r.error else ""
+    body = json.dumps(jsonable(r.evidence), indent=2)
+    n = body.count("\n") + 1
+    raw = (f"<details><summary>evidence ({n} lines of JSON)</summary>"
+           f"<pre>{html.escape(body)}</pre></details>") if r.evidence else ""  # fmt: skip
+    return (
+        f'<details class=claim id="{anchor}"><summary><b>{html.escape(r.id)}</b>: '
+        f"{html.escape(verdict_label(r))} &middot; {html.escape(str(r.stated))}</summary>"
+        f"{extra}{err}{_img(r, seen)}{raw}</details>"
+    )
 
 
 def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
-    """A self-contained HTML page: the table, then each claim's evidence with figures inline."""
-    colors = {
-        "holds": "#d4f4dd",
-        "fails": "#f8d0d0",
-        "inconclusive": "#e6e6f8",
-        "outside assumptions": "#fff1c2",
-        "invariant": "#dfeff7",
-        "not stated": "#eeeeee",
-        NOT_RUN: "#f4f4f4",
-    }
-    rows, details, seen = [], [], set()
-    for r in results:
-        label = verdict_label(r)
-        color = "#f4a0a0" if r.crashed else colors.get(r.verdict, "#e8e8e8")
-        anchor = html.escape(r.id.replace("/", "-"))
-        rows.append(
-            "<tr>"
-            f'<td><a href="#{anchor}">{html.escape(r.id)}</a></td>'
-            f"<td>{html.escape(r.source)}</td><td>{html.escape(str(r.stated))}</td>"
-            f"<td>{html.escape(_measured(r))}</td>"
-            f'<td style="background:{color}">{html.escape(label)}</td></tr>'
+    """A self-contained HTML page (viewport-ready): per section (the papers' claims; the
+    implementation invariants and unstated formulas; the claims not run), a table, then each
+    claim's evidence collapsed in a ``<details>`` with its figure inline (alt text saying what
+    it shows)."""
+    seen: dict = {}
+    parts = []
+    for title, keep in HTML_SECTIONS:
+        rows = [r for r in results if keep(r)]
+        if not rows:
+            continue
+        parts.append(
+            f"<h2>{html.escape(title)}</h2>\n<table><tr><th>claim</th><th>source</th>"
+            "<th>stated</th><th>measured</th><th>verdict</th></tr>\n"
+            + "\n".join(_row(r) for r in rows)
+            + "\n</table>\n"
+            + "\n".join(_details(r, seen) for r in rows)
         )
-        body = json.dumps(jsonable(r.evidence), indent=2)
-        extra = "".join(
-            f"<p><b>{k}:</b> {html.escape(str(v))}</p>"
-            for k, v in (
-                ("criterion", r.criterion),
-                ("effect", _effect_text(r.effect)),
-                ("on fresh seeds after the stop", _effect_text(r.confirmation)),
-                ("seeds", r.seeds),
-                ("test", r.test),
-                ("uncertainty", r.uncertainty),
-                ("reason", r.reason),
-                ("seconds", f"{r.seconds:.2f}"),
-            )
-            if v
-        )
-        err = f"<pre class=err>{html.escape(r.error)}</pre>" if r.error else ""
-        details.append(
-            f'<section id="{anchor}"><h3>{html.escape(r.id)}: {html.escape(label)}</h3>'
-            f"{extra}{err}<pre>{html.escape(body)}</pre>{_img(r.figure, seen)}</section>"
-        )
+    body = "\n".join(parts)
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>fedtheory verify</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>fedtheory verify</title>
 <style>
 body{{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:4px 8px;vertical-align:top}}
+table{{border-collapse:collapse;margin-bottom:1em}}
+td,th{{border:1px solid #bbb;padding:4px 8px;vertical-align:top}}
 pre{{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}}pre.err{{background:#fde}}
-img{{max-width:100%}}
+details.claim{{border-top:1px solid #ddd;padding:4px 0}}summary{{cursor:pointer}}
+img{{max-width:100%;height:auto}}
 </style></head><body>
 <h1>fedtheory verify</h1>
 <p>fedtheory {html.escape(__version__)}, {html.escape(tier)} tier, {len(results)} results in
 {seconds:.1f} s. {html.escape(summary(results))}.</p>
-<table><tr><th>claim</th><th>source</th><th>stated</th><th>measured</th><th>verdict</th></tr>
-{"".join(rows)}
-</table>
-{"".join(details)}
+{body}
 </body></html>
 """
 

@@ -198,7 +198,7 @@ def g4(ctx: Context):
     "spectral-gap conditions",
 )
 def g5(ctx: Context):
-    """For each setting of reference-values.md (``PAPER_SETTINGS``), the graph toolkit's
+    """For each setting of docs/reference-values.md (``PAPER_SETTINGS``), the graph toolkit's
     ``evaluate_setting``: AFGA's rho <= M/(M+N) on all N clients and CAFGA's
     rho_max <= m/(m+n) over clusters (000 settings), HA-Fed's rho_max <= 1/(2 sqrt(n-m)) with
     C < n (004). The papers run the ring by default (000 App. B: "ring topology by default";

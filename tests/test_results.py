@@ -1,0 +1,96 @@
+"""SimulationResult for a researcher: a short repr, xarray and pandas views, float32 kept and
+recorded; the package's main entry points at the top level, imported lazily."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import fedtheory
+from fedtheory.errors import MissingExtraError
+from fedtheory.graphs import mixing_matrix, spectral_gap
+from fedtheory.problems import make_problem, random_quadratic
+from fedtheory.simulation import simulate
+
+
+@pytest.fixture(scope="module")
+def run():
+    P = random_quadratic(8, 3, seed=0)
+    return simulate(P, "focus", "uniform", participation_m=3, lr=0.05, rounds=30, seeds=4, seed=7)
+
+
+def test_repr_is_a_few_lines_that_say_what_ran(run):
+    text = repr(run)
+    assert len(text.splitlines()) <= 6 and len(text) < 600
+    assert text.startswith("SimulationResult: focus, Uniform participation, 4 seeds (root seed 7)")
+    assert "30 rounds, float64" in text and "metrics (4, 31): rel_error" in text
+    median = np.median(run.final("rel_error"))
+    assert f"median {median:.3g}" in text and "diverged: 0 of 4" in text
+
+
+def test_repr_counts_diverged_seeds():
+    P = random_quadratic(8, 3, seed=0)
+    bad = simulate(P, "fedavg", "full", lr=50.0, rounds=20, seeds=2)
+    assert bad.diverged.all()
+    assert "2 of 2 seeds diverged" in repr(bad)
+
+
+def test_to_xarray_has_seed_and_round_dims_and_the_config(run):
+    pytest.importorskip("xarray")
+    ds = run.to_xarray()
+    assert ds["rel_error"].dims == ("seed", "round")
+    assert ds.sizes["round"] == 31 and list(ds["seed"].values) == run.seed_ids
+    np.testing.assert_array_equal(ds["rel_error"].values, run.rel_error)
+    np.testing.assert_array_equal(ds["x_final"].values, run.x_final)
+    assert ds.attrs["algorithm"] == "focus" and ds.attrs["root_seed"] == 7
+    assert json.loads(ds.attrs["config"])["lr"] == 0.05 and ds.attrs["config_lr"] == 0.05
+    assert ds.attrs["dtype"] == "float64"
+    assert ds["rel_error"].attrs["long_name"].startswith("||x_r - x*|| / ||x*||")
+    assert ds["tracking"].attrs["long_name"] == "tracking"  # FOCUS's own metric: its name
+
+
+def test_to_dataframe_is_long(run):
+    pytest.importorskip("pandas")
+    df = run.to_dataframe()
+    assert list(df.columns) == ["seed", "round", "metric", "value", "diverged"]
+    assert len(df) == 4 * 31 * len(run.metrics)
+    row = df[(df.seed == run.seed_ids[2]) & (df["round"] == 30) & (df.metric == "rel_error")]
+    assert row["value"].item() == run.rel_error[2, 30]
+
+
+def test_to_xarray_names_the_extra_when_xarray_is_missing(run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "xarray", None)  # blocks the import
+    with pytest.raises(MissingExtraError, match=r"pip install 'fedtheory\[sweep\]'"):
+        run.to_xarray()
+    with pytest.raises(MissingExtraError, match="sweep"):
+        run.to_dataframe()
+
+
+def test_a_float32_run_keeps_and_records_float32():
+    P = random_quadratic(8, 3, seed=0)
+    r = simulate(P, "focus", "uniform", participation_m=3, lr=0.05, rounds=10, seeds=2,
+                 dtype=np.float32)  # fmt: skip
+    assert r.dtype == "float32"
+    assert all(v.dtype == np.float32 for v in r.metrics.values())
+    assert r.x_final.dtype == np.float32 and "float32" in repr(r)
+    blocks = simulate(P, "focus", "uniform", participation_m=3, lr=0.05, rounds=10, seeds=5,
+                      dtype=np.float32, seed_block=2, workers=1)  # fmt: skip
+    assert blocks.dtype == "float32" and blocks.rel_error.dtype == np.float32
+
+
+def test_top_level_entry_points_are_lazy(modules_loaded_by):
+    heavy = ("scipy", "sympy", "fedtheory.simulation", "fedtheory.verify", "fedtheory.graphs")
+    assert modules_loaded_by("import fedtheory", heavy) == []
+    touched = modules_loaded_by("import fedtheory; fedtheory.simulate", heavy)
+    assert "fedtheory.simulation" in touched and "fedtheory.verify" not in touched
+
+
+def test_top_level_entry_points_are_the_library_functions():
+    assert fedtheory.simulate is simulate and fedtheory.spectral_gap is spectral_gap
+    assert fedtheory.mixing_matrix is mixing_matrix and fedtheory.make_problem is make_problem
+    assert fedtheory.verify.run is not None and "simulate" in dir(fedtheory)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = fedtheory.nothing
