@@ -18,7 +18,7 @@ Examples
 --------
 >>> import fedtheory
 >>> P = fedtheory.random_quadratic(8, 3, seed=0)
->>> fedtheory.simulate(P, "focus", "uniform", participation_m=3, lr=0.05, rounds=20, seeds=2)
+>>> fedtheory.simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=20, seeds=2)
 ... # doctest: +SKIP
 SimulationResult: focus, Uniform participation, 2 seeds (root seed 0) x 20 rounds, ...
 """

@@ -145,7 +145,7 @@ def test_a_transient_that_comes_back_is_not_divergence():
     """CAFGA at a large step: one seed's error spikes 10x above its start and comes back to
     below it by the last round; the rule held at a round, but the seed did not diverge."""
     problem = make_problem("least-squares", seed=0)
-    res = simulate(problem, "cafga", "uniform", participation_m=4, rounds=300, lr=0.1,
+    res = simulate(problem, "cafga", "uniform", clients_per_round=4, rounds=300, lr=0.1,
                    local_steps=2, seeds=8, topology="ring", clusters=4)  # fmt: skip
     spiked = [s for s in range(8) if _growth_held(res.rel_error[s])]
     assert spiked, "no transient in this run any more: pick another"

@@ -30,7 +30,7 @@ def test_train_reproduces_the_runner_bit_for_bit(prob):
     x0 = prob.init(np.random.default_rng(0))
     kw = dict(rounds=4, seeds=3, seed=5, x0=x0, lr=0.1, local_steps=3)
     res = train(prob, "fedavg", "uniform", participation_kw={"m": 2}, eval_every=2, **kw)
-    sim = simulate(prob, "fedavg", "uniform", participation_m=2, **kw)
+    sim = simulate(prob, "fedavg", "uniform", clients_per_round=2, **kw)
     np.testing.assert_array_equal(res.x_final, sim.x_final)
     assert res.rounds.tolist() == [0, 2, 4] and res.accuracy.shape == (3, 3)
     np.testing.assert_allclose(res.accuracy[:, -1], prob.accuracy(sim.x_final))

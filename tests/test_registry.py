@@ -53,11 +53,11 @@ def test_a_shared_setting_the_algorithm_ignores_is_refused(prob):
 
 
 def test_participation_arguments_need_a_participation_model(prob):
-    with pytest.raises(AssumptionError, match="participation_m given with no participation"):
-        simulate(prob, "fedavg", rounds=1, lr=0.1, participation_m=2)
+    with pytest.raises(AssumptionError, match="clients_per_round given with no participation"):
+        simulate(prob, "fedavg", rounds=1, lr=0.1, clients_per_round=2)
     model = make_participation("uniform", 6, 2)
     with pytest.raises(AssumptionError, match="with a built model"):
-        simulate(prob, "fedavg", model, rounds=1, lr=0.1, participation_m=2)
+        simulate(prob, "fedavg", model, rounds=1, lr=0.1, clients_per_round=2)
 
 
 def test_make_participation_refuses_what_a_model_does_not_read():
@@ -129,3 +129,15 @@ def test_an_algorithm_declares_its_exact_oracle_or_why_it_has_none():
         alg = info(name)
         assert (alg.exact_layout is None) == bool(alg.not_exact), name
         assert alg.stated_rate, name
+
+
+def test_earlier_names_of_clients_per_round_still_run_with_a_warning(prob):
+    """One name for clients per round (``clients_per_round``); the earlier ``participation_m``
+    and ``participation_p`` run the same simulation, with a DeprecationWarning."""
+    new = simulate(prob, "fedavg", "uniform", rounds=3, lr=0.1, clients_per_round=2, seeds=2)
+    with pytest.warns(DeprecationWarning, match="participation_m is now called clients_per_round"):
+        old = simulate(prob, "fedavg", "uniform", rounds=3, lr=0.1, participation_m=2, seeds=2)
+    np.testing.assert_array_equal(new.x_final, old.x_final)
+    with pytest.raises(AssumptionError, match="not both"):
+        simulate(prob, "fedavg", "uniform", rounds=3, lr=0.1, clients_per_round=2,
+                 participation_m=2)  # fmt: skip

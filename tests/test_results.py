@@ -19,7 +19,7 @@ from fedtheory.simulation import simulate
 @pytest.fixture(scope="module")
 def run():
     P = random_quadratic(8, 3, seed=0)
-    return simulate(P, "focus", "uniform", participation_m=3, lr=0.05, rounds=30, seeds=4, seed=7)
+    return simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=30, seeds=4, seed=7)
 
 
 def test_repr_is_a_few_lines_that_say_what_ran(run):
@@ -71,12 +71,12 @@ def test_to_xarray_names_the_extra_when_xarray_is_missing(run, monkeypatch):
 
 def test_a_float32_run_keeps_and_records_float32():
     P = random_quadratic(8, 3, seed=0)
-    r = simulate(P, "focus", "uniform", participation_m=3, lr=0.05, rounds=10, seeds=2,
+    r = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=10, seeds=2,
                  dtype=np.float32)  # fmt: skip
     assert r.dtype == "float32"
     assert all(v.dtype == np.float32 for v in r.metrics.values())
     assert r.x_final.dtype == np.float32 and "float32" in repr(r)
-    blocks = simulate(P, "focus", "uniform", participation_m=3, lr=0.05, rounds=10, seeds=5,
+    blocks = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=10, seeds=5,
                       dtype=np.float32, seed_block=2, workers=1)  # fmt: skip
     assert blocks.dtype == "float32" and blocks.rel_error.dtype == np.float32
 

@@ -138,7 +138,7 @@ def test_cluster_participation_samples_m_per_cluster(npz, tmp_path, capsys):
     assert code == 0, err
     assert len(json.loads(out.read_text())["error"][0]) == 21
     code, _, err = _run([*args[:-6], "--clusters", "4", "-M", "1", *BASE], capsys)
-    assert code == 2 and "N = 6 clients do not split into 4 equal clusters" in err
+    assert code == 2 and "clusters = 4 must divide the N = 6 clients into equal clusters" in err
     assert err.count("\n") == 1
     code, _, err = _run([*args[:-6], "--clusters", "2", "-M", "4", *BASE], capsys)
-    assert code == 2 and "m (cluster 0) = 4 exceeds its cluster size n = 3" in err
+    assert code == 2 and "clients_per_round = 4 exceeds the cluster size n = 3" in err

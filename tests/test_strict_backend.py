@@ -181,9 +181,9 @@ def test_every_algorithms_batched_rounds_equal_numpy(lsq, name, part):
     """Minibatch gradients and gradient noise, fixed-size and ragged participation."""
     kw = _settings(name)
     if part == "uniform":
-        kw.update(participation_m=2)
+        kw.update(clients_per_round=2)
     else:
-        kw.update(participation_p=np.full(6, 0.4))
+        kw.update(probabilities=np.full(6, 0.4))
     _same(
         simulate(lsq, name, part, backend="numpy", **kw),
         simulate(lsq, name, part, backend="strict", **kw),
@@ -203,8 +203,8 @@ def test_simulate_end_to_end_equals_numpy():
         (quad, dict(rounds=40, seeds=2, lr=5.0, local_steps=3)),  # diverges
     ):
         for algorithm in ("focus", "fedavg"):
-            a = simulate(problem, algorithm, "uniform", participation_m=2, backend="numpy", **kw)
-            b = simulate(problem, algorithm, "uniform", participation_m=2, backend="strict", **kw)
+            a = simulate(problem, algorithm, "uniform", clients_per_round=2, backend="numpy", **kw)
+            b = simulate(problem, algorithm, "uniform", clients_per_round=2, backend="strict", **kw)
             _same(a, b)
     assert a.diverged.all()  # the last run (fedavg at lr 5) froze its diverged seeds
 
@@ -221,7 +221,7 @@ def test_simulate_end_to_end_equals_numpy():
 )
 @pytest.mark.parametrize("name", ["fedavg", "sg-focus"])
 def test_every_problem_family_equals_numpy(problem, name):
-    kw = dict(rounds=8, seeds=3, lr=0.05, local_steps=2, participation_m=2)
+    kw = dict(rounds=8, seeds=3, lr=0.05, local_steps=2, clients_per_round=2)
     _same(
         simulate(problem, name, "uniform", backend="numpy", **kw),
         simulate(problem, name, "uniform", backend="strict", **kw),
@@ -303,7 +303,7 @@ def test_nn_training_through_the_simulator_equals_numpy(shards):
     for backend in ("numpy", "strict"):
         p = MLPProblem(shards, hidden=(6,), batch_size=3, xp=get_backend(backend))
         x0 = to_numpy(p.init(np.random.default_rng(1), (2,)))
-        results.append(simulate(p, "fedadam", "uniform", participation_m=2, rounds=6, seeds=2,
+        results.append(simulate(p, "fedadam", "uniform", clients_per_round=2, rounds=6, seeds=2,
                                 x0=x0, lr=0.1, local_steps=2, backend=backend))  # fmt: skip
     _same(*results)
 
@@ -312,7 +312,7 @@ def test_nn_training_through_the_simulator_equals_numpy(shards):
 def test_nn_participants_only_path_equals_numpy(name):
     """M = 2 of 8 clients: the local-steps engine takes grads_at (the subset path)."""
     data = federated_synthetic(0.5, 0.5, 8, samples=30)
-    kw = dict(rounds=4, seeds=2, lr=0.05, local_steps=2, participation_m=2)
+    kw = dict(rounds=4, seeds=2, lr=0.05, local_steps=2, clients_per_round=2)
     if name == "cafga":
         kw["clusters"] = 2
     results = []
@@ -350,7 +350,7 @@ READS_PER_ROUND = 6
 def _syncs(problem, name, *, rounds, seeds, local_steps):
     kw = {**_settings(name), "rounds": rounds, "seeds": seeds, "local_steps": local_steps}
     with count_host_syncs() as syncs:
-        simulate(problem, name, "uniform", participation_m=2, backend="strict", **kw)
+        simulate(problem, name, "uniform", clients_per_round=2, backend="strict", **kw)
     return syncs
 
 
@@ -372,7 +372,7 @@ def test_host_syncs_per_round_are_constant(lsq, name, exact):
     reads = {v[0] for v in per_round.values()}
     assert len(reads) == 1 and reads.pop() <= READS_PER_ROUND, per_round
     kw = {**_settings(name), "rounds": 0}
-    n_metrics = len(simulate(problem, name, "uniform", participation_m=2, **kw).metrics)
+    n_metrics = len(simulate(problem, name, "uniform", clients_per_round=2, **kw).metrics)
     for (seeds, K), (_, transfers) in per_round.items():
         assert transfers <= n_metrics + 1, (seeds, K, per_round)
         assert transfers == per_round[seeds, 1][1]  # not O(K)
@@ -393,7 +393,7 @@ def test_an_injected_host_conversion_on_the_simulation_path_fails(lsq, monkeypat
         return grads(self, X if host is None else X, rng)
 
     monkeypatch.setattr(cls, "grads", leaky_grads)
-    kw = dict(rounds=3, seeds=2, lr=0.02, participation_m=2)
+    kw = dict(rounds=3, seeds=2, lr=0.02, clients_per_round=2)
     simulate(lsq, "fedavg", "uniform", backend="numpy", **kw)  # NumPy does not notice
     with pytest.raises(HostConversionError, match=r"tests/test_strict_backend\.py:\d+ \(in "):
         simulate(lsq, "fedavg", "uniform", backend="strict", **kw)

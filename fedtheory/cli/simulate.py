@@ -39,7 +39,7 @@ from fedtheory.cli.common import (
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.io import check_output_path, dumps, emit_json, write_atomic
-from fedtheory.participation import load_vector, make_participation, model_info, model_names
+from fedtheory.participation import load_vector, model_info, model_names
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
 from fedtheory.validation import available_cores
@@ -166,12 +166,6 @@ def _parse(text: str, kinds: tuple) -> Any:
     return text  # the option's own check names the expected type
 
 
-def _participation(args: argparse.Namespace, n: int) -> Any:
-    p = load_vector(args.probabilities) if args.probabilities else None
-    kw = {"n_clusters": args.clusters} if args.participation == "cluster" else {}
-    return make_participation(args.participation, n, args.clients_per_round, p, **kw)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.list:
         print(_listing())
@@ -183,12 +177,11 @@ def run(args: argparse.Namespace) -> int:
         raise FedTheoryError("give a problem: --problem-file F.npz or --problem NAME (see --list)")
     dtype = np.float32 if args.float32 else None
     problem = make_problem(args.problem, path=args.problem_file, seed=args.seed, dtype=dtype)
-    model = _participation(args, problem.n_clients)
     settings = {k: getattr(args, k) for k in SETTINGS if getattr(args, k) is not None}
-    if args.participation == "cluster" and not info(args.algorithm).clustered:
-        settings.pop("clusters", None)  # --clusters served the participation model
-    res = simulate(
-        problem, args.algorithm, model, rounds=args.rounds, seeds=args.seeds, seed=args.seed,
+    probabilities = load_vector(args.probabilities) if args.probabilities else None
+    res = simulate(  # --clusters serves cluster participation and the algorithms that read it
+        problem, args.algorithm, args.participation, clients_per_round=args.clients_per_round,
+        probabilities=probabilities, rounds=args.rounds, seeds=args.seeds, seed=args.seed,
         aggregation=args.aggregation, backend=args.backend, dtype=dtype, lr=args.lr,
         local_steps=args.local_steps, workers=args.workers, progress=True, **settings,
         **_options(args.algorithm, args.option),

@@ -122,5 +122,5 @@ def need_clients(name: str, n: Any) -> int:
 def need_per_round(name: str, m: Any) -> int:
     """The clients per round M a model ``name`` needs (refused when missing)."""
     if m is None:
-        raise AssumptionError(f"participation {name!r} needs clients per round M")
+        raise AssumptionError(f"participation {name!r} needs clients_per_round M")
     return check_int("clients per round M", m)

@@ -35,21 +35,22 @@ import multiprocessing
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from fedtheory._version import __version__
 from fedtheory.algorithms.base import MAX_SEED_ID, Algorithm, RoundDraw, SeedRng, seed_sequences
-from fedtheory.algorithms.registry import make_algorithm
+from fedtheory.algorithms.registry import info, make_algorithm
 from fedtheory.backend import get_backend, get_namespace, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.extras import require
 from fedtheory.io import dumps
 from fedtheory.io import progress as progress_bar
-from fedtheory.participation import Full, ParticipationModel, make_participation
+from fedtheory.participation import ParticipationModel
 from fedtheory.simulation.metrics import RUNNER_METRICS, Metric, select_metrics
+from fedtheory.simulation.spec import DIVERGENCE_GROWTH, DIVERGENCE_WINDOW, RunSpec
 from fedtheory.validation import (
     as_real_array,
     available_cores,
@@ -70,10 +71,6 @@ BLOCK_BYTES = 768 * 1024
 #: Peak bytes per (seed, round, client) of a plan: the participation draw and its float64
 #: weights, and the sampler's random keys and partition while drawing.
 PLAN_BYTES = 25
-#: Defaults of the divergence-by-growth rule (see the module docstring).
-DIVERGENCE_GROWTH = 10.0
-DIVERGENCE_WINDOW = 50
-
 #: (S, N, d) arrays a round may hold at once (client models, gradients, control variates,
 #: optimizer moments and temporaries), an over-estimate for the memory check.
 STATE_COPIES = 12
@@ -347,43 +344,6 @@ class RunPlan:
     divergence_window: int = DIVERGENCE_WINDOW
 
 
-def make_participation_model(
-    participation: Any, n: int, *, m: int | None = None, p: Any = None
-) -> ParticipationModel:
-    """The participation model of a run on ``n`` clients.
-
-    ``participation`` is a model (then ``m`` and ``p`` must be None), a name for
-    :func:`~fedtheory.participation.make_participation` with clients per round ``m`` and
-    probabilities ``p``, or None (full participation; ``m``, ``p`` must be None).
-
-    Raises
-    ------
-    AssumptionError
-        ``m``/``p`` without a model name, or a model built for another number of clients.
-    """
-    if participation is None or isinstance(participation, ParticipationModel):
-        given = [k for k, v in (("participation_m", m), ("participation_p", p)) if v is not None]
-        if given:
-            what = "no participation model" if participation is None else "a built model"
-            raise AssumptionError(
-                f"{', '.join(given)} given with {what}: they only go with a participation model "
-                "name, e.g. participation='uniform', participation_m=4"
-            )
-        if participation is None:
-            return Full(n)
-        if participation.n_clients != n:
-            raise AssumptionError(
-                f"the participation model has {participation.n_clients} clients but the "
-                f"problem has {n}"
-            )
-        return participation
-    if isinstance(participation, str):
-        return make_participation(participation, n, m, p)
-    raise AssumptionError(
-        f"participation must be a model, a name or None, got {type(participation).__name__}"
-    )
-
-
 def draw_participation(
     model: Any, rounds: int, seqs: list, *, stream: int = 0, per_round: int = 1
 ) -> np.ndarray:
@@ -396,32 +356,14 @@ def draw_participation(
     return np.stack(out)
 
 
-def plan_run(
-    problem: Any,
-    algorithm: Algorithm | str,
-    participation: Any = None,
-    *,
-    rounds: int,
-    seeds: int = 1,
-    seed: int = 0,
-    seed_ids: Sequence[int] | None = None,
-    x0: Any = None,
-    participation_m: int | None = None,
-    participation_p: Any = None,
-    aggregation: str = "mean",
-    draws: Any = None,
-    backend: str | None = None,
-    dtype: Any = None,
-    divergence_bound: float = 1e10,
-    divergence_growth: float = DIVERGENCE_GROWTH,
-    divergence_window: int = DIVERGENCE_WINDOW,
-    average_from: int | None = None,
-    record_every: int = 1,
-    metrics: Sequence[str] | Mapping[str, Metric] | None = None,
-    **config: Any,
-) -> RunPlan:
-    """Check a run's arguments, build what it runs and draw its randomness (see
-    :func:`simulate` for the parameters)."""
+def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: Any) -> RunPlan:
+    """Check a run's specification, build what it runs and draw its randomness (see
+    :func:`simulate` for the settings; ``config`` are the algorithm's)."""
+    rounds, seeds, seed, seed_ids, x0 = spec.rounds, spec.seeds, spec.seed, spec.seed_ids, spec.x0
+    aggregation, draws, metrics = spec.aggregation, spec.draws, spec.metrics
+    divergence_bound, divergence_growth = spec.divergence_bound, spec.divergence_growth
+    divergence_window, record_every = spec.divergence_window, spec.record_every
+    average_from = spec.average_from
     rounds = check_int("the number of rounds R", rounds, minimum=0)
     check_int("the number of seeds", seeds, minimum=1)
     seed = check_int("the seed", seed, minimum=0)
@@ -437,10 +379,10 @@ def plan_run(
     record_every = check_int("record_every", record_every, minimum=1)
     if average_from is not None:
         average_from = check_int("average_from", average_from, minimum=0)
-    xp = get_backend(backend)
-    dt = resolve_dtype(dtype)
+    xp = get_backend(spec.backend)
+    dt = resolve_dtype(spec.dtype)
     N, d = int(problem.n_clients), int(problem.dim)
-    model = make_participation_model(participation, N, m=participation_m, p=participation_p)
+    model = spec.participation_model(N)
     if isinstance(algorithm, str):
         algorithm = make_algorithm(algorithm, problem=problem, **config)
     elif config:
@@ -738,8 +680,8 @@ def simulate(
     seed: int = 0,
     seed_ids: Sequence[int] | None = None,
     x0: Any = None,
-    participation_m: int | None = None,
-    participation_p: Any = None,
+    clients_per_round: int | None = None,
+    probabilities: Any = None,
     aggregation: str = "mean",
     draws: Any = None,
     backend: str | None = None,
@@ -765,9 +707,9 @@ def simulate(
         ``local_steps``, ``global_lr``, ... and the algorithm's declared options, e.g.
         ``cutoff`` for FedAU; an unknown keyword is an error listing the valid ones).
     participation : ParticipationModel, name, or None (full participation)
-        A :class:`fedtheory.participation.ParticipationModel`, or a name for
-        :func:`~fedtheory.participation.make_participation` with ``participation_m`` (clients
-        per round) and ``participation_p`` (probabilities).
+        A :class:`fedtheory.participation.ParticipationModel`, or a registered name built with
+        ``clients_per_round`` and ``probabilities`` (and, for ``cluster``, ``clusters``):
+        :meth:`fedtheory.simulation.spec.RunSpec.participation_model`.
     rounds, seeds, seed : int
         ``seed`` >= 0 is the root seed.
     seed_ids : list of int, optional
@@ -775,8 +717,10 @@ def simulate(
         ``[0, 2**63 - 1]``).
     x0 : array (d,) or (S, d), optional
         Initial server model (default zero); real and finite.
-    participation_m, participation_p : optional
-        Only with a participation model name (an error otherwise).
+    clients_per_round, probabilities : optional
+        M (per cluster for ``cluster``) and p; only with a participation model name (an
+        error otherwise). Their earlier names ``participation_m`` and ``participation_p`` are
+        accepted with a DeprecationWarning.
     aggregation : {"mean", "weighted", "unbiased"}
         The participation module's aggregation rule for the weights w.
     draws : array (S, R, N), optional
@@ -842,12 +786,16 @@ def simulate(
     TypeError
         An unknown configuration keyword (the message lists the valid ones).
     """
-    kw = dict(
-        rounds=rounds, seed=seed, x0=x0, participation_m=participation_m,
-        participation_p=participation_p, aggregation=aggregation, draws=draws, backend=backend,
-        dtype=dtype, divergence_bound=divergence_bound, divergence_growth=divergence_growth,
-        divergence_window=divergence_window, average_from=average_from,
-        record_every=record_every, metrics=metrics, **config,
+    spec, config = RunSpec.split(
+        dict(
+            rounds=rounds, seeds=seeds, seed=seed, seed_ids=seed_ids, x0=x0,
+            participation=participation, clients_per_round=clients_per_round,
+            probabilities=probabilities, aggregation=aggregation, draws=draws, backend=backend,
+            dtype=dtype, divergence_bound=divergence_bound, divergence_growth=divergence_growth,
+            divergence_window=divergence_window, average_from=average_from,
+            record_every=record_every, metrics=metrics, **config,
+        ),
+        reads=info(algorithm).accepted() if isinstance(algorithm, str) else None,
     )  # fmt: skip
     n_seeds = check_int("the number of seeds", seeds, minimum=1)
     if seed_ids is not None:
@@ -869,11 +817,11 @@ def simulate(
     )  # fmt: skip
     ids = list(range(n_seeds)) if seed_ids is None else seed_ids
     if len(ids) <= seed_block:
-        plan = plan_run(problem, algorithm, participation, seeds=len(ids), seed_ids=ids, **kw)
+        plan = plan_run(problem, algorithm, replace(spec, seeds=len(ids), seed_ids=ids), **config)
         return _result(plan, *run_rounds(plan, progress=progress))
     n_blocks = -(-len(ids) // seed_block)
     bounds = np.linspace(0, len(ids), n_blocks + 1).round().astype(int)  # balanced blocks
-    job = _Blocks(problem, algorithm, participation, ids, bounds, kw, x0, draws)
+    job = _Blocks(problem, algorithm, ids, bounds, spec, config)
     if workers > 1 and _can_fork(backend):
         return _concatenate(job.in_processes(min(workers, n_blocks), progress))
     return _concatenate([job.run(k, progress) for k in range(n_blocks)])
@@ -886,22 +834,20 @@ class _Blocks:
 
     problem: Any
     algorithm: Any
-    participation: Any
     ids: list
     bounds: np.ndarray
-    kw: dict
-    x0: Any
-    draws: Any
+    spec: RunSpec
+    config: dict
 
     def run(self, k: int, progress: bool = False) -> SimulationResult:
         a, b = int(self.bounds[k]), int(self.bounds[k + 1])
-        kw = dict(self.kw)
-        kw["x0"] = self.x0 if self.x0 is None or np.ndim(self.x0) == 1 else np.asarray(self.x0)[a:b]
-        kw["draws"] = None if self.draws is None else np.asarray(self.draws)[a:b]
-        plan = plan_run(
-            self.problem, self.algorithm, self.participation, seeds=b - a,
-            seed_ids=self.ids[a:b], **kw,
+        x0, draws = self.spec.x0, self.spec.draws
+        block = replace(
+            self.spec, seeds=b - a, seed_ids=self.ids[a:b],
+            x0=x0 if x0 is None or np.ndim(x0) == 1 else np.asarray(x0)[a:b],
+            draws=None if draws is None else np.asarray(draws)[a:b],
         )  # fmt: skip
+        plan = plan_run(self.problem, self.algorithm, block, **self.config)
         return _result(plan, *run_rounds(plan, progress=progress))
 
     def in_processes(self, workers: int, progress: bool) -> list[SimulationResult]:

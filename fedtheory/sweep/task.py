@@ -21,9 +21,10 @@ import numpy as np
 from fedtheory.algorithms import make_algorithm
 from fedtheory.algorithms.registry import SHARED_SETTINGS
 from fedtheory.errors import FedTheoryError
-from fedtheory.participation import load_vector, make_participation
+from fedtheory.participation import load_vector
 from fedtheory.problems import make_problem
 from fedtheory.simulation import simulate
+from fedtheory.simulation.spec import RunSpec
 from fedtheory.sweep.spec import KEYS, RUN_DIM, Spec, Task
 
 #: Keys of a spec that go to :func:`simulate` as algorithm configuration, unchanged: the
@@ -70,7 +71,8 @@ def build_problem(config: dict) -> Any:
 
 
 def build_participation(config: dict, n: int) -> Any:
-    """The task's participation model over ``n`` clients (the checks of ``fedtheory simulate``).
+    """The task's participation model over ``n`` clients: the run specification's builder
+    (:meth:`~fedtheory.simulation.spec.RunSpec.participation_model`), as ``fedtheory simulate``'s.
 
     Raises
     ------
@@ -78,30 +80,13 @@ def build_participation(config: dict, n: int) -> Any:
         Naming the spec key: a model that needs ``clients_per_round`` or ``clusters`` without
         it, ``clients_per_round`` above N (or the cluster size), clusters that do not divide N.
     """
-    name, m, clusters = config["participation"], config["clients_per_round"], config["clusters"]
     p = load_vector(config["probabilities"]) if config["probabilities"] else None
-    if m is not None and m > n:
-        raise FedTheoryError(f"clients_per_round = {m} exceeds the N = {n} clients of the problem")
-    if name in ("uniform", "weighted", "markov") and m is None:
-        raise FedTheoryError(f"participation {name!r} needs clients_per_round")
-    if name == "cluster":
-        # m per cluster over C equal contiguous clusters (000 Algorithm 2, 004 Algorithm 1).
-        if m is None or clusters is None:
-            raise FedTheoryError(
-                "participation 'cluster' needs clusters C and clients_per_round m (per cluster)"
-            )
-        if n % clusters:
-            raise FedTheoryError(
-                f"clusters = {clusters} must divide the N = {n} clients into equal clusters"
-            )
-        if m > n // clusters:
-            raise FedTheoryError(
-                f"clients_per_round = {m} exceeds the cluster size n = {n // clusters}"
-            )
-        return make_participation("cluster", n, m, n_clusters=clusters)
-    if name == "bernoulli" and p is None and m is None:
-        raise FedTheoryError("participation 'bernoulli' needs probabilities or clients_per_round")
-    return make_participation(name, n, m, p)
+    spec = RunSpec(
+        rounds=config["rounds"], participation=config["participation"],
+        clients_per_round=config["clients_per_round"], probabilities=p,
+        clusters=config["clusters"] if config["participation"] == "cluster" else None,
+    )  # fmt: skip
+    return spec.participation_model(n)
 
 
 def run_task(task: Task) -> TaskResult:

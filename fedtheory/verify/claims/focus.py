@@ -478,7 +478,7 @@ def c4(ctx: Context):
     pl = PLProblem(n, 5, heterogeneity=1.0, seed=ctx.seed)
     eta = 1 / (2 * K * n * pl.L)
     res = simulate(pl, "focus", "uniform", rounds=ctx.pick(1000, 2000), seeds=seeds,
-                   seed=ctx.seed, lr=eta, local_steps=K, participation_m=3)  # fmt: skip
+                   seed=ctx.seed, lr=eta, local_steps=K, clients_per_round=3)  # fmt: skip
     so = np.asarray(res.subopt)
     ratio = so[:, -1] / so[:, 0]
     rate, fits = _rates(so / so[:, :1], min_error=1e-14)
@@ -504,7 +504,7 @@ def c4(ctx: Context):
     nonpl = NonPLProblem(n, 5, heterogeneity=1.0, seed=0)
     rounds, seeds = ctx.pick(2000, 8000), ctx.pick(8, 20)
     Rs = np.unique(np.geomspace(rounds / 8, rounds, 7).astype(int))
-    common = dict(rounds=rounds, seeds=seeds, seed=ctx.seed, local_steps=K, participation_m=3,
+    common = dict(rounds=rounds, seeds=seeds, seed=ctx.seed, local_steps=K, clients_per_round=3,
                   metrics=["grad_norm2"])  # fmt: skip
     focus = simulate(nonpl, "focus", "uniform", lr=1 / (2 * K * n * nonpl.L), **common)
     fedavg = simulate(nonpl, "fedavg", "uniform", lr=1 / (2 * K * nonpl.L), **common)
@@ -539,7 +539,7 @@ def _sg_floor(eta: float, sigma: float, rounds: int, seeds: int, seed: int):
     rounds = int(round(rounds * max(1.0, 0.01 / eta)))
     prob = random_quadratic(10, 5, condition=10, heterogeneity=1.0, noise=sigma, seed=0)
     res = simulate(prob, "sg-focus", "uniform", rounds=rounds, seeds=seeds, seed=seed, lr=eta,
-                   local_steps=K, participation_m=3, metrics=["rel_error"])  # fmt: skip
+                   local_steps=K, clients_per_round=3, metrics=["rel_error"])  # fmt: skip
     err = np.asarray(res.rel_error)
     return (err[:, rounds // 2 :] ** 2).mean(axis=1), err
 
