@@ -71,6 +71,7 @@ from fedtheory.participation import make_participation
 from fedtheory.problems import LeastSquaresProblem, figure4_problem, random_least_squares
 from fedtheory.simulation import simulate
 from fedtheory.simulation.runner import plan_run
+from fedtheory.simulation.spec import RunSpec
 from fedtheory.validation import available_cores
 
 TOL = 1e-10
@@ -330,7 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, st in settings.items():
         R = max(2, st.rounds // 10) if args.quick else st.rounds
         rounds[name] = R
-        plan = plan_run(st.problem, st.algorithm, st.model(), seeds=1, **st.kwargs(R))
+        kw = st.kwargs(R)
+        spec = RunSpec(rounds=kw.pop("rounds"), participation=st.model(), seeds=1)
+        plan = plan_run(st.problem, st.algorithm, spec, **kw)
         draws = {"masks": plan.masks[0] > 0, "step_masks": None}
         if plan.step_masks is not None:
             draws["step_masks"] = plan.step_masks[0]
