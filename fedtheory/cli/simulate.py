@@ -42,7 +42,11 @@ from fedtheory.io import check_output_path, dumps, emit_json, write_atomic
 from fedtheory.participation import load_vector, model_info, model_names
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
+from fedtheory.simulation.spec import run_defaults
 from fedtheory.validation import available_cores
+
+#: The run settings' defaults (:class:`~fedtheory.simulation.spec.RunSpec`'s, as simulate's).
+_RUN = run_defaults()
 
 #: The quantiles of the per-seed final error in the summary of ``--json FILE`` / ``--out``.
 QUANTILES = ("min", "25%", "median", "75%", "max")
@@ -78,11 +82,11 @@ def register(subparsers: Any) -> None:
     src.add_argument("--problem-file", metavar="F.npz", help="A (N, n, d), b (N, n), lam")
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
     p.add_argument("--algorithm", type=algorithm_name, metavar="NAME", help="see --list (any case)")
-    p.add_argument("--participation", default="full", choices=model_names(settings_only=True),
+    p.add_argument("--participation", default=_RUN["participation"] or "full", choices=model_names(settings_only=True),
                    help="participation model")  # fmt: skip
     add_clients_per_round(p, help="clients per round M (per cluster for --participation cluster)")
     p.add_argument("--probabilities", metavar="p.npy", help="participation probabilities p")
-    p.add_argument("--aggregation", default="mean", choices=("mean", "weighted", "unbiased"),
+    p.add_argument("--aggregation", default=_RUN["aggregation"], choices=("mean", "weighted", "unbiased"),
                    help="aggregation weights of the participants")  # fmt: skip
     p.add_argument("--rounds", "-R", type=int, metavar="R", help="communication rounds")
     p.add_argument("--local-steps", "-K", type=int, metavar="K", help="local steps per round")
@@ -100,8 +104,10 @@ def register(subparsers: Any) -> None:
                      help="clusters C (clustered algorithms and --participation cluster)")  # fmt: skip
     alg.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                      help="an algorithm's own option, e.g. cutoff=5 (repeatable; see --list)")  # fmt: skip
-    p.add_argument("--seeds", type=int, default=1, metavar="S", help="seeds run batched")
-    p.add_argument("--seed", type=int, default=0, metavar="SEED", help="root seed")
+    p.add_argument(
+        "--seeds", type=int, default=_RUN["seeds"], metavar="S", help="seeds run batched"
+    )
+    p.add_argument("--seed", type=int, default=_RUN["seed"], metavar="SEED", help="root seed")
     p.add_argument("--workers", type=int, default=available_cores(), metavar="N",
                    help="run the seed blocks in N processes (the cores this process may use; "
                    "the numbers do not depend on N)")  # fmt: skip

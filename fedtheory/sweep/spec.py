@@ -42,6 +42,7 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -49,11 +50,15 @@ from typing import Any
 import numpy as np
 
 from fedtheory.algorithms import available
+from fedtheory.algorithms.base import AlgorithmConfig
+from fedtheory.backend import BACKENDS
 from fedtheory.errors import FedTheoryError
+from fedtheory.participation import model_names
 from fedtheory.problems import BUILTIN_PROBLEMS
+from fedtheory.simulation.spec import run_defaults
 
 #: Participation models a spec can name (those of ``fedtheory simulate --participation``).
-PARTICIPATION = ("full", "uniform", "weighted", "bernoulli", "markov", "cluster")
+PARTICIPATION = tuple(model_names(settings_only=True))
 
 
 @dataclass(frozen=True)
@@ -77,33 +82,38 @@ class Key:
 
 
 #: Every key a spec may have, in the order of the dimensions of the store.
+#: The defaults the keys share with simulate (the run specification's) and with the algorithms
+#: (:class:`~fedtheory.algorithms.base.AlgorithmConfig`'s): declared there, read here.
+_RUN = run_defaults()
+_ALG = {f.name: f.default for f in dataclass_fields(AlgorithmConfig)}
+
 KEYS: dict[str, Key] = {
     "problem": Key("str", None, "a built-in problem", choices=tuple(BUILTIN_PROBLEMS), units=None),
     "problem_file": Key("path", None, ".npz with A (N, n, d), b (N, n), optional lam", units=None),
     "algorithm": Key("str", None, "algorithm name (fedtheory simulate --list)", required=True,
                      units=None),
-    "participation": Key("str", "full", "participation model", choices=PARTICIPATION, units=None),
+    "participation": Key("str", _RUN["participation"] or "full", "participation model", choices=PARTICIPATION, units=None),
     "clients_per_round": Key("int", None, "clients per round M (cluster: per cluster)", minimum=1),
     "probabilities": Key("path", None, "participation probabilities p (.npy or text)", units=None),
-    "aggregation": Key("str", "mean", "aggregation rule", choices=("mean", "weighted", "unbiased"),
+    "aggregation": Key("str", _RUN["aggregation"], "aggregation rule", choices=("mean", "weighted", "unbiased"),
                        units=None),
     "rounds": Key("int", None, "rounds R", required=True, sweepable=False, minimum=0,
                   units="rounds"),
     "local_steps": Key("int", None, "local steps K", required=True, minimum=1),
     "lr": Key("float", None, "local step size (FOCUS: its eta)", required=True, positive=True),
-    "global_lr": Key("float", 1.0, "server step size", positive=True),
-    "beta1": Key("float", 0.9, "server optimizer beta1", minimum=0.0),
-    "beta2": Key("float", 0.99, "server optimizer beta2", minimum=0.0),
-    "eps": Key("float", 1e-8, "server optimizer eps", minimum=0.0),
+    "global_lr": Key("float", _ALG["global_lr"], "server step size", positive=True),
+    "beta1": Key("float", _ALG["beta1"], "server optimizer beta1", minimum=0.0),
+    "beta2": Key("float", _ALG["beta2"], "server optimizer beta2", minimum=0.0),
+    "eps": Key("float", _ALG["eps"], "server optimizer eps", minimum=0.0),
     "eps_placement": Key("str", None, "eps inside or outside the root", choices=("inside", "outside"),
                          units=None),
-    "prox_mu": Key("float", 0.0, "FedProx proximal weight mu", minimum=0.0),
+    "prox_mu": Key("float", _ALG["prox_mu"], "FedProx proximal weight mu", minimum=0.0),
     "topology": Key("str", None, "gossip graph of the gossip algorithms", units=None),
     "clusters": Key("int", None, "clusters C (clustered algorithms, cluster participation)", minimum=1),
-    "seeds": Key("int", 1, "seeds S (the seed dimension)", sweepable=False, minimum=1),
-    "seed": Key("int", 0, "root seed (and the random problems' seed)", sweepable=False, minimum=0),
+    "seeds": Key("int", _RUN["seeds"], "seeds S (the seed dimension)", sweepable=False, minimum=1),
+    "seed": Key("int", _RUN["seed"], "root seed (and the random problems' seed)", sweepable=False, minimum=0),
     "seed_block": Key("int", None, "seeds per task (default: all seeds)", sweepable=False, minimum=1),
-    "backend": Key("str", None, "array backend", sweepable=False, choices=("numpy", "cupy"),
+    "backend": Key("str", None, "array backend", sweepable=False, choices=BACKENDS,
                    units=None),
     "float32": Key("bool", False, "single precision (results stored as float64)", sweepable=False),
 }  # fmt: skip
