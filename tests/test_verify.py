@@ -281,6 +281,19 @@ def test_html_report_is_self_contained(extra_claims, tmp_path):
     assert papers < text.index('id="Z5"') < invariants < text.index('id="Z6-inv"')
 
 
+def test_markdown_page_holds_the_printed_table(extra_claims, tmp_path, capsys):
+    """``--markdown OUT`` (how docs/verdicts.md is made) holds the very table printed, its
+    summary line and the provenance of the run."""
+    page = tmp_path / "v.md"
+    assert main(["verify", "--only", "Z5", "--markdown", str(page)]) == 0
+    printed = capsys.readouterr().out
+    text = page.read_text()
+    table = printed.split("\n\n")[0]
+    assert table in text and "Z5" in table and "fails" in table and "1 results" in text
+    assert f"fedtheory {__version__}" in text and "quick tier" in text
+    assert main(["verify", "--only", "Z5", "--markdown", str(tmp_path)]) == 2  # a folder
+
+
 def test_figures_of_the_report_are_never_temporary_paths(extra_claims, tmp_path, capsys):
     """With --html and --json OUT the figures go next to the JSON (OUT-figures/), so its
     ``figure`` fields name files that exist; with --json - they are inlined in the HTML only

@@ -94,7 +94,7 @@ def check_outputs(args: argparse.Namespace) -> None:
         raise FedTheoryError(
             f"{' and '.join(to_stdout)} would both write to stdout: give one of them a file"
         )
-    for name in ("json", "html"):
+    for name in ("json", "html", "markdown"):
         path = getattr(args, name, None)
         if isinstance(path, str) and path != "-":
             check_output_path(path)

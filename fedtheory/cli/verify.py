@@ -17,7 +17,7 @@ from fedtheory.errors import FedTheoryError
 from fedtheory.io import check_output_dir, temporary_directory, write_atomic
 from fedtheory.validation import check_int
 from fedtheory.verify import FULL, QUICK, Context, select
-from fedtheory.verify.report import format_table, summary, to_html, to_json
+from fedtheory.verify.report import format_table, summary, to_html, to_json, to_markdown
 from fedtheory.verify.runner import keep_requested, run_claims
 
 
@@ -39,6 +39,7 @@ def register(subparsers) -> None:
             "fedtheory verify --only C1,F2 --json results.json",
             "fedtheory verify --full --html report.html",
             "fedtheory verify --full --workers 2",
+            "fedtheory verify --markdown docs/verdicts.md",
         ],
     )
     p.add_argument("--full", action="store_true", help="thorough tier (default: quick tier)")
@@ -47,6 +48,10 @@ def register(subparsers) -> None:
     )
     add_json(p)
     p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
+    p.add_argument(
+        "--markdown", metavar="OUT.md",
+        help="also write the table as a Markdown page (how docs/verdicts.md is made)",
+    )  # fmt: skip
     p.add_argument(
         "--figures-dir",
         metavar="DIR",
@@ -144,6 +149,8 @@ def _run(args, claims, fig_dir, to_stdout: bool, *, kept: bool = True) -> int:
     write_json(report, args)
     if args.html:
         write_atomic(args.html, to_html(results, tier=ctx.tier, seconds=seconds))
+    if args.markdown:
+        write_atomic(args.markdown, to_markdown(results, tier=ctx.tier, seconds=seconds))
     crashed = [r for r in results if r.crashed]  # skipped claims (tier, extra) are not errors
     for r in crashed:
         first = (r.error or "").splitlines()[0] if r.error else "unknown error"
