@@ -49,7 +49,7 @@ def register(subparsers) -> None:
     add_json(p)
     p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     p.add_argument(
-        "--markdown", metavar="OUT.md",
+        "--markdown", metavar="OUT",
         help="also write the table as a Markdown page (how docs/verdicts.md is made)",
     )  # fmt: skip
     p.add_argument(
