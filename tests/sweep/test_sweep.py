@@ -41,7 +41,7 @@ zarr = pytest.importorskip("zarr")
 # Helpers below run on the Dask workers, which cannot import this test module by name.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: 24 small tasks: 2 algorithms x 2 step sizes (0.03 diverges) x 2 K x 3 seed blocks (2, 2, 1).
 FAST = {

@@ -16,7 +16,7 @@ from fedtheory.verify.report import (
     replace_catalog,
 )
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "claims.md"
 
 
 def test_docs_claims_md_is_the_registry_s_catalog():

@@ -18,7 +18,7 @@ from fedtheory.cli import main
 from fedtheory.figures import FIGURES, generate_one
 from fedtheory.io import git_commit, jsonable
 
-COMMITTED = Path(__file__).resolve().parents[1] / "figures"
+COMMITTED = Path(__file__).resolve().parents[2] / "figures"
 
 
 def _load(path: Path) -> dict:
