@@ -91,8 +91,9 @@ def two_cheap_figures_one_broken(monkeypatch):
         "broken": registry.FigureSpec("broken", "fails", broken, {}),
         "last": registry.FigureSpec("last", "another line", ok, {"y": 2.0}),
     }
-    monkeypatch.setattr(registry, "FIGURES", figures)
+    # the command first: importing it binds FIGURES, which must be the real one to restore
     monkeypatch.setattr("fedtheory.figures.command.FIGURES", figures)
+    monkeypatch.setattr(registry, "FIGURES", figures)
     monkeypatch.delenv("FEDTHEORY_NO_PROGRESS", raising=False)
     return figures
 
