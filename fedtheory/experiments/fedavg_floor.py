@@ -25,12 +25,21 @@ import numpy as np
 from fedtheory.analysis.closed_forms import fedavg_stationary_mean, weighted_optimum
 from fedtheory.analysis.exact import exact_rates
 from fedtheory.analysis.rates import error_floor
+from fedtheory.experiments.result import ExperimentResult
 from fedtheory.io import pyplot
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import QuadraticProblem, figure4_probabilities, random_quadratic
 from fedtheory.simulation import simulate
 
-__all__ = ["FloorRun", "floor_problem", "measure_floors", "plot_fedavg_floor", "run_fedavg_floor"]
+__all__ = [
+    "FloorRegime",
+    "FloorResult",
+    "FloorRun",
+    "floor_problem",
+    "measure_floors",
+    "plot_fedavg_floor",
+    "run_fedavg_floor",
+]
 
 
 def floor_problem(
@@ -81,6 +90,59 @@ def exact_floors(problem: Any, model: Any, etas: Any, local_steps: int) -> list[
     ]  # fmt: skip
 
 
+@dataclass(repr=False)
+class FloorRegime(ExperimentResult):
+    """FedAvg's floor against eta under one sampling (uniform or weighted).
+
+    Attributes
+    ----------
+    q : array
+        The effective FedAvg weights (003 Sec. 2).
+    limit : float
+        The eta -> 0 limit ||x_q* - x*|| / ||x*||.
+    etas : list of float
+    floor_mean, floor_stderr : list of float
+        The measured floor (mean, standard error over seeds).
+    rms_floor, rms_floor_stderr : list of float
+        The root of the time-averaged squared error and its delta-method standard error.
+    exact_rms_floor : list of float
+        sqrt(lim E||x_r - x*||^2) / ||x*||, exactly (:mod:`fedtheory.analysis.exact`).
+    stationary_mean_error : list of float
+        ||stationary mean - x*|| / ||x*|| (the closed form, the bias part).
+    rounds : list of int
+    """
+
+    q: Any
+    limit: float
+    etas: list
+    floor_mean: list
+    floor_stderr: list
+    rms_floor: list
+    rms_floor_stderr: list
+    exact_rms_floor: list
+    stationary_mean_error: list
+    rounds: list
+
+
+@dataclass(repr=False)
+class FloorResult(ExperimentResult):
+    """:func:`run_fedavg_floor`'s result: the setting and one :class:`FloorRegime` per
+    sampling (``result.regimes["weighted"].exact_rms_floor``)."""
+
+    x_star_norm: float
+    clients: int
+    per_round: int
+    local_steps: int
+    regimes: dict
+
+    def _summary(self) -> str:
+        return "; ".join(
+            f"{k}: eta -> 0 limit {r.limit:.3g}, exact RMS floor {r.exact_rms_floor[0]:.3g} at "
+            f"eta = {r.etas[0]:g}"
+            for k, r in self.regimes.items()
+        )
+
+
 def run_fedavg_floor(
     *,
     clients: int = 10,
@@ -90,7 +152,7 @@ def run_fedavg_floor(
     etas: tuple[float, ...] = (0.3, 0.1, 0.03, 0.01),
     seeds: int = 8,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> FloorResult:
     """Uniform against weighted (the Figure 4 recipe) sampling of ``per_round`` of ``clients``:
     measured floors (mean and standard error over seeds; the root of the time-averaged squared
     error with its delta-method standard error), the exact root-mean-square floor and the
@@ -115,7 +177,7 @@ def run_fedavg_floor(
         ]
         ms = [r.mean_square for r in runs]
         rms = [float(np.sqrt(m.mean())) for m in ms]
-        data["regimes"][name] = {
+        data["regimes"][name] = FloorRegime(**{
             "q": q,
             "limit": float(np.linalg.norm(weighted_optimum(prob, q) - xs) / norm),
             "etas": list(etas),
@@ -132,32 +194,32 @@ def run_fedavg_floor(
             ],
             "stationary_mean_error": closed,
             "rounds": [r.rounds for r in runs],
-        }
-    return data
+        })  # fmt: skip
+    return FloorResult(**data)
 
 
-def plot_fedavg_floor(data: dict[str, Any]) -> Any:
+def plot_fedavg_floor(data: FloorResult) -> Any:
     """Per regime: the measured root-mean-square floor with error bars, the exact one (solid:
     sqrt(lim E||x_r - x*||^2) / ||x*||), the stationary mean's distance from x* (dotted, its
     bias part) and the eta -> 0 limit (dashed); returns the matplotlib Figure."""
     fig, ax = pyplot().subplots(figsize=(6.5, 4.5))
-    for (name, reg), color in zip(data["regimes"].items(), ("C0", "C3"), strict=False):
-        etas = reg["etas"]
-        ax.errorbar(etas, reg["rms_floor"], yerr=reg["rms_floor_stderr"], marker="o", ls="none",
+    for (name, reg), color in zip(data.regimes.items(), ("C0", "C3"), strict=False):
+        etas = reg.etas
+        ax.errorbar(etas, reg.rms_floor, yerr=reg.rms_floor_stderr, marker="o", ls="none",
                     color=color, capsize=3, label=f"{name}: measured (RMS over the tail)")  # fmt: skip
-        ax.plot(etas, reg["exact_rms_floor"], ls="-", color=color, lw=1,
+        ax.plot(etas, reg.exact_rms_floor, ls="-", color=color, lw=1,
                 label=f"{name}: exact sqrt(lim E||x - x*||^2)")  # fmt: skip
-        ax.plot(etas, reg["stationary_mean_error"], ls=":", color=color,
+        ax.plot(etas, reg.stationary_mean_error, ls=":", color=color,
                 label=f"{name}: ||stationary mean - x*|| (bias part)")  # fmt: skip
-        if reg["limit"] > 1e-10:  # uniform participation: x_q* = x*, the limit is 0
-            ax.axhline(reg["limit"], ls="--", color=color, lw=1,
-                       label=f"{name}: eta -> 0 limit ||x_q* - x*|| = {reg['limit']:.3f}")  # fmt: skip
+        if reg.limit > 1e-10:  # uniform participation: x_q* = x*, the limit is 0
+            ax.axhline(reg.limit, ls="--", color=color, lw=1,
+                       label=f"{name}: eta -> 0 limit ||x_q* - x*|| = {reg.limit:.3f}")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("step size eta")
     ax.set_ylabel("||x - x*|| / ||x*||")
     ax.set_title(
-        f"FedAvg floor, N={data['clients']}, M={data['per_round']}, K={data['local_steps']} "
+        f"FedAvg floor, N={data.clients}, M={data.per_round}, K={data.local_steps} "
         "(003 Thm 2, Cor. 1-3)"
     )
     ax.legend(fontsize=7)

@@ -19,6 +19,7 @@ Monte Carlo standard error of the seed average.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -28,6 +29,7 @@ from scipy import stats
 from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.closed_forms import fedavg_fixed_point, fedavg_stationary_mean
 from fedtheory.analysis.exact import ExactRates, exact_rates
+from fedtheory.experiments.result import ExperimentResult
 from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_problem
@@ -49,6 +51,56 @@ BASELINE_OPTIONS = {
 }
 
 
+@dataclass(repr=False)
+class Figure4Regime(ExperimentResult):
+    """One panel of 003 Figure 4: one participation regime at its step size.
+
+    Attributes
+    ----------
+    lr : float
+    participation : str
+    clients_per_round : int or None
+    seeds : int
+    curves : dict
+        Algorithm -> median over seeds of ||x_r - x*|| / ||x*||, rounds 0..R (NaN from a
+        seed's divergence on is left out of the median).
+    curves_seed0 : dict
+        Algorithm -> the same curve of seed 0.
+    final : dict
+        Algorithm -> {"median", "min", "max", "diverged", "diverged_at", "rounds_to_1e-10"}.
+    checks : dict
+        The closed forms checked on the way (FOCUS's tracking residual; FedAvg's fixed point or
+        stationary mean against the runs).
+    """
+
+    lr: float
+    participation: str
+    clients_per_round: int | None
+    seeds: int
+    curves: dict
+    curves_seed0: dict
+    final: dict
+    checks: dict
+
+
+@dataclass(repr=False)
+class Figure4Result(ExperimentResult):
+    """:func:`run_figure4`'s result: the settings, ||x*|| and one :class:`Figure4Regime` per
+    regime (``result.regimes["uniform"].final["focus"]["median"]``)."""
+
+    config: dict
+    x_star_norm: float
+    participation_p: list
+    regimes: dict
+
+    def _summary(self) -> str:
+        cells = []
+        for name, reg in self.regimes.items():
+            meds = ", ".join(f"{a} {v['median']:.1e}" for a, v in reg.final.items())
+            cells.append(f"{name}: {meds}")
+        return "final median error: " + "; ".join(cells)
+
+
 def run_figure4(
     *,
     rounds: int = 500,
@@ -60,7 +112,7 @@ def run_figure4(
     baselines: str = "paper",
     average_from: int = 200,
     backend: str | None = None,
-) -> dict[str, Any]:
+) -> Figure4Result:
     """Run every algorithm in every regime on the Figure 4 problem (seeds batched).
 
     Parameters
@@ -76,10 +128,7 @@ def run_figure4(
 
     Returns
     -------
-    dict
-        ``{"config": ..., "x_star_norm": ..., "regimes": {regime: {"lr", "participation",
-        "curves": {alg: median curve (R + 1)}, "curves_seed0": {...}, "final": {alg: {"median",
-        "min", "max", "diverged"}}, "checks": {...}}}}``, JSON-able.
+    Figure4Result
     """
     if baselines not in BASELINE_OPTIONS:
         raise ValueError(f"baselines must be 'paper' or 'notebook', got {baselines!r}")
@@ -150,8 +199,9 @@ def run_figure4(
                 reg["checks"]["focus_max_tracking_residual"] = float(np.nanmax(res.tracking))
             if alg == "fedavg":
                 reg["checks"].update(_fedavg_checks(problem, res, model, lr, local_steps, name))
-        out["regimes"][regime] = reg
-    return jsonable(out)
+        out["regimes"][regime] = Figure4Regime(**jsonable(reg))
+    return Figure4Result(**jsonable({k: v for k, v in out.items() if k != "regimes"}),
+                         regimes=out["regimes"])  # fmt: skip
 
 
 def _fedavg_checks(problem, res, model, lr, K, name) -> dict[str, Any]:
@@ -269,13 +319,13 @@ def _first_below(curve: np.ndarray, tol: float) -> int | None:
     return int(hit[0]) if hit.size else None
 
 
-def plot_figure4(data: dict[str, Any], path: Any = None) -> Any:
-    """Draw the three panels (full, uniform, arbitrary) of ``run_figure4``'s data.
+def plot_figure4(data: Figure4Result, path: Any = None) -> Any:
+    """Draw the three panels (full, uniform, arbitrary) of :func:`run_figure4`'s result.
 
     Returns the matplotlib Figure; saves it to ``path`` when given.
     """
     plt = pyplot()
-    regimes = list(data["regimes"])
+    regimes = list(data.regimes)
     titles = {
         "full": "full participation",
         "uniform": "uniform (4 of 16)",
@@ -283,17 +333,17 @@ def plot_figure4(data: dict[str, Any], path: Any = None) -> Any:
     }
     fig, axes = plt.subplots(1, len(regimes), figsize=(5.2 * len(regimes), 4.2), squeeze=False)
     for ax, regime in zip(axes[0], regimes, strict=True):
-        reg = data["regimes"][regime]
-        for alg, curve in reg["curves"].items():
+        reg = data.regimes[regime]
+        for alg, curve in reg.curves.items():
             y = np.array([np.nan if v is None else v for v in curve], dtype=float)
             ax.semilogy(np.arange(y.size), y, label=display_name(alg), lw=1.6)
-        ax.set_title(f"{titles.get(regime, regime)}, eta = {reg['lr']:g}")
+        ax.set_title(f"{titles.get(regime, regime)}, eta = {reg.lr:g}")
         ax.set_xlabel("round")
         ax.set_ylim(1e-16, 1e2)
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("||x - x*|| / ||x*||")
     axes[0][-1].legend(loc="upper right", fontsize=9)
-    cfg = data["config"]
+    cfg = data.config
     fig.suptitle(
         f"003 Figure 4 re-run: K = {cfg['local_steps']}, {cfg['rounds']} rounds, median of "
         f"{cfg['seeds']} seeds under random participation, baselines as in the "

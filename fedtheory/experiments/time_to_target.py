@@ -14,7 +14,7 @@ evaluation's) for its own schedule, and :func:`hours_to_target` evaluates the ch
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -23,10 +23,18 @@ from fedtheory.algorithms.registry import info
 from fedtheory.analysis.comm_time import CommTimeModel, rank_by_time, rounds_to_target
 from fedtheory.errors import AssumptionError
 from fedtheory.experiments.local_steps import participation_for, step_sizes, study_problem
+from fedtheory.experiments.result import ExperimentResult
 from fedtheory.experiments.tuning import INTERIOR, Axis, tune_grid
+from fedtheory.io import jsonable
 from fedtheory.simulation import simulate
 
-__all__ = ["Tuning", "hours_to_target", "run_time_to_target", "tune_constant"]
+__all__ = [
+    "TimeToTargetResult",
+    "Tuning",
+    "hours_to_target",
+    "run_time_to_target",
+    "tune_constant",
+]
 
 #: 000 Setting 1 (Table 7): N = 100 clients, M = 5 per round, C = 5 clusters, K = 24, ring.
 SETTING1 = {"n_clients": 100, "clients_per_round": 5, "clusters": 5, "local_steps": 24,
@@ -51,6 +59,37 @@ def _simulate(prob: Any, algorithm: str, *, c: float, c_l: float, rounds: int, l
                     **settings)  # fmt: skip
 
 
+@dataclass(repr=False)
+class TimeToTargetResult(ExperimentResult):
+    """:func:`run_time_to_target`'s result.
+
+    Attributes
+    ----------
+    model : CommTimeModel
+        The per-round communication times that turn rounds into hours.
+    results : dict
+        Algorithm -> its run (per-seed metric curves).
+    targets : dict
+        Target -> the algorithms' :class:`~fedtheory.analysis.comm_time.TimeToTarget`,
+        fastest first.
+    """
+
+    model: CommTimeModel
+    results: dict
+    targets: dict
+
+    def _summary(self) -> str:
+        return "; ".join(
+            f"{t}: " + " < ".join(r.algorithm for r in ranked) for t, ranked in self.targets.items()
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The model and the ranking (the runs' curves stay in ``results``)."""
+        return jsonable({"model": asdict(self.model),
+                         "targets": {str(t): [asdict(r) for r in v]
+                                     for t, v in self.targets.items()}})  # fmt: skip
+
+
 def run_time_to_target(
     algorithms: tuple = ("fedamsgrad", "afga", "cafga"),
     targets: tuple = (1.0, 0.1),
@@ -66,15 +105,15 @@ def run_time_to_target(
     seeds: int = 5,
     seed: int = 0,
     **study_kw: Any,
-) -> dict:
+) -> TimeToTargetResult:
     """Simulated counterpart of 000 Table 7: time to each target per algorithm (one constant).
 
     Every algorithm runs on the study problem (:func:`~fedtheory.experiments.local_steps.
     study_problem`) with its theorem step-size schedule (:func:`~fedtheory.experiments.
     local_steps.step_sizes`; keywords ``c_global``, ``c_local``, ``dim``, ``problem``,
     ``sigma``, ``sigma_g``) in 000's Setting 1 by default (N = 100, M = 5, C = 5 clusters,
-    K = 24), and the per-round times of ``model`` turn rounds into hours. Returns
-    ``{"targets": {target: [TimeToTarget, ...] fastest first}, ...}``. One constant c for every
+    K = 24), and the per-round times of ``model`` turn rounds into hours. Returns a
+    :class:`TimeToTargetResult` (``.targets[target]``: the algorithms fastest first). One constant c for every
     schedule favours the schedule with the largest Theta-factor: claim A6 tunes each
     (:func:`tune_constant`).
     """
@@ -103,11 +142,11 @@ def run_time_to_target(
         )  # fmt: skip
         for a in algorithms
     }
-    return {
-        "model": model or CommTimeModel(),
-        "results": results,
-        "targets": {t: rank_by_time(results, t, model=model, metric=metric) for t in targets},
-    }
+    return TimeToTargetResult(
+        model=model or CommTimeModel(),
+        results=results,
+        targets={t: rank_by_time(results, t, model=model, metric=metric) for t in targets},
+    )
 
 
 def hours_to_target(

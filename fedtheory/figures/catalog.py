@@ -105,7 +105,7 @@ def fedavg_floor_figure(cfg: dict):
         local_steps=cfg["local_steps"], etas=tuple(cfg["etas"]), seeds=cfg["seeds"],
         seed=cfg["seed"],
     )  # fmt: skip
-    return plot_fedavg_floor(data), data
+    return plot_fedavg_floor(data), data.to_dict()
 
 
 @figure(
@@ -126,9 +126,10 @@ def figure4_figure(cfg: dict):
     fig = plot_figure4(data)
     # The sidecar keeps what is drawn (median curves) and the numbers behind them, not the
     # per-seed extras of run_figure4's return value.
-    for reg in data["regimes"].values():
+    out = data.to_dict()
+    for reg in out["regimes"].values():
         reg.pop("curves_seed0", None)
-    return fig, data
+    return fig, out
 
 
 def _study_data(res) -> dict:

@@ -152,8 +152,10 @@ def test_time_to_target_runs_gossip_and_server_only_algorithms_side_by_side():
         ("fedamsgrad", "afga", "cafga"), (1.0,), rounds=3, local_steps=2, n_clients=10,
         clients_per_round=2, clusters=2, seeds=1,
     )  # fmt: skip
-    assert set(res["results"]) == {"fedamsgrad", "afga", "cafga"}
-    assert [t.algorithm for t in res["targets"][1.0]] != []
+    assert set(res.results) == {"fedamsgrad", "afga", "cafga"}
+    assert [t.algorithm for t in res.targets[1.0]] != []
+    assert "1.0:" in repr(res) and len(repr(res)) < 200
+    assert set(json.loads(res.to_json())) == {"model", "targets"}
 
 
 def test_comm_time_per_round():
