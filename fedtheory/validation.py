@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import os
@@ -46,6 +47,16 @@ _KIND_NAMES = {
     "M": "datetime",
     "m": "timedelta",
 }
+
+
+def did_you_mean(word: Any, choices: Any) -> str:
+    """``" (did you mean 'fedavg'?)"`` for the closest of ``choices`` to a misspelt ``word``
+    (case-insensitive; difflib's ratio >= 0.6), or ``""`` when none is close: the one way every
+    refusal of an unknown name suggests the near miss."""
+    options = [str(c) for c in choices]
+    lower = {c.lower(): c for c in options}
+    close = difflib.get_close_matches(str(word).strip().lower(), list(lower), n=1)
+    return f" (did you mean {lower[close[0]]!r}?)" if close else ""
 
 
 def as_real_array(name: str, a: Any, *, dtype: Any = np.float64) -> np.ndarray:

@@ -32,6 +32,7 @@ import numpy as np
 
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, StateLayout
 from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
+from fedtheory.validation import did_you_mean
 
 #: Settings every algorithm reads.
 BASE_SETTINGS = ("lr", "local_steps")
@@ -315,7 +316,8 @@ def info(name: str) -> AlgorithmInfo:
     key = _ALIASES.get(key, key)
     if key not in _REGISTRY:
         raise FedTheoryError(
-            f"unknown algorithm {name!r}: choose one of {', '.join(sorted(_REGISTRY))}"
+            f"unknown algorithm {name!r}{did_you_mean(key, [*_REGISTRY, *_ALIASES])}: choose "
+            f"one of {', '.join(sorted(_REGISTRY))}"
         )
     return _REGISTRY[key]
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from fedtheory._version import __version__
 from fedtheory.cli.common import check_outputs
 from fedtheory.errors import FedTheoryError
-from fedtheory.validation import max_memory
+from fedtheory.validation import did_you_mean, max_memory
 
 # Modules of fedtheory.cli that define subcommands, in the order --help lists them.
 SUBCOMMANDS: tuple[str, ...] = (
@@ -38,10 +39,29 @@ class UsageError(FedTheoryError):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with usage errors as one line (exit 2) instead of the whole usage block."""
+    """argparse, with usage errors as one line (exit 2) instead of the whole usage block, and
+    the near miss of a misspelt choice or flag suggested (``did you mean '--rounds'?``)."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{message}{self._near_miss(message)} (see {self.prog} --help)")
+
+    def _near_miss(self, message: str) -> str:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+        stray = re.search(r"unrecognized arguments: (\S+)", message)
+        if stray and stray.group(1).startswith("-"):
+            return did_you_mean(stray.group(1), self._flags())
+        return ""
+
+    def _flags(self) -> list[str]:
+        """Every option string of this parser and of its subcommands' parsers."""
+        flags = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    flags += list(sub._option_string_actions)
+        return flags
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

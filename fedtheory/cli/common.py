@@ -161,6 +161,18 @@ def algorithm_names(text: str) -> list[str]:
     return names
 
 
+def int_list(text: str) -> list[int]:
+    """Integers, comma separated ("1,2,4,8"), as every list on the command line is given."""
+    try:
+        vals = [int(v) for v in str(text).replace(" ", "").split(",") if v]
+    except ValueError:
+        msg = f"expected integers separated by commas, got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if not vals:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return vals
+
+
 def missing(args: argparse.Namespace, *flags: str) -> None:
     """Refuse in one line when any of the required ``flags`` (``"--lr"``) was not given."""
     absent = [f for f in flags if getattr(args, f.lstrip("-").replace("-", "_")) is None]

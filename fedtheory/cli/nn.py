@@ -9,6 +9,8 @@ accuracy per evaluated round as mean +- std over seeds. --json OUT writes everyt
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
 from fedtheory.algorithms.registry import info
@@ -18,13 +20,29 @@ from fedtheory.cli.common import (
     add_clients_per_round,
     add_json,
     add_parser,
+    algorithm_names,
     human_stream,
+    int_list,
     write_json,
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.experiments.n1 import N1_ALGORITHMS, run_n1, save_n1_figure
 from fedtheory.extras import require
 from fedtheory.io import check_output_dir
+from fedtheory.validation import did_you_mean
+
+
+def _n1_names(text: str) -> list[str]:
+    """N1 algorithms, comma separated, any case ("FedAvg,AFGA"), as every list on the command
+    line is given; refused in one line naming the choices (and the near miss)."""
+    names = algorithm_names(text)
+    stray = [n for n in names if n not in N1_ALGORITHMS]
+    if stray:
+        raise argparse.ArgumentTypeError(
+            f"{stray[0]!r} is not an N1 algorithm{did_you_mean(stray[0], N1_ALGORITHMS)}: "
+            f"choose from {', '.join(N1_ALGORITHMS)}"
+        )
+    return names
 
 
 def _n1_name(text: str) -> str:
@@ -32,7 +50,7 @@ def _n1_name(text: str) -> str:
     try:
         return info(text).name
     except FedTheoryError:
-        return text  # argparse's choices reports it
+        return text  # the caller refuses it, naming the choices
 
 
 def register(subparsers) -> None:
@@ -43,12 +61,12 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n", 1)[1],
         examples=[
             "fedtheory nn --rounds 100 --seeds 3 --json n1.json --plot",
-            "fedtheory nn --algorithms FedAvg AFGA -N 20 -M 4 --lr AFGA=0.1 --rounds 50",
+            "fedtheory nn --algorithms FedAvg,AFGA -N 20 -M 4 --lr AFGA=0.1 --rounds 50",
         ],
     )
-    p.add_argument("--algorithms", nargs="+", default=list(N1_ALGORITHMS), metavar="NAME",
-                   type=_n1_name, choices=list(N1_ALGORITHMS),
-                   help="any of %(choices)s, any case (default: all four)")  # fmt: skip
+    p.add_argument("--algorithms", type=_n1_names, default=list(N1_ALGORITHMS), metavar="A,B,..",
+                   help=f"comma separated, any case, of {', '.join(N1_ALGORITHMS)} "
+                   "(default: all four)")  # fmt: skip
     add_clients(p, default=50)
     per = p.add_mutually_exclusive_group()
     per.add_argument("--participation", type=float, default=0.1, help="fraction per round")
@@ -56,27 +74,31 @@ def register(subparsers) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--alpha", type=float, default=0.6, help="Dirichlet alpha")
     g.add_argument("--iid", action="store_true", help="i.i.d. split instead of Dirichlet")
-    p.add_argument("--rounds", type=int, default=100)
-    p.add_argument("--local-steps", type=int, default=10, help="K")
-    p.add_argument("--batch-size", type=int, default=50)
-    p.add_argument("--hidden", type=int, nargs="+", default=[64, 64], help="hidden widths")
-    p.add_argument("--activation", choices=["relu", "tanh"], default="relu")
-    p.add_argument("--conv", type=int, nargs="+", default=None, metavar="C",
-                   help="channels of 1-D convolutions before the dense layers (a small CNN)")  # fmt: skip
+    p.add_argument(
+        "--rounds", "-R", type=int, default=100, metavar="R", help="communication rounds"
+    )
+    p.add_argument("--local-steps", "-K", type=int, default=10, metavar="K", help="local steps K")
+    p.add_argument("--batch-size", type=int, default=50, help="minibatch per client and step")
+    p.add_argument("--hidden", type=int_list, default=[64, 64], metavar="W,W,..",
+                   help="hidden widths, comma separated")  # fmt: skip
+    p.add_argument("--activation", choices=["relu", "tanh"], default="relu", help="activation")
+    p.add_argument("--conv", type=int_list, default=None, metavar="C,C,..",
+                   help="channels of 1-D convolutions before the dense layers (a small CNN), "
+                   "comma separated")  # fmt: skip
     p.add_argument("--kernel", type=int, default=5, help="convolution width")
     p.add_argument("--stride", type=int, default=2, help="convolution stride")
     p.add_argument("--seeds", type=int, default=3, help="seeds run batched")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="root seed")
     p.add_argument("--samples", type=int, default=5000, help="MNIST-1D samples (80%% train)")
     p.add_argument("--data", default=None, metavar="FILE.npz",
                    help="your own data instead of MNIST-1D: arrays x (n, F), y (n,) and "
                    "optionally x_test, y_test; checked for shapes and label range")  # fmt: skip
-    p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--eval-every", type=int, default=5, help="rounds between evaluations")
     p.add_argument("--lr", action="append", default=[], metavar="ALG=VALUE",
                    help="local step size of one algorithm, e.g. --lr AFGA=0.05 (repeatable)")  # fmt: skip
     p.add_argument("--global-lr", action="append", default=[], metavar="ALG=VALUE",
                    help="server step size of one algorithm (repeatable)")  # fmt: skip
-    p.add_argument("--backend", choices=BACKENDS, default=None)
+    p.add_argument("--backend", choices=BACKENDS, default=None, help="array backend")
     p.add_argument("--float32", action="store_true", help="single precision instead of float64")
     add_json(p)
     p.add_argument("--plot", action="store_true", help="draw figures/nn_n1.png and .pdf")

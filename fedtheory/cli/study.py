@@ -3,10 +3,10 @@
 ::
 
     fedtheory study local-steps [--algorithms fedamsgrad,afga] [--topologies ring,random,complete]
-        [--K 1,2,4,8,16] [--R 200] [--M 5] [--N 50] [--clusters 5] [--problem pl|quadratic]
+        [-K 1,2,4,8,16] [-R 200] [--M 5] [--N 50] [--clusters 5] [--problem pl|quadratic]
         [--dim 10] [--sigma 1] [--sigma-g 1] [--c-global C] [--c-local C_L] [--seeds S]
         [--seed SEED] [--json OUT.json] [--plot OUT.png]
-    fedtheory study rho [--algorithms afga] [--topologies complete,random,ring] [--K 8] ...
+    fedtheory study rho [--algorithms afga] [--topologies complete,random,ring] [-K 8] ...
 
 prints the fitted exponents of K (R, M where the grid has several values) with confidence
 intervals next to the stated ones, flags grid points outside a theorem's assumptions, and with
@@ -25,6 +25,7 @@ from fedtheory.cli.common import (
     add_json,
     add_parser,
     algorithm_names,
+    int_list,
     json_to_stdout,
     write_json,
 )
@@ -34,17 +35,6 @@ from fedtheory.experiments.local_steps import (
     run_local_steps_study,
     run_rho_ablation,
 )
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        vals = [int(v) for v in str(text).replace(" ", "").split(",") if v]
-    except ValueError:
-        msg = f"expected integers separated by commas, got {text!r}"
-        raise argparse.ArgumentTypeError(msg) from None
-    if not vals:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return vals
 
 
 def _str_list(text: str) -> list[str]:
@@ -111,7 +101,7 @@ def register(subparsers: Any) -> None:
             "exponents of (1/R) sum_r ||grad f(x_r)||^2 with confidence intervals over seeds."
         ),
         examples=[
-            "fedtheory study local-steps --algorithms FedAMSGrad,AFGA -N 50 -M 5 --K 1,2,4,8",
+            "fedtheory study local-steps --algorithms FedAMSGrad,AFGA -N 50 -M 5 -K 1,2,4,8",
             "fedtheory study rho --topologies complete,ring --json rho.json --plot rho.png",
         ],
     )
@@ -127,21 +117,24 @@ def register(subparsers: Any) -> None:
             "exponents next to the stated ones; points outside a theorem's assumptions flagged."
         ),
         examples=[
-            "fedtheory study local-steps --algorithms fedamsgrad,afga --K 1,2,4,8 --R 100,200",
+            "fedtheory study local-steps --algorithms fedamsgrad,afga -K 1,2,4,8 -R 100,200",
             "fedtheory study local-steps --algorithms hafed --clusters 4 -N 32 -M 8 --json -",
         ],
     )
     _common(ls, algorithms="fedamsgrad,afga", topologies="ring,random,complete")
     ls.add_argument(
+        "--local-steps",
+        "-K",
         "--K",
-        type=_int_list,
+        type=int_list,
         default=[1, 2, 4, 8, 16],
         dest="Ks",
         help="local steps, comma separated",
     )
-    ls.add_argument("--R", type=_int_list, default=[200], dest="Rs", help="rounds")
+    ls.add_argument("--rounds", "-R", "--R", type=int_list, default=[200], dest="Rs",
+                    help="rounds, comma separated")  # fmt: skip
     add_clients_per_round(
-        ls, type=_int_list, default=[5], aliases=("--M",), help="clients per round, comma separated"
+        ls, type=int_list, default=[5], aliases=("--M",), help="clients per round, comma separated"
     )
     ls.set_defaults(func=run_local_steps)
     rho = add_parser(
@@ -152,8 +145,9 @@ def register(subparsers: Any) -> None:
         examples=["fedtheory study rho --algorithms afga --topologies complete,torus,ring -K 8"],
     )
     _common(rho, algorithms="afga", topologies="complete,complete-random,random,torus,ring")
-    rho.add_argument("--K", "-K", type=int, default=8, dest="K", help="local steps K")
-    rho.add_argument("--R", "-R", type=int, default=200, dest="R", help="rounds R")
+    rho.add_argument("--local-steps", "-K", "--K", type=int, default=8, dest="K",
+                     help="local steps K")  # fmt: skip
+    rho.add_argument("--rounds", "-R", "--R", type=int, default=200, dest="R", help="rounds R")
     add_clients_per_round(rho, default=5, aliases=("--M",))
     rho.set_defaults(func=run_rho)
     p.set_defaults(func=lambda args: _no_study(p))

@@ -22,6 +22,7 @@ from fedtheory.io import (
     temporary_directory,
     write_atomic,
 )
+from fedtheory.validation import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,8 @@ def generate(
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
         raise FedTheoryError(
-            f"unknown figure {', '.join(unknown)}: choose from {', '.join(FIGURES)}"
+            f"unknown figure {', '.join(unknown)}{did_you_mean(unknown[0], FIGURES)}: choose "
+            f"from {', '.join(FIGURES)}"
         )
     check_output_dir(out_dir)
     results = []

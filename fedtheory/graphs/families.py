@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from fedtheory.errors import AssumptionError, UnknownOptionError
 from fedtheory.graphs import topologies as T
 from fedtheory.graphs.weights import apply_rule, lazy, random_weights
-from fedtheory.validation import check_int, check_memory, check_seed
+from fedtheory.validation import check_int, check_memory, check_seed, did_you_mean
 
 DENSE_OUTPUT_MAX = 2048
 """``format="auto"`` returns a dense array up to this n and a CSR array above it."""
@@ -109,7 +109,8 @@ def family(name: str) -> Family:
     key = ALIASES.get(key, key)
     if key not in FAMILIES:
         choices = ", ".join([*FAMILIES, *TIME_VARYING])
-        raise AssumptionError(f"unknown topology {name!r}: choose one of {choices}")
+        near = did_you_mean(key, [*FAMILIES, *TIME_VARYING, *ALIASES])
+        raise AssumptionError(f"unknown topology {name!r}{near}: choose one of {choices}")
     return FAMILIES[key]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from fedtheory.errors import AssumptionError
 from fedtheory.participation.base import check_clients
-from fedtheory.validation import check_int
+from fedtheory.validation import check_int, did_you_mean
 
 __all__ = [
     "ModelInfo",
@@ -107,7 +107,8 @@ def model_info(name: Any) -> ModelInfo:
     key = str(name).strip().lower()
     if key not in _MODELS:
         raise AssumptionError(
-            f"unknown participation model {name!r}: choose one of {', '.join(_MODELS)}"
+            f"unknown participation model {name!r}{did_you_mean(key, _MODELS)}: choose one of "
+            f"{', '.join(_MODELS)}"
         )
     return _MODELS[key]
 

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fedtheory.errors import FedTheoryError
+from fedtheory.validation import did_you_mean
 
 __all__ = ["BUILTIN_PROBLEMS", "ProblemInfo", "problem_info", "register_problem"]
 
@@ -64,6 +65,7 @@ def problem_info(name: Any) -> ProblemInfo:
     key = str(name).strip().lower()
     if key not in _PROBLEMS:
         raise FedTheoryError(
-            f"unknown problem {name!r}: choose one of {', '.join(_PROBLEMS)} or give an .npz file"
+            f"unknown problem {name!r}{did_you_mean(key, _PROBLEMS)}: choose one of "
+            f"{', '.join(_PROBLEMS)} or give an .npz file"
         )
     return _PROBLEMS[key]

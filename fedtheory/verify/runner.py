@@ -11,6 +11,7 @@ from fedtheory.errors import FedTheoryError, MissingExtraError
 from fedtheory.extras import install_hint, missing
 from fedtheory.io import progress
 from fedtheory.parallel import map_tasks
+from fedtheory.validation import did_you_mean
 from fedtheory.verify.registry import REGISTRY, Claim, Context, all_claims
 from fedtheory.verify.result import NOT_RUN, ClaimResult, Outcome
 
@@ -44,7 +45,8 @@ def select(only: str | Iterable[str] | None = None) -> list[Claim]:
     unknown = sorted(wanted - known)
     if unknown:
         raise FedTheoryError(
-            f"unknown claim id {', '.join(unknown)}: known ids are {', '.join(c.id for c in claims)}"
+            f"unknown claim id {', '.join(unknown)}{did_you_mean(unknown[0], known)}: known ids "
+            f"are {', '.join(c.id for c in claims)}"
         )
     return [c for c in claims if c.id in wanted]
 

@@ -130,3 +130,37 @@ def test_simulate_starts_without_the_heavy_modules(modules_loaded_by):
         "'--lr', '1e-4'])"
     )
     assert modules_loaded_by(code, ("sympy", "scipy.stats")) == []
+
+
+@pytest.mark.parametrize(
+    "argv, near",
+    [
+        (["simulate", "--participation", "unifrom"], "did you mean 'uniform'?"),
+        (["simulate", "--problem", "figure4", "--roundz", "3"], "did you mean '--rounds'?"),
+        (["simulate", "--algorithm", "fedavgg"], "did you mean 'fedavg'?"),
+        (["verify", "--only", "C11"], "did you mean 'C1'?"),
+        (["figures", "figur4"], "did you mean 'figure4'?"),
+        (["spectral", "rng", "-N", "5"], "did you mean 'ring'?"),
+        (["participation", "unform", "-N", "4", "-M", "2"], "did you mean 'uniform'?"),
+        (["nn", "--algorithms", "fedav"], "did you mean 'fedavg'?"),
+    ],
+)
+def test_a_near_miss_is_suggested_in_the_one_line(argv, near, capsys):
+    """A misspelt choice, flag or name is refused in one line that suggests the near miss."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and near in err[0]
+
+
+def test_lists_are_comma_separated_and_steps_and_rounds_have_one_spelling():
+    """``-K/--local-steps`` and ``-R/--rounds`` in every subcommand that takes them (``--K``,
+    ``--R`` stay as aliases of the study's); lists are comma separated everywhere."""
+    local = build_parser("study").parse_args(["study", "local-steps", "-K", "1,2", "-R", "10"])
+    assert local.Ks == [1, 2] and local.Rs == [10]
+    old = build_parser("study").parse_args(["study", "local-steps", "--K", "4", "--R", "5,6"])
+    assert old.Ks == [4] and old.Rs == [5, 6]
+    rho = build_parser("study").parse_args(["study", "rho", "--local-steps", "3", "--rounds", "9"])
+    assert (rho.K, rho.R) == (3, 9)
+    nn = build_parser("nn").parse_args(["nn", "--algorithms", "FedAvg,AFGA", "--hidden", "8,4"])
+    assert nn.algorithms == ["fedavg", "afga"] and nn.hidden == [8, 4]
+    assert (nn.rounds, nn.local_steps) == (100, 10)
