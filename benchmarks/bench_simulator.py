@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 st.problem, st.algorithm, st.model(), seeds=S, backend=args.backend,
                 workers=workers, **st.kwargs(R),
             )  # fmt: skip
-            return res.x_final[0], res.rel_error[0]
+            return res.x_final[0], res.error[0]
 
         def command(
             st: Setting = st, S: int = 1, R: int = R, npz: bool = False, workers: int = 0

@@ -195,7 +195,7 @@ runs = {alg: simulate(problem, alg, model, rounds=500, seeds=5, lr=1e-4, local_s
                       average_from=200 if alg == "fedavg" else None)
         for alg in ("focus", "fedavg")}
 for alg, run in runs.items():
-    plt.semilogy(np.median(run.rel_error, axis=0), label=alg)
+    plt.semilogy(np.median(run.error, axis=0), label=alg)
 plt.xlabel("round"); plt.ylabel("||x - x*|| / ||x*||"); plt.legend(); plt.show()""",
     """md:
 ## Where FedAvg stops: closed forms
@@ -212,7 +212,7 @@ print(f"FedAvg time/seed average : {rel(x_avg):.3e} from x*")
 print(f"stationary mean (closed) : {rel(sm.x):.3e} from x*  ({sm.method})")
 print(f"x_q* (eta -> 0 limit)    : {rel(weighted_optimum(problem, q)):.3e} from x*")
 print(f"FOCUS final error (max over seeds): {runs['focus'].final().max():.1e}")
-print(f"FOCUS tracking residual ||y - sum g_prev|| (max): {np.nanmax(runs['focus'].tracking):.1e}")""",
+print(f"FOCUS tracking residual ||y - sum g_prev|| (max): {np.nanmax(runs['focus'].tracking_residual):.1e}")""",
     """md:
 ## Figure 4, three panels (the simulator's `run_figure4` / `plot_figure4`)""",
     """
@@ -413,8 +413,8 @@ model = make_participation("uniform", 6, 2)
 res = exact_rates(prob, "focus", model, lr=0.08, local_steps=2)
 curve = exact_mse_curve(prob, "focus", model, rounds=100, lr=0.08, local_steps=2)
 sim = simulate(prob, "focus", model, rounds=100, seeds=1000, lr=0.08, local_steps=2,
-               metrics=("rel_error",))
-mc = (sim.rel_error**2).mean(axis=0) * (prob.x_star @ prob.x_star)
+               metrics=("error",))
+mc = (sim.error**2).mean(axis=0) * (prob.x_star @ prob.x_star)
 r = np.arange(20, 81)
 fit = np.exp(np.polyfit(r, np.log(mc[20:81]), 1)[0])
 print(f"exact mean-square rate {res.mean_square_rate:.6f}   Monte Carlo slope {fit:.6f}   "
@@ -473,8 +473,8 @@ for eta in etas:
     exact.append(r.stationary_mse); bias.append(r.stationary_bias2)
     R = int(np.ceil(20 / (eta * qp.mu * 2)))
     s = simulate(qp, "fedavg", w, rounds=R, seeds=8, lr=eta, local_steps=2,
-                 metrics=("rel_error",), record_every=max(1, R // 200))
-    e2 = s.rel_error**2 * (qp.x_star @ qp.x_star)
+                 metrics=("error",), record_every=max(1, R // 200))
+    e2 = s.error**2 * (qp.x_star @ qp.x_star)
     meas.append(np.nanmean(e2[:, R // 2:]))
 plt.loglog(etas, exact, "o-", label="exact floor lim E||x - x*||^2")
 plt.loglog(etas, bias, "s:", label="||stationary mean - x*||^2 (bias only)")

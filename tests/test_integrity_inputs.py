@@ -128,8 +128,8 @@ def test_slow_divergence_is_reported():
     res = simulate(problem, "fedavg", rounds=30, seeds=3, lr=0.0055, local_steps=2)
     assert not res.diverged.any() and res.diverging.all()
     for s in range(3):
-        assert res.diverging_at[s] == _growth_held(res.rel_error[s])[0]
-    assert res.rel_error[:, -1].min() > 10 * res.rel_error[:, 3].max()  # it did grow tenfold
+        assert res.diverging_at[s] == _growth_held(res.error[s])[0]
+    assert res.error[:, -1].min() > 10 * res.error[:, 3].max()  # it did grow tenfold
     assert res.divergence_summary() == (
         "3 of 3 seeds diverging: the error grew 10x within 50 rounds to above its initial "
         f"value (first at round {res.diverging_at.min()})"
@@ -147,10 +147,10 @@ def test_a_transient_that_comes_back_is_not_divergence():
     problem = make_problem("least-squares", seed=0)
     res = simulate(problem, "cafga", "uniform", clients_per_round=4, rounds=300, lr=0.1,
                    local_steps=2, seeds=8, topology="ring", clusters=4)  # fmt: skip
-    spiked = [s for s in range(8) if _growth_held(res.rel_error[s])]
+    spiked = [s for s in range(8) if _growth_held(res.error[s])]
     assert spiked, "no transient in this run any more: pick another"
     for s in spiked:
-        assert res.rel_error[s, -1] <= max(1.0, res.rel_error[s, 0])
+        assert res.error[s, -1] <= max(1.0, res.error[s, 0])
     assert not res.diverging.any()
 
 
@@ -205,7 +205,7 @@ def test_simulate_python_inputs():
     ):
         run_(draws=np.full((1, 3, 16), 0.5))
     ones = run_(draws=np.ones((1, 3, 16)))  # 0/1 numbers are a mask
-    np.testing.assert_array_equal(ones.rel_error, run_().rel_error)
+    np.testing.assert_array_equal(ones.error, run_().error)
     with pytest.raises(AssumptionError, match=r"draws must have shape"):
         run_(draws=np.ones((1, 2, 16)))
 

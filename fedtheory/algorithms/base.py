@@ -150,7 +150,7 @@ class Algorithm:
         The paper (and algorithm/equation) the update rule follows.
     metrics : mapping of str to callable
         Per-round metrics that need this algorithm's own state, ``metric(state, problem) ->
-        (S,)`` (e.g. ``consensus`` for algorithms with client models, FOCUS's ``tracking``);
+        (S,)`` (e.g. ``consensus`` for algorithms with client models, FOCUS's ``tracking_residual``);
         the runner records them next to its own (:mod:`fedtheory.simulation.metrics`).
     """
 

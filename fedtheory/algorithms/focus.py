@@ -157,7 +157,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         round=round_,
         config=config,
         reference=REFERENCE,
-        metrics=client_metrics(tracking=lambda state, problem: tracking_residual(state)),
+        metrics=client_metrics(tracking_residual=lambda state, problem: tracking_residual(state)),
     )
 
 

@@ -107,7 +107,7 @@ def rounds_to_target(curves: Any, target: float, *, higher_is_better: bool = Fal
     """First round index r at which ``curves[s, r]`` reaches ``target``, per seed (inf: never).
 
     ``curves`` is (seeds, rounds + 1) with round 0 the initial model (the runner's layout), e.g.
-    ``SimulationResult.grad_norm2`` or ``rel_error``; NaN (a diverged seed) never reaches it.
+    ``SimulationResult.grad_norm2`` or ``error``; NaN (a diverged seed) never reaches it.
     ``stay=True``: the first round from which the curve stays at the target until the horizon
     (not the first, possibly noisy, crossing; inf when the last round misses it).
     """

@@ -268,9 +268,9 @@ def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = 
     kw = _oracle_kw(spec, inst, eta)
     kw["aggregation"] = kw.pop("rule")
     res = simulate(inst.problem, spec.algorithm, part, rounds=rounds, seeds=S, seed=seed,
-                   metrics=("rel_error",), **kw)  # fmt: skip
+                   metrics=("error",), **kw)  # fmt: skip
     d0 = float(inst.problem.x_star @ inst.problem.x_star)
-    e2 = np.asarray(res.rel_error, dtype=np.float64) ** 2 * d0  # (S, R + 1)
+    e2 = np.asarray(res.error, dtype=np.float64) ** 2 * d0  # (S, R + 1)
     mean = e2.mean(axis=0)
     hit = np.flatnonzero(mean <= spec.epsilon * mean[0])
     out: dict[str, Any] = {

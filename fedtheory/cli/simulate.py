@@ -51,8 +51,6 @@ _RUN = run_defaults()
 #: The quantiles of the per-seed final error in the summary of ``--json FILE`` / ``--out``.
 QUANTILES = ("min", "25%", "median", "75%", "max")
 
-#: JSON keys of the runner's metrics where they differ from the metric's name.
-JSON_NAMES = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
 
 #: The shared algorithm settings besides lr and K, passed only when given (the registry's list).
 SETTINGS = tuple(k for k in SHARED_SETTINGS if k not in BASE_SETTINGS)
@@ -212,12 +210,12 @@ def run(args: argparse.Namespace) -> int:
         "diverged_at": res.diverged_at,
         "diverging": res.diverging,
         "diverging_at": res.diverging_at,
-        "final_error": res.rel_error[:, -1],
+        "final_error": res.error[:, -1],
         "x_final": res.x_final,
         "wall_time_s": res.wall_time,
     }
-    # Every recorded metric, under its JSON name (the contract's "error" is rel_error).
-    out.update({JSON_NAMES.get(k, k): v for k, v in res.metrics.items()})
+    # Every recorded metric, under its one name (Python, JSON and the sweep store alike).
+    out.update(res.metrics)  # one vocabulary: the metrics' own names
     if args.json is not None:  # compact in a file (large arrays), as everywhere on stdout
         emit_json(out, args.json, indent=False)
     if args.out is not None:
@@ -259,7 +257,7 @@ def summary(res: Any, out: dict, paths: list[str]) -> str:
         f"{n} seeds x {res.rounds} rounds, K = {out['local_steps']}, lr = {out['lr']:g} "
         f"({res.wall_time:.2f} s in the round loop)"
     ]
-    err = res.rel_error
+    err = res.error
     ok = ~res.diverged
     if res.x_star is None or not ok.any():
         lines.append(

@@ -74,7 +74,7 @@ def measure_floors(
             problem, "fedavg", model, rounds=rounds, seeds=seeds, seed=seed, lr=eta,
             local_steps=local_steps, record_every=max(1, rounds // 400),
         )  # fmt: skip
-        err = np.asarray(res.rel_error)
+        err = np.asarray(res.error)
         per_seed = np.array([error_floor(e[np.isfinite(e)], tail=0.5) for e in err])
         tail = err[:, err.shape[1] // 2 :]  # rounds not recorded are NaN
         out.append(FloorRun(float(eta), rounds, per_seed, np.nanmean(tail**2, axis=1)))

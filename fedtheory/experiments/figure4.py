@@ -179,7 +179,7 @@ def run_figure4(
                 average_from=average_from if alg == "fedavg" else None,
                 **opts,
             )
-            err = res.rel_error
+            err = res.error
             # median over seeds of the curves (a diverged seed is NaN from its divergence on)
             finite = np.isfinite(err).any(axis=0)
             med = np.full(err.shape[1], np.nan)
@@ -196,7 +196,9 @@ def run_figure4(
                 "rounds_to_1e-10": _first_below(reg["curves"][alg], 1e-10),
             }
             if alg == "focus":
-                reg["checks"]["focus_max_tracking_residual"] = float(np.nanmax(res.tracking))
+                reg["checks"]["focus_max_tracking_residual"] = float(
+                    np.nanmax(res.tracking_residual)
+                )
             if alg == "fedavg":
                 reg["checks"].update(_fedavg_checks(problem, res, model, lr, local_steps, name))
         out["regimes"][regime] = Figure4Regime(**jsonable(reg))
@@ -269,10 +271,10 @@ def rounds_to_tolerance(
     for alg in algorithms:
         res = simulate(
             problem, alg, model, rounds=rounds, seeds=len(ids), seed=seed, seed_ids=ids, lr=lr,
-            local_steps=local_steps, metrics=["rel_error"],
+            local_steps=local_steps, metrics=["error"],
             **BASELINE_OPTIONS[baselines].get(alg, {}),
         )  # fmt: skip
-        below = np.asarray(res.rel_error) < tol  # NaN (diverged) compares False
+        below = np.asarray(res.error) < tol  # NaN (diverged) compares False
         out[alg] = np.where(below.any(axis=1), below.argmax(axis=1), rounds + 1)
     return out
 

@@ -7,10 +7,17 @@ the three of :data:`RUNNER_METRICS`, which need only ``x`` and the problem; an a
 contributes the ones that need its own state (``Algorithm.metrics``: the clients' consensus
 error for algorithms with client models, FOCUS's tracking residual), and a caller may pass its
 own (the MLP's test accuracy). The runner never reads an algorithm's field names.
+
+One vocabulary: a metric has the same name in Python (``result.error``,
+``simulate(metrics=["error"])``), in the JSON of ``fedtheory simulate``, in a sweep's Zarr store
+and on the command line: ``error`` (||x_r - x*|| / ||x*||), ``f_minus_f_star``,
+``grad_norm2``, ``consensus``, ``tracking_residual``. The earlier Python names (``rel_error``,
+``subopt``, ``tracking``) still work, with a DeprecationWarning (:data:`RENAMED`).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -50,10 +57,24 @@ def grad_norm2(state: Any, problem: Any) -> Array:
 
 #: The metrics the runner records for every algorithm (they read only the server model ``x``).
 RUNNER_METRICS: dict[str, Metric] = {
-    "rel_error": rel_error,
-    "subopt": subopt,
+    "error": rel_error,
+    "f_minus_f_star": subopt,
     "grad_norm2": grad_norm2,
 }
+
+#: Earlier names of metrics -> their names now (accepted with a DeprecationWarning).
+RENAMED = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
+
+
+def current_name(name: str) -> str:
+    """``name``, or its name now if it is an earlier one (with a DeprecationWarning)."""
+    if name in RENAMED:
+        warnings.warn(
+            f"the metric {name!r} is now called {RENAMED[name]!r}", DeprecationWarning,
+            stacklevel=3,
+        )  # fmt: skip
+        return RENAMED[name]
+    return name
 
 
 def select_metrics(
@@ -79,6 +100,7 @@ def select_metrics(
     if isinstance(requested, Mapping):
         recorded = {}
         for name, fn in requested.items():
+            name = current_name(name) if fn is None else name
             fn = available.get(name) if fn is None else fn
             if not callable(fn):
                 raise AssumptionError(
@@ -87,6 +109,7 @@ def select_metrics(
                 )
             recorded[str(name)] = fn
         return {**available, **recorded}, recorded
+    requested = [current_name(m) for m in requested]
     unknown = [m for m in requested if m not in available]
     if unknown:
         raise AssumptionError(

@@ -13,9 +13,9 @@
 3. :func:`simulate` wraps the recordings in a :class:`SimulationResult` (and runs large seed
    counts in cache-sized blocks).
 
-Recorded by default: the runner's ``rel_error`` (||x_r - x*|| / ||x*||), ``subopt``
+Recorded by default: the runner's ``error`` (||x_r - x*|| / ||x*||), ``f_minus_f_star``
 (f(x_r) - f*) and ``grad_norm2`` (||grad f(x_r)||^2), and the algorithm's own (``consensus``:
-(1/N) sum_i ||x_i - x_bar||^2 of the clients' latest local models; FOCUS's ``tracking``:
+(1/N) sum_i ||x_i - x_bar||^2 of the clients' latest local models; FOCUS's ``tracking_residual``:
 ||y - sum_i g_prev_i||, claim C3).
 
 A seed whose iterate becomes non-finite or whose error grows past ``divergence_bound`` times its
@@ -49,7 +49,13 @@ from fedtheory.extras import require
 from fedtheory.io import dumps
 from fedtheory.io import progress as progress_bar
 from fedtheory.participation import ParticipationModel
-from fedtheory.simulation.metrics import RUNNER_METRICS, Metric, select_metrics
+from fedtheory.simulation.metrics import (
+    RENAMED,
+    RUNNER_METRICS,
+    Metric,
+    current_name,
+    select_metrics,
+)
 from fedtheory.simulation.spec import DIVERGENCE_GROWTH, DIVERGENCE_WINDOW, RunSpec
 from fedtheory.validation import (
     as_real_array,
@@ -104,8 +110,8 @@ class SimulationResult:
 
     Every metric the run could record is in :attr:`metrics` (NaN where it was not recorded: a
     round skipped by ``record_every``, a metric left out by ``metrics=``, a seed after its
-    divergence) and is also an attribute: ``result.rel_error``, ``result.consensus``,
-    ``result.tracking`` (FOCUS), ...
+    divergence) and is also an attribute: ``result.error``, ``result.consensus``,
+    ``result.tracking_residual`` (FOCUS), ...
 
     Attributes
     ----------
@@ -158,6 +164,8 @@ class SimulationResult:
 
     def __getattr__(self, name: str) -> np.ndarray:
         metrics = self.__dict__.get("metrics")
+        if metrics is not None and name in RENAMED and RENAMED[name] in metrics:
+            return metrics[current_name(name)]  # an earlier name, with a DeprecationWarning
         if metrics is not None and name in metrics:
             return metrics[name]
         raise AttributeError(
@@ -165,13 +173,13 @@ class SimulationResult:
             f"metric {name!r} (metrics: {', '.join(metrics or ())})"
         )
 
-    def final(self, metric: str = "rel_error") -> np.ndarray:
+    def final(self, metric: str = "error") -> np.ndarray:
         """The last recorded value of ``metric`` per seed."""
-        return self.metrics[metric][:, -1]
+        return self.metrics[current_name(metric)][:, -1]
 
     def _score(self) -> str | None:
-        """The error metric a summary reports: rel_error when recorded, else grad_norm2."""
-        for name in ("rel_error", "grad_norm2", "subopt"):
+        """The error metric a summary reports: error when recorded, else grad_norm2."""
+        for name in ("error", "grad_norm2", "f_minus_f_star"):
             v = self.metrics.get(name)
             if v is not None and np.isfinite(v).any():
                 return name
@@ -391,7 +399,10 @@ def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: 
         )
     available, recorded = select_metrics(metrics, algorithm)
     if metrics is not None:
-        needs = {"rel_error": ("x_star", "the minimizer x*"), "subopt": ("f_star", "f* = min f")}
+        needs = {
+            "error": ("x_star", "the minimizer x*"),
+            "f_minus_f_star": ("f_star", "f* = min f"),
+        }
         for name, (attr, what) in needs.items():
             if (
                 name in recorded
@@ -489,7 +500,7 @@ RECORD_ROWS = 64
 class _Recorder:
     """Writes a round's metrics into the (S, R + 1) arrays and flags diverging seeds.
 
-    The divergence score is ``rel_error`` when x* is known, else ``grad_norm2`` when it is
+    The divergence score is ``error`` when x* is known, else ``grad_norm2`` when it is
     recorded; a non-finite server model always counts as divergence.
 
     The score and a caller's own metrics are evaluated every recorded round. With fewer than
@@ -522,7 +533,7 @@ class _Recorder:
         self._window = np.full((-(-plan.divergence_window // plan.record_every), S), np.inf)
         self._slot = 0
         self._known = plan.problem.x_star is not None
-        score = "rel_error" if self._known else "grad_norm2"
+        score = "error" if self._known else "grad_norm2"
         own = list(RUNNER_METRICS.values()) + list((plan.algorithm.metrics or {}).values())
         self._chunk = RECORD_ROWS // S
         self._later = {
@@ -539,11 +550,9 @@ class _Recorder:
         for name, metric in self._now.items():
             self.values[name][:, r] = to_numpy(metric(state, plan.problem))
         if self._known:
-            if "rel_error" not in plan.recorded:
-                self.values["rel_error"][:, r] = to_numpy(
-                    RUNNER_METRICS["rel_error"](state, plan.problem)
-                )
-            score = self.values["rel_error"][:, r]
+            if "error" not in plan.recorded:
+                self.values["error"][:, r] = to_numpy(RUNNER_METRICS["error"](state, plan.problem))
+            score = self.values["error"][:, r]
         elif "grad_norm2" in plan.recorded:
             score = self.values["grad_norm2"][:, r]
         else:
@@ -561,8 +570,8 @@ class _Recorder:
         if self.diverged.any():  # a diverged seed's metrics stay NaN from its divergence on
             for name in self._now:
                 self.values[name][self.diverged, r] = np.nan
-            if "rel_error" not in self._now:
-                self.values["rel_error"][self.diverged, r] = np.nan
+            if "error" not in self._now:
+                self.values["error"][self.diverged, r] = np.nan
         if self._later:
             self._rounds.append(r)
             self._states.append(state)
@@ -751,7 +760,7 @@ def simulate(
         Which metrics to record: None (the runner's and the algorithm's, see
         :mod:`fedtheory.simulation.metrics`), names among those, or a mapping ``name ->
         metric(state, problem)`` of exactly the metrics wanted (a caller's own, e.g. test
-        accuracy). The divergence check always runs (on ``rel_error``, or ``grad_norm2``
+        accuracy). The divergence check always runs (on ``error``, or ``grad_norm2``
         when x* is unknown and it is recorded).
     seed_block : int, optional
         Run the seeds in blocks of at most this many, one block after the other (cache

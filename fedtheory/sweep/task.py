@@ -108,7 +108,7 @@ def run_task(task: Task) -> TaskResult:
         **{k: c[k] for k in ALGORITHM_KEYS},
     )
     return TaskResult(
-        error=np.asarray(res.rel_error, dtype=np.float64),
+        error=np.asarray(res.error, dtype=np.float64),
         x_final=np.asarray(res.x_final, dtype=np.float64),
         diverged=np.asarray(res.diverged, dtype=bool),
         diverged_at=np.asarray(res.diverged_at, dtype=np.int64),

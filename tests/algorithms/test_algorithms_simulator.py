@@ -164,7 +164,7 @@ def test_fedau_weights_follow_wang_ji_intervals(prob):
     masks[0, :, 0] = [r % 3 == 2 for r in range(9)]
     model = make_participation("full", N)
     res = simulate(prob, "fedau", model, rounds=9, draws=masks, lr=LR, local_steps=K)
-    assert np.isfinite(res.rel_error).all()
+    assert np.isfinite(res.error).all()
     alg = make_algorithm("fedau", problem=prob, lr=LR, local_steps=K)
     st = alg.init(prob, np.zeros((1, D)))
     for r in range(9):
@@ -179,12 +179,12 @@ def test_focus_tracking_invariant_every_round_bernoulli(prob):
     model = make_participation("bernoulli", N, p=np.array([0.9, 0.5, 0.3, 0.2, 0.1]))
     res = simulate(prob, "focus", model, rounds=40, seeds=3, seed=7, lr=LR, local_steps=K)
     gscale = np.linalg.norm(prob.h, axis=1).sum()
-    assert np.nanmax(res.tracking) <= 1e-12 * gscale
+    assert np.nanmax(res.tracking_residual) <= 1e-12 * gscale
     masks = model.sample(40, 1, seed=11)[0]
     xs, track = ref_focus(prob, 40, masks)
-    got = simulate(
-        prob, "focus", model, rounds=40, draws=masks[None], lr=LR, local_steps=K
-    ).rel_error[0]
+    got = simulate(prob, "focus", model, rounds=40, draws=masks[None], lr=LR, local_steps=K).error[
+        0
+    ]
     want = np.linalg.norm(xs - prob.x_star, axis=1) / np.linalg.norm(prob.x_star)
     assert np.allclose(got, want, rtol=1e-9, atol=1e-13)
     assert track.max() <= 1e-12 * gscale
@@ -196,10 +196,10 @@ def test_focus_exact_linear_convergence_random_participation(prob, part):
     model = make_participation(part, N, 2)
     res = simulate(prob, "focus", model, rounds=400, seeds=4, seed=1, lr=LR, local_steps=K)
     assert not res.diverged.any()
-    assert res.rel_error[:, -1].max() < 1e-10
+    assert res.error[:, -1].max() < 1e-10
     # FedAvg under the same draws stalls at a floor far above
     fa = simulate(prob, "fedavg", model, rounds=400, seeds=4, seed=1, lr=LR, local_steps=K)
-    assert fa.rel_error[:, -1].min() > 1e-6
+    assert fa.error[:, -1].min() > 1e-6
 
 
 @pytest.mark.parametrize(
@@ -221,9 +221,9 @@ def test_batched_run_equals_single_seed_runs(name):
     batched = simulate(p, name, model, seeds=3, seed_block=3, **kw)
     for s in range(3):
         single = simulate(p, name, model, seeds=1, seed_ids=[s], **kw)
-        assert np.array_equal(blocks.rel_error[s], single.rel_error[0])
+        assert np.array_equal(blocks.error[s], single.error[0])
         assert np.array_equal(blocks.x_final[s], single.x_final[0])
-        np.testing.assert_allclose(batched.rel_error[s], single.rel_error[0], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(batched.error[s], single.error[0], rtol=1e-12, atol=0)
         np.testing.assert_allclose(batched.x_final[s], single.x_final[0], rtol=1e-12, atol=0)
     if name == "sg-focus":  # stochastic gradients really are in play
         det = simulate(p, "focus", model, seeds=3, **kw)
@@ -234,8 +234,8 @@ def test_divergence_is_flagged_not_raised(prob):
     res = simulate(prob, "fedavg", None, rounds=60, seeds=2, lr=5.0, local_steps=K)
     assert res.diverged.all()
     assert (res.diverged_at > 0).all()
-    assert np.isnan(res.rel_error[:, -1]).all()
-    assert np.isfinite(res.rel_error[:, 0]).all()
+    assert np.isnan(res.error[:, -1]).all()
+    assert np.isfinite(res.error[:, 0]).all()
 
 
 # --- the shared engine and the server optimizers -------------------------------------------
@@ -360,7 +360,7 @@ def test_sg_focus_floor_grows_with_noise_and_step_size():
         p = random_quadratic(N, D, condition=3.0, heterogeneity=2.0, noise=sigma, seed=3)
         for lr in (0.02, 0.08):
             res = simulate(p, "sg-focus", None, rounds=300, seeds=6, seed=1, lr=lr, local_steps=K)
-            floors[sigma, lr] = np.mean(res.rel_error[:, -100:])
+            floors[sigma, lr] = np.mean(res.error[:, -100:])
     assert floors[0.4, 0.02] > 2 * floors[0.05, 0.02]
     assert floors[0.4, 0.08] > 1.3 * floors[0.4, 0.02]
 
@@ -372,8 +372,8 @@ def test_focus_on_pl_and_nonconvex_problems():
     pl = PLProblem(6, 4, heterogeneity=1.0, seed=0)
     model = make_participation("uniform", 6, 3)
     res = simulate(pl, "focus", model, rounds=400, seeds=2, seed=0, lr=0.02, local_steps=2)
-    assert res.rel_error[:, -1].max() < 1e-10
-    fit = fit_linear_rate(res.rel_error[0], start=50)
+    assert res.error[:, -1].max() < 1e-10
+    fit = fit_linear_rate(res.error[0], start=50)
     assert fit.rho < 0.99 and fit.r2 > 0.95
     nc = random_logistic(6, 20, 3, lam=0.0, ncvx=0.2, seed=0)
     res = simulate(nc, "focus", model, rounds=300, seeds=2, seed=0, lr=0.5 / nc.L, local_steps=2)

@@ -668,8 +668,8 @@ def test_monte_carlo_decay_on_figure4_matches_the_exact_mean_square_rate():
     res = exact_rates(prob, "focus", model, lr=1.5e-4, local_steps=3, tol=1e-4,
                       stationary=False)  # fmt: skip
     sim = simulate(prob, "focus", model, rounds=80, seeds=1000, seed=0, lr=1.5e-4,
-                   local_steps=3, metrics=("rel_error",))  # fmt: skip
-    e2 = sim.rel_error**2 * float(prob.x_star @ prob.x_star)
+                   local_steps=3, metrics=("error",))  # fmt: skip
+    e2 = sim.error**2 * float(prob.x_star @ prob.x_star)
     r = np.arange(20, 81)
 
     def rate(curve):

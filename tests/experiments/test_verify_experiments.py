@@ -37,7 +37,9 @@ def test_gradient_curves_pairs_the_seeds_across_the_grid():
     m = gradient_curves("hafed", variable="M", values=(5, 50), K=2, R=12, seeds=2,
                         topology="complete")  # fmt: skip
     assert m.settings["steps"][1]["eta"] > m.settings["steps"][0]["eta"]  # eta = c sqrt(K M)
-    s = gradient_curves("hafed", values=(2,), R=12, seeds=2, schedule="fedamsgrad", metric="subopt")
+    s = gradient_curves(
+        "hafed", values=(2,), R=12, seeds=2, schedule="fedamsgrad", metric="f_minus_f_star"
+    )
     assert s.settings["steps"][0]["eta_l"] == pytest.approx(0.5 / np.sqrt(12 * 4))  # 1/sqrt(R K^2)
     assert np.all(s.curves[0] >= 0)  # f - f*
 

@@ -26,8 +26,8 @@ def test_repr_is_a_few_lines_that_say_what_ran(run):
     text = repr(run)
     assert len(text.splitlines()) <= 6 and len(text) < 600
     assert text.startswith("SimulationResult: focus, Uniform participation, 4 seeds (root seed 7)")
-    assert "30 rounds, float64" in text and "metrics (4, 31): rel_error" in text
-    median = np.median(run.final("rel_error"))
+    assert "30 rounds, float64" in text and "metrics (4, 31): error" in text
+    median = np.median(run.final("error"))
     assert f"median {median:.3g}" in text and "diverged: 0 of 4" in text
 
 
@@ -41,15 +41,17 @@ def test_repr_counts_diverged_seeds():
 def test_to_xarray_has_seed_and_round_dims_and_the_config(run):
     pytest.importorskip("xarray")
     ds = run.to_xarray()
-    assert ds["rel_error"].dims == ("seed", "round")
+    assert ds["error"].dims == ("seed", "round")
     assert ds.sizes["round"] == 31 and list(ds["seed"].values) == run.seed_ids
-    np.testing.assert_array_equal(ds["rel_error"].values, run.rel_error)
+    np.testing.assert_array_equal(ds["error"].values, run.error)
     np.testing.assert_array_equal(ds["x_final"].values, run.x_final)
     assert ds.attrs["algorithm"] == "focus" and ds.attrs["root_seed"] == 7
     assert json.loads(ds.attrs["config"])["lr"] == 0.05 and ds.attrs["config_lr"] == 0.05
     assert ds.attrs["dtype"] == "float64"
-    assert ds["rel_error"].attrs["long_name"].startswith("||x_r - x*|| / ||x*||")
-    assert ds["tracking"].attrs["long_name"] == "tracking"  # FOCUS's own metric: its name
+    assert ds["error"].attrs["long_name"].startswith("||x_r - x*|| / ||x*||")
+    assert (
+        ds["tracking_residual"].attrs["long_name"] == "tracking_residual"
+    )  # FOCUS's own metric: its name
 
 
 def test_to_dataframe_is_long(run):
@@ -57,8 +59,8 @@ def test_to_dataframe_is_long(run):
     df = run.to_dataframe()
     assert list(df.columns) == ["seed", "round", "metric", "value", "diverged"]
     assert len(df) == 4 * 31 * len(run.metrics)
-    row = df[(df.seed == run.seed_ids[2]) & (df["round"] == 30) & (df.metric == "rel_error")]
-    assert row["value"].item() == run.rel_error[2, 30]
+    row = df[(df.seed == run.seed_ids[2]) & (df["round"] == 30) & (df.metric == "error")]
+    assert row["value"].item() == run.error[2, 30]
 
 
 def test_to_xarray_names_the_extra_when_xarray_is_missing(run, monkeypatch):
@@ -78,7 +80,7 @@ def test_a_float32_run_keeps_and_records_float32():
     assert r.x_final.dtype == np.float32 and "float32" in repr(r)
     blocks = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=10, seeds=5,
                       dtype=np.float32, seed_block=2, workers=1)  # fmt: skip
-    assert blocks.dtype == "float32" and blocks.rel_error.dtype == np.float32
+    assert blocks.dtype == "float32" and blocks.error.dtype == np.float32
 
 
 def test_top_level_entry_points_are_lazy(modules_loaded_by):
@@ -94,3 +96,19 @@ def test_top_level_entry_points_are_the_library_functions():
     assert fedtheory.verify.run is not None and "simulate" in dir(fedtheory)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = fedtheory.nothing
+
+
+def test_one_metric_vocabulary_and_the_earlier_names_still_run():
+    """A metric has one name in Python, the CLI's JSON and the sweep store (``error``,
+    ``f_minus_f_star``, ``tracking_residual``); the earlier Python names read the same arrays,
+    with a DeprecationWarning."""
+    P = random_quadratic(8, 3, seed=0)
+    res = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=5, seeds=2)
+    assert {"error", "f_minus_f_star", "grad_norm2", "tracking_residual"} <= set(res.metrics)
+    for old, new in (("rel_error", "error"), ("subopt", "f_minus_f_star"),
+                     ("tracking", "tracking_residual")):  # fmt: skip
+        with pytest.warns(DeprecationWarning, match=f"{old!r} is now called {new!r}"):
+            np.testing.assert_array_equal(getattr(res, old), res.metrics[new])
+    with pytest.warns(DeprecationWarning):
+        only = simulate(P, "fedavg", rounds=3, lr=0.05, metrics=["rel_error"])
+    assert list(only.metrics) != [] and not np.isnan(only.error).all()

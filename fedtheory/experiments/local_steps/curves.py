@@ -98,7 +98,7 @@ def gradient_curves(
     the given K and R; ``"K"``, ``"R"`` or ``"M"`` sweep that integer with ``topology`` fixed
     (M = N is full participation). ``schedule`` names the algorithm whose step-size schedule is
     used (default: ``algorithm``'s own; 004 Rem. 5.10 runs HA-Fed with FedAMSGrad's).
-    ``metric`` is the runner metric kept (``"grad_norm2"``, or ``"subopt"``: f(x_r) - f*).
+    ``metric`` is the runner metric kept (``"grad_norm2"``, or ``"f_minus_f_star"``: f(x_r) - f*).
 
     Raises
     ------

@@ -228,7 +228,7 @@ def f3(ctx: Context):
         lr=eta,
         local_steps=k,
     )
-    final = np.asarray(res.rel_error)[:, -1]
+    final = np.asarray(res.error)[:, -1]
     ident = judge(
         bool(np.all(final < 1e-10)),
         f"final error max {fmt(final.max())} over {final.size} seeds (weighted 3/10, K = 3)",

@@ -171,7 +171,7 @@ def c1(ctx: Context):
     out, rates, exacts = [], {}, {}
     for regime in REGIMES_C1:
         _, res = _focus_run(regime, rounds, seeds, ctx.seed)
-        err = np.asarray(res.rel_error)
+        err = np.asarray(res.error)
         if ax is not None:
             ax.semilogy(np.nanmedian(err, axis=0), label=regime)
         final = err[:, -1]
@@ -425,7 +425,7 @@ def c3(ctx: Context):
     for regime in REGIMES_C1:
         prob, res = _focus_run(regime, rounds, seeds, ctx.seed)
         scale = prob.n_clients * np.sqrt(np.asarray(res.grad_norm2)[:, 0].max())
-        rel[regime] = float(np.nanmax(res.tracking) / scale)
+        rel[regime] = float(np.nanmax(res.tracking_residual) / scale)
     worst = max(rel.values())
     return invariant(
         worst < 1e-10,
@@ -479,7 +479,7 @@ def c4(ctx: Context):
     eta = 1 / (2 * K * n * pl.L)
     res = simulate(pl, "focus", "uniform", rounds=ctx.pick(1000, 2000), seeds=seeds,
                    seed=ctx.seed, lr=eta, local_steps=K, clients_per_round=3)  # fmt: skip
-    so = np.asarray(res.subopt)
+    so = np.asarray(res.f_minus_f_star)
     ratio = so[:, -1] / so[:, 0]
     rate, fits = _rates(so / so[:, :1], min_error=1e-14)
     exact = bool(np.all(ratio < EXACT))
@@ -539,8 +539,8 @@ def _sg_floor(eta: float, sigma: float, rounds: int, seeds: int, seed: int):
     rounds = int(round(rounds * max(1.0, 0.01 / eta)))
     prob = random_quadratic(10, 5, condition=10, heterogeneity=1.0, noise=sigma, seed=0)
     res = simulate(prob, "sg-focus", "uniform", rounds=rounds, seeds=seeds, seed=seed, lr=eta,
-                   local_steps=K, clients_per_round=3, metrics=["rel_error"])  # fmt: skip
-    err = np.asarray(res.rel_error)
+                   local_steps=K, clients_per_round=3, metrics=["error"])  # fmt: skip
+    err = np.asarray(res.error)
     return (err[:, rounds // 2 :] ** 2).mean(axis=1), err
 
 
@@ -690,7 +690,7 @@ def c6(ctx: Context):
     """
     rounds = ctx.pick(3000, 5000)
     _, res = _focus_run("markov-sticky", rounds, ctx.pick(3, 10), ctx.seed)
-    final = np.asarray(res.rel_error)[:, -1]
+    final = np.asarray(res.error)[:, -1]
     return judge(
         bool(np.all(final < EXACT)),
         f"final error max {fmt(np.nanmax(final))} after {rounds} rounds ({final.size} seeds)",
@@ -747,8 +747,8 @@ def c7(ctx: Context):
     finals, rates = {}, {}
     for h in C7_SCALES:
         res = simulate(_c7_problem(h), "focus", model, rounds=rounds, seeds=seeds, seed=ctx.seed,
-                       lr=0.01, local_steps=K, metrics=["rel_error"])  # fmt: skip
-        err = np.asarray(res.rel_error)
+                       lr=0.01, local_steps=K, metrics=["error"])  # fmt: skip
+        err = np.asarray(res.error)
         finals[h] = float(np.nanmax(err[:, -1]))
         rates[h] = _rates(err)[0]
     stable = bool(np.all(ms < 1))
@@ -856,9 +856,9 @@ def c8(ctx: Context):
         got = {}
         for a in ("sg-focus", *active):
             res = simulate(prob, a, model, rounds=C8_R, seeds=len(ids), seed=ctx.seed,
-                           seed_ids=ids, lr=C8_LR, local_steps=C8_K, metrics=["rel_error"],
+                           seed_ids=ids, lr=C8_LR, local_steps=C8_K, metrics=["error"],
                            **BASELINE_OPTIONS["paper"].get(a, {}))  # fmt: skip
-            e2 = np.asarray(res.rel_error) ** 2
+            e2 = np.asarray(res.error) ** 2
             q3 = e2[:, C8_R // 2 : 3 * C8_R // 4].mean(axis=1)
             q4 = e2[:, 3 * C8_R // 4 :].mean(axis=1)
             got[a] = q4

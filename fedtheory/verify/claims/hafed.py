@@ -223,7 +223,7 @@ def a13(ctx: Context):
     n = _seeds(ctx)
     level = 1 - 0.05 / 6
     kw = dict(n_clients=32, clusters=4, M=8, topology="ring", R=200, seeds=n, seed=ctx.seed,
-              metric="subopt")  # fmt: skip
+              metric="f_minus_f_star")  # fmt: skip
     effects: dict = {}
     finals: dict = {}
     ok = True
