@@ -208,16 +208,16 @@ def plot_fedavg_floor(data: FloorResult) -> Any:
         ax.errorbar(etas, reg.rms_floor, yerr=reg.rms_floor_stderr, marker="o", ls="none",
                     color=color, capsize=3, label=f"{name}: measured (RMS over the tail)")  # fmt: skip
         ax.plot(etas, reg.exact_rms_floor, ls="-", color=color, lw=1,
-                label=f"{name}: exact sqrt(lim E||x - x*||^2)")  # fmt: skip
+                label=rf"{name}: exact $\sqrt{{\lim\, E\|x_r - x^\star\|^2}}$")  # fmt: skip
         ax.plot(etas, reg.stationary_mean_error, ls=":", color=color,
-                label=f"{name}: ||stationary mean - x*|| (bias part)")  # fmt: skip
+                label=rf"{name}: $\|\bar x - x^\star\|$, the stationary mean's bias")  # fmt: skip
         if reg.limit > 1e-10:  # uniform participation: x_q* = x*, the limit is 0
             ax.axhline(reg.limit, ls="--", color=color, lw=1,
-                       label=f"{name}: eta -> 0 limit ||x_q* - x*|| = {reg.limit:.3f}")  # fmt: skip
+                       label=rf"{name}: $\eta \to 0$ limit $\|x_q^\star - x^\star\|$ = {reg.limit:.3f}")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("step size eta")
-    ax.set_ylabel("||x - x*|| / ||x*||")
+    ax.set_xlabel(r"step size $\eta$")
+    ax.set_ylabel(r"$\|x - x^\star\| \,/\, \|x^\star\|$")
     ax.set_title(
         f"FedAvg floor, N={data.clients}, M={data.per_round}, K={data.local_steps} "
         "(003 Thm 2, Cor. 1-3)"

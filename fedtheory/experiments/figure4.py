@@ -66,6 +66,9 @@ class Figure4Regime(ExperimentResult):
         seed's divergence on is left out of the median).
     curves_seed0 : dict
         Algorithm -> the same curve of seed 0.
+    bands : dict
+        Algorithm -> (25%, 75%) quantiles over seeds per round, the band drawn around the
+        median (None under full participation: one deterministic run).
     final : dict
         Algorithm -> {"median", "min", "max", "diverged", "diverged_at", "rounds_to_1e-10"}.
     checks : dict
@@ -81,6 +84,7 @@ class Figure4Regime(ExperimentResult):
     curves_seed0: dict
     final: dict
     checks: dict
+    bands: dict
 
 
 @dataclass(repr=False)
@@ -163,6 +167,7 @@ def run_figure4(
             "curves_seed0": {},
             "final": {},
             "checks": {},
+            "bands": {},
         }
         for alg in algorithms:
             opts = BASELINE_OPTIONS[baselines].get(alg, {})
@@ -186,6 +191,11 @@ def run_figure4(
             med[finite] = np.nanmedian(err[:, finite], axis=0)
             reg["curves"][alg] = med
             reg["curves_seed0"][alg] = err[0]
+            band = None
+            if err.shape[0] > 1:
+                band = np.full((2, err.shape[1]), np.nan)
+                band[:, finite] = np.nanquantile(err[:, finite], (0.25, 0.75), axis=0)
+            reg["bands"][alg] = band
             fin = err[:, -1]
             reg["final"][alg] = {
                 "median": float(np.nanmedian(fin)) if np.isfinite(fin).any() else float("nan"),
@@ -333,25 +343,39 @@ def plot_figure4(data: Figure4Result, path: Any = None) -> Any:
         "uniform": "uniform (4 of 16)",
         "arbitrary": "arbitrary (weighted 4 of 16)",
     }
-    fig, axes = plt.subplots(1, len(regimes), figsize=(5.2 * len(regimes), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(regimes), figsize=(5.2 * len(regimes), 4.6), squeeze=False)
     for ax, regime in zip(axes[0], regimes, strict=True):
         reg = data.regimes[regime]
-        for alg, curve in reg.curves.items():
+        for k, (alg, curve) in enumerate(reg.curves.items()):
             y = np.array([np.nan if v is None else v for v in curve], dtype=float)
-            ax.semilogy(np.arange(y.size), y, label=display_name(alg), lw=1.6)
-        ax.set_title(f"{titles.get(regime, regime)}, eta = {reg.lr:g}")
-        ax.set_xlabel("round")
+            color = f"C{k}"
+            ax.semilogy(np.arange(y.size), y, label=display_name(alg), lw=1.6, color=color)
+            band = reg.bands.get(alg)
+            if band is not None:  # the middle half of the seeds
+                lo, hi = (np.array([np.nan if v is None else v for v in b], dtype=float)
+                          for b in band)  # fmt: skip
+                ax.fill_between(np.arange(y.size), lo, hi, color=color, alpha=0.18, lw=0)
+            fin = reg.final[alg]
+            if fin["diverged"]:  # where the first seed diverged, and how many did
+                r0 = min(fin["diverged_at"])
+                ax.plot([r0], [1e1], marker="x", color=color, ms=8, mew=2, clip_on=False)
+                ax.annotate(f"{display_name(alg)}: {fin['diverged']} diverged", (r0, 1e1),
+                            textcoords="offset points", xytext=(6, -4), fontsize=7,
+                            color=color)  # fmt: skip
+        ax.set_title(f"{titles.get(regime, regime)}, $\\eta$ = {reg.lr:g}")
+        ax.set_xlabel("round $r$")
         ax.set_ylim(1e-16, 1e2)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].set_ylabel("||x - x*|| / ||x*||")
-    axes[0][-1].legend(loc="upper right", fontsize=9)
+    axes[0][0].set_ylabel(r"$\|x_r - x^\star\| \,/\, \|x^\star\|$")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
     cfg = data.config
     fig.suptitle(
         f"003 Figure 4 re-run: K = {cfg['local_steps']}, {cfg['rounds']} rounds, median of "
-        f"{cfg['seeds']} seeds under random participation, baselines as in the "
-        f"{cfg['baselines']}s"
+        f"{cfg['seeds']} seeds under random participation (band: the middle half), baselines as "
+        f"in the {cfg['baselines']}s"
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     if path is not None:
         save_figure(fig, path, dpi=110, bbox_inches="tight")
     return fig

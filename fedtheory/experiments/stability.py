@@ -115,6 +115,18 @@ def run_stability_map(
     return out
 
 
+def _panel_title(regime: str, participation: dict) -> str:
+    """ "full participation", "uniform: 4 of 16", "arbitrary: weighted 4 of 16" (the model's
+    name only where it says more than the regime's)."""
+    model, n = participation.get("model"), participation.get("n_clients")
+    m = participation.get("clients_per_round")
+    if model == "full":
+        return "full participation"
+    who = f"{m} of {n}" if m is not None and n is not None else ""
+    what = who if model == regime else f"{model} {who}".strip()
+    return f"{regime}: {what}" if what else regime
+
+
 def plot_stability_map(data: dict[str, Any], path: Any = None) -> Any:
     """One panel per regime: mean-square rate against eta (log scale) per algorithm, the
     largest stable step (dotted vertical, per algorithm) and the paper's step (grey band).
@@ -133,13 +145,13 @@ def plot_stability_map(data: dict[str, Any], path: Any = None) -> Any:
                 continue
             c = colors.get(alg, None)
             ax.plot(cur["lr"], cur["mean_square_rate"], marker="o", ms=3, color=c,
-                    label=f"{display_name(alg)}: eta_max = {cur['largest_stable_lr']:.3g}")  # fmt: skip
+                    label=rf"{display_name(alg)}: $\eta_{{\max}}$ = {cur['largest_stable_lr']:.3g}")  # fmt: skip
             ax.axvline(cur["largest_stable_lr"], color=c, ls=":", lw=1.2)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())  # labelled minor ticks collide
-        ax.set_xlabel("step size eta")
+        ax.set_xlabel(r"step size $\eta$")
         ax.set_ylabel("exact mean-square rate per round")
-        ax.set_title(f"{regime} ({reg['participation'].get('model')})")
+        ax.set_title(_panel_title(regime, reg["participation"]))
         ax.set_ylim(0.0, 1.3)
         ax.legend(fontsize=7, loc="lower left")
     fig.suptitle(

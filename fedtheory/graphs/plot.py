@@ -156,12 +156,12 @@ def plot_rho_versus_n(
             a2.loglog(*zip(*pos, strict=True), **style)
     a1.set_xscale("log", base=2)
     a1.set_xlabel("n (nodes)")
-    a1.set_ylabel("rho = ||W - 11^T/n||_2")
+    a1.set_ylabel(r"$\rho = \|W - \mathbf{1}\mathbf{1}^\top / n\|_2$")
     a1.set_ylim(-0.02, 1.02)
     a2.set_xlabel("n (nodes)")
-    a2.set_ylabel("1 - rho")
-    a1.set_title("spectral gap rho by topology (default weights)")
-    a2.set_title("1 - rho (random families: median over seeds; 0 not shown)")
+    a2.set_ylabel(r"$1 - \rho$")
+    a1.set_title(r"spectral gap $\rho$ by topology (default weights)")
+    a2.set_title(r"$1 - \rho$ (random families: median over seeds; 0 not shown)")
     a2.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     path = save_figure(fig, path, dpi=120)
@@ -196,30 +196,41 @@ def plot_gaps_with_thresholds(
         "004 ring n=8": (8, 0.805),
     }
     plt = pyplot()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
-    for name, d in data.items():
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5.4))
+    # Families that coincide (the hypercube and the exponential graph at powers of two) stay
+    # visible: each has its own marker and line style.
+    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", "-"), ("P", "--"),
+              ("X", ":"), ("*", "-.")]  # fmt: skip
+    for (name, d), (marker, ls) in zip(data.items(), styles * len(data), strict=False):
         if d["n"]:
-            a1.plot(d["n"], d["rho"], marker="o", ms=3, label=name)
+            a1.plot(d["n"], d["rho"], marker=marker, ms=4, ls=ls, label=name)
             pos = [(n, g) for n, g in zip(d["n"], d["one_minus_rho"], strict=True) if g > 0]
             if pos:
-                a2.loglog(*zip(*pos, strict=True), marker="o", ms=3, label=name)
+                a2.loglog(*zip(*pos, strict=True), marker=marker, ms=4, ls=ls, label=name)
+    # The thresholds, labelled on the right margin, one line per bound and spaced so that close
+    # bounds (0.045, 0.091, 0.167, 0.204) never overlap.
     colors = plt.cm.Greys(np.linspace(0.45, 0.9, len(merged)))
+    placed: list[float] = []
     for (b, labels), c in zip(sorted(merged.items()), colors, strict=True):
         a1.axhline(b, color=c, ls="--", lw=0.9)
-        a1.text(
-            4.2, b + 0.008, " / ".join(lbl.split(" (")[0] for lbl in labels), fontsize=6, color=c
-        )
+        y = max([b, *(p + 0.045 for p in placed)])
+        placed.append(y)
+        settings = sorted({lbl.split(" (")[0].split(" ", 1)[1] for lbl in labels})
+        algs = "/".join(dict.fromkeys(lbl.split(" ")[0] for lbl in labels))
+        a1.annotate(f"{algs} {', '.join(settings)}: {b:.3f}", xy=(1.0, b), xycoords=("axes fraction", "data"),
+                    xytext=(1.01, y), textcoords=("axes fraction", "data"), fontsize=6.5, color=c,
+                    va="center", arrowprops={"arrowstyle": "-", "color": c, "lw": 0.6})  # fmt: skip
     for label, (n, r) in stated.items():
         a1.plot([n], [r], "k*", ms=9)
         a1.annotate(label, (n, r), textcoords="offset points", xytext=(4, -10), fontsize=7)
     a1.set_xscale("log", base=2)
     a1.set_xlabel("n (nodes)")
-    a1.set_ylabel("rho = ||W - 11^T/n||_2")
+    a1.set_ylabel(r"$\rho = \|W - \mathbf{1}\mathbf{1}^\top / n\|_2$")
     a1.set_ylim(-0.02, 1.04)
-    a1.set_title("rho by topology; dashed: theorem thresholds; *: papers' ring values")
+    a1.set_title(r"$\rho$ by topology; dashed: theorem thresholds; $\star$: papers' ring values")
     a2.set_xlabel("n (nodes)")
-    a2.set_ylabel("1 - rho")
-    a2.set_title("1 - rho (computed from I - W)")
+    a2.set_ylabel(r"$1 - \rho$")
+    a2.set_title(r"$1 - \rho$ (computed from $I - W$)")
     a2.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     return fig, {"families": data, "thresholds": thresholds, "paper_ring_values": stated}
