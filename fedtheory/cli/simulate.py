@@ -102,6 +102,12 @@ def register(subparsers: Any) -> None:
                      help="clusters C (clustered algorithms and --participation cluster)")  # fmt: skip
     alg.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                      help="an algorithm's own option, e.g. cutoff=5 (repeatable; see --list)")  # fmt: skip
+    p.add_argument("--record-every", type=int, default=_RUN["record_every"], metavar="K",
+                   help="record the metrics every K rounds and at the last (the others are "
+                   "null; the JSON's recorded_rounds lists them)")  # fmt: skip
+    p.add_argument("--metrics", type=_metric_names, default=None, metavar="A,B,..",
+                   help="record only these metrics, comma separated (default: all the run can "
+                   "record: error, f_minus_f_star, grad_norm2 and the algorithm's own)")  # fmt: skip
     p.add_argument(
         "--seeds", type=int, default=_RUN["seeds"], metavar="S", help="seeds run batched"
     )
@@ -135,6 +141,14 @@ def _listing() -> str:
     lines.append("participation (--participation):")
     lines += [f"  {k:14s} {model_info(k).description}" for k in model_names(settings_only=True)]
     return "\n".join(lines)
+
+
+def _metric_names(text: str) -> list[str]:
+    """Metric names, comma separated (the run refuses an unknown one, naming the choices)."""
+    names = [t for t in str(text).replace(" ", "").split(",") if t]
+    if not names:
+        raise argparse.ArgumentTypeError("expected at least one metric name")
+    return names
 
 
 def _options(algorithm: str, items: list[str]) -> dict[str, Any]:
@@ -187,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
         problem, args.algorithm, args.participation, clients_per_round=args.clients_per_round,
         probabilities=probabilities, rounds=args.rounds, seeds=args.seeds, seed=args.seed,
         aggregation=args.aggregation, backend=args.backend, dtype=dtype, lr=args.lr,
+        record_every=args.record_every, metrics=args.metrics,
         local_steps=args.local_steps, workers=args.workers, progress=True, **settings,
         **_options(args.algorithm, args.option),
     )  # fmt: skip
@@ -211,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
         "diverging": res.diverging,
         "diverging_at": res.diverging_at,
         "final_error": res.error[:, -1],
+        "recorded_rounds": res.recorded_rounds,
         "x_final": res.x_final,
         "wall_time_s": res.wall_time,
     }
@@ -269,11 +285,13 @@ def summary(res: Any, out: dict, paths: list[str]) -> str:
             "final error ||x_R - x*|| / ||x*|| over seeds: "
             + ", ".join(f"{k} {v:.3e}" for k, v in zip(QUANTILES, q, strict=True))
         )
-        try:
-            rate = fit_linear_rate(np.median(err[ok], axis=0))
+        k = int(res.config.get("record_every", 1))
+        try:  # on the recorded rounds 0, k, 2k, ...: a rate per k rounds, its k-th root per round
+            rate = fit_linear_rate(np.median(err[ok], axis=0)[::k])
             lines.append(
-                f"fitted linear rate (median curve, rounds {rate.start}-{rate.stop - 1}): "
-                f"rho = {rate.rho:.6f} per round, r^2 = {rate.r2:.4f}, floor {rate.floor:.3e}"
+                f"fitted linear rate (median curve, rounds {rate.start * k}-{(rate.stop - 1) * k}"
+                f"{f', every {k}th' if k > 1 else ''}): rho = {rate.rho ** (1 / k):.6f} per "
+                f"round, r^2 = {rate.r2:.4f}, floor {rate.floor:.3e}"
             )
         except AssumptionError as exc:
             lines.append(f"fitted linear rate: none ({exc})")

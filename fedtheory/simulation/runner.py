@@ -173,6 +173,13 @@ class SimulationResult:
             f"metric {name!r} (metrics: {', '.join(metrics or ())})"
         )
 
+    @property
+    def recorded_rounds(self) -> np.ndarray:
+        """The rounds whose metrics were recorded: 0, every ``record_every``-th and the last
+        (the others hold NaN)."""
+        k = int(self.config.get("record_every", 1))
+        return np.unique(np.r_[0, np.arange(k, self.rounds + 1, k), self.rounds])
+
     def final(self, metric: str = "error") -> np.ndarray:
         """The last recorded value of ``metric`` per seed."""
         return self.metrics[current_name(metric)][:, -1]
@@ -922,6 +929,8 @@ def _result(
             "aggregation": plan.aggregation,
             "divergence_growth": plan.divergence_growth,
             "divergence_window": plan.divergence_window,
+            "record_every": plan.record_every,
+            "recorded_metrics": list(plan.recorded),
         },
         diverging=record.diverging,
         diverging_at=record.diverging_at,

@@ -105,6 +105,8 @@ def run_task(task: Task) -> TaskResult:
         aggregation=c["aggregation"],
         backend=c["backend"],
         dtype=np.float32 if c["float32"] else None,
+        # the store keeps the error curve only: the other metrics are not computed at all
+        metrics=["error"] if problem.x_star is not None else None,
         **{k: c[k] for k in ALGORITHM_KEYS},
     )
     return TaskResult(

@@ -142,3 +142,34 @@ def test_cluster_participation_samples_m_per_cluster(npz, tmp_path, capsys):
     assert err.count("\n") == 1
     code, _, err = _run([*args[:-6], "--clusters", "2", "-M", "4", *BASE], capsys)
     assert code == 2 and "clients_per_round = 4 exceeds the cluster size n = 3" in err
+
+
+def test_metrics_on_demand_and_the_rounds_recorded(npz, tmp_path, capsys):
+    """``--record-every K`` records the metrics at 0, K, 2K, ... and the last round (null in
+    between, listed in ``recorded_rounds``); ``--metrics`` computes only those named; the
+    recorded values are the every-round run's, bit for bit."""
+    f, _, _ = npz
+    every, sparse = tmp_path / "every.json", tmp_path / "sparse.json"
+    head = [
+        "--problem-file",
+        str(f),
+        "--algorithm",
+        "focus",
+        "--participation",
+        "uniform",
+        "-M",
+        "2",
+    ]
+    assert _run([*head, *BASE, "--json", str(every)], capsys)[0] == 0
+    args = [*head, *BASE, "--record-every", "6", "--metrics", "error", "--json", str(sparse)]
+    assert _run(args, capsys)[0] == 0
+    a, b = json.loads(every.read_text()), json.loads(sparse.read_text())
+    assert b["recorded_rounds"] == [0, 6, 12, 18, 20] and a["recorded_rounds"] == list(range(21))
+    for r in range(21):
+        if r in b["recorded_rounds"]:
+            assert b["error"][0][r] == a["error"][0][r]
+        else:
+            assert b["error"][0][r] is None
+    assert all(v is None for v in b["tracking_residual"][0])  # not asked for: not computed
+    code, _, err = _run([*head, *BASE, "--metrics", "eror"], capsys)
+    assert code == 2 and "unknown metrics ['eror']" in err
