@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 import orjson
-import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from fedtheory.backend import is_device_array, to_numpy
@@ -551,6 +550,8 @@ def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool 
                 raise FedTheoryError(
                     f"cannot read {what} from {given}: it is an .npz archive; give .npy or text"
                 )
+            import scipy.sparse as sp  # noqa: PLC0415  (0.1-0.3 s of SciPy at start-up; sparse inputs only)
+
             try:
                 return sp.csr_array(sp.load_npz(p))
             except (ValueError, KeyError) as exc:
