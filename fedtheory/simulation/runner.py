@@ -291,12 +291,14 @@ def draw_participation(
     model: Any, rounds: int, seqs: list, *, stream: int = 0, per_round: int = 1
 ) -> np.ndarray:
     """Per-seed participation draws ``(S, rounds * per_round, N)`` from stream ``stream`` of
-    each seed's SeedSequence (streams: 0 participation, 1 local-step masks, 2 gradient noise)."""
-    out = []
-    for sq in seqs:
-        child = np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (stream,))
-        out.append(np.asarray(model.sample(rounds * per_round, 1, seed=child))[0])
-    return np.stack(out)
+    each seed's SeedSequence (streams: 0 participation, 1 local-step masks, 2 gradient noise).
+
+    Each seed draws from its own stream, the selection is batched where the model allows
+    (:meth:`~fedtheory.participation.ParticipationModel.sample_each`): the same bits as one
+    ``model.sample`` per seed."""
+    children = [np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (stream,))
+                for sq in seqs]  # fmt: skip
+    return np.asarray(model.sample_each(rounds * per_round, children))
 
 
 def plan_run(
