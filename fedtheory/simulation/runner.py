@@ -94,6 +94,18 @@ def default_seed_block(n_clients: int, dim: int, itemsize: int, per_round: int) 
     return max(1, by_state, min(MIN_BLOCK, by_work, held))
 
 
+def _per_round(model: Any, n: int) -> int:
+    """Clients per round of a model for sizing blocks: its ``m`` (summed over clusters where it
+    is one per cluster), else N (full participation, Bernoulli without an M)."""
+    m = getattr(model, "m", None)
+    if m is None:
+        return n
+    arr = np.asarray(m)
+    if arr.ndim == 0 and getattr(model, "n_clusters", None):
+        return min(n, int(arr) * int(model.n_clusters))
+    return max(1, min(n, int(arr.sum())))
+
+
 #: Peak bytes per (seed, round, client) of a plan: the participation draw and its float64
 #: weights, and the sampler's random keys and partition while drawing.
 PLAN_BYTES = 25
@@ -787,8 +799,7 @@ def simulate(
         else:
             part = make_participation_model(participation, N, m=participation_m,
                                             p=participation_p)  # fmt: skip
-            per_round = int(getattr(part, "m", None) or N)
-            seed_block = default_seed_block(N, d, itemsize, per_round)
+            seed_block = default_seed_block(N, d, itemsize, _per_round(part, N))
     seed_block = check_int("seed_block", seed_block, minimum=1)
     workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)
     check_run_memory(
