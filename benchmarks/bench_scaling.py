@@ -47,14 +47,14 @@ def one(problem, alg: str, m: int, rounds: int, seeds: int, block: int | None):
     return time.perf_counter() - t0, res
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=32)
     ap.add_argument("--dim", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--algorithms", nargs="+", default=["fedavg", "focus"])
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     print(f"bench_scaling: load average {os.getloadavg()[0]:.2f}; d = {a.dim}, R = {a.rounds}, "
           f"K = 3, {a.seeds} seeds, best of {a.repeat} interleaved repeats")  # fmt: skip
     print("| algorithm | N | M | block (default) | block (by state) | ms / seed-run default | "
