@@ -22,6 +22,7 @@ those algorithms share:
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -39,8 +40,6 @@ from fedtheory.algorithms.registry import Option
 from fedtheory.algorithms.server_opt import SERVER_OPTIMIZERS, ServerOptState, server_optimizer
 from fedtheory.backend import get_namespace, to_numpy
 from fedtheory.errors import AssumptionError
-from fedtheory.graphs import check_mixing_matrix, cluster_gaps, clustered, family, mixing_matrix
-from fedtheory.graphs import rho as graph_rho
 from fedtheory.validation import check_int
 
 Array = Any
@@ -58,6 +57,15 @@ MIXING = Option(
     "mixing", None, np.ndarray, "explicit (N, N) doubly stochastic W instead of topology",
     nullable=True,
 )  # fmt: skip
+
+
+def _graphs() -> ModuleType:
+    """:mod:`fedtheory.graphs`, imported when a gossip algorithm is built: it brings SciPy
+    (sparse matrices, eigensolvers), 0.3-0.5 s of a start-up that ``fedtheory simulate`` of a
+    server algorithm never needs."""
+    import fedtheory.graphs  # noqa: PLC0415  (0.3-0.5 s of SciPy at start-up; gossip only)
+
+    return fedtheory.graphs
 
 
 def gossip(W: Array) -> Callable[[Array, int], Array]:
@@ -90,11 +98,11 @@ def gossip_matrix(topology: str, n: int, *, seed: int = 0) -> np.ndarray:
         out disconnected.
     """
     n = check_int("the number of clients n", n, minimum=1)
-    name = family(topology).name
+    name = _graphs().family(topology).name
     if n == 1:
         return np.eye(1)
-    W = mixing_matrix(name, n, seed=seed, format="dense")
-    return np.asarray(check_mixing_matrix(W, require_connected=name != "identity"))
+    W = _graphs().mixing_matrix(name, n, seed=seed, format="dense")
+    return np.asarray(_graphs().check_mixing_matrix(W, require_connected=name != "identity"))
 
 
 def global_mixing(config: AlgorithmConfig, n: int) -> np.ndarray:
@@ -102,7 +110,7 @@ def global_mixing(config: AlgorithmConfig, n: int) -> np.ndarray:
     ``topology`` (default ring, the papers' default) drawn with option ``graph_seed``."""
     W = config.option("mixing")
     if W is not None:
-        W = np.asarray(check_mixing_matrix(W), dtype=np.float64)
+        W = np.asarray(_graphs().check_mixing_matrix(W), dtype=np.float64)
         if W.shape != (n, n):
             raise AssumptionError(
                 f"the mixing matrix must be ({n}, {n}) for N = {n}, got {W.shape}"
@@ -139,10 +147,10 @@ def cluster_mixing(
     """
     C = check_int("the number of clusters C", n_clusters, minimum=1)
     n = check_int("the cluster size n", cluster_size, minimum=1)
-    name = family(topology).name
+    name = _graphs().family(topology).name
     if name == "identity" or n == 1:
         return np.broadcast_to(np.eye(n), (C, n, n)).copy()
-    W, _ = clustered(C, n, name, seed=seed)
+    W, _ = _graphs().clustered(C, n, name, seed=seed)
     W = np.asarray(W.toarray() if hasattr(W, "toarray") else W, dtype=np.float64)
     idx = np.arange(C)[:, None] * n + np.arange(n)[None, :]  # (C, n) client ids per cluster
     return W[idx[:, :, None], idx[:, None, :]]
@@ -269,19 +277,19 @@ def cluster_selected_ring(mask: Any, n_clusters: int, kind: str = "ring") -> np.
 def global_rho(config: AlgorithmConfig, n_clients: int, clients_per_round: int | None) -> float:
     """rho = ||W - 11^T/N||_2 of the N-client graph (AFGA, DSGD; 000 Assumption 4.5)."""
     W = global_mixing(config, n_clients)
-    return 0.0 if n_clients == 1 else float(graph_rho(W))
+    return 0.0 if n_clients == 1 else float(_graphs().rho(W))
 
 
 def cluster_rho(config: AlgorithmConfig, n_clients: int, clients_per_round: int | None) -> float:
     """rho_max = max_k ||W_k - 11^T/n||_2 over the clusters (000 Thm D.3, 004 Cor. 5.11)."""
     Wk = config_cluster_mixing(config, n_clients)
-    return 0.0 if Wk.shape[-1] == 1 else float(cluster_gaps(list(Wk)).rho_max)
+    return 0.0 if Wk.shape[-1] == 1 else float(_graphs().cluster_gaps(list(Wk)).rho_max)
 
 
 def selected_rho(config: AlgorithmConfig, n_clients: int, clients_per_round: int | None) -> float:
     """rho of the ring (or complete graph) on the M clients of S_r (000 Section 5, fn. 4)."""
     M = check_int("clients per round M", clients_per_round or n_clients, minimum=1)
-    return 0.0 if M <= 2 else float(graph_rho(gossip_matrix(config.topology or "ring", M)))
+    return 0.0 if M <= 2 else float(_graphs().rho(gossip_matrix(config.topology or "ring", M)))
 
 
 def cluster_selected_rho(config: AlgorithmConfig, n_clients: int,
@@ -291,7 +299,7 @@ def cluster_selected_rho(config: AlgorithmConfig, n_clients: int,
     C, _ = cluster_sizes(n_clients, config.clusters)
     M = check_int("clients per round M", clients_per_round or n_clients, minimum=1)
     m = max(M // C, 1)
-    return 0.0 if m <= 2 else float(graph_rho(gossip_matrix(config.topology or "ring", m)))
+    return 0.0 if m <= 2 else float(_graphs().rho(gossip_matrix(config.topology or "ring", m)))
 
 
 class GossipState(NamedTuple):

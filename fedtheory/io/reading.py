@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fedtheory.errors import FedTheoryError
 from fedtheory.io.writing import named_error
@@ -81,6 +80,8 @@ def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool 
                     f"cannot read {what} from {given}: it is an .npz archive; give .npy or text"
                 )
             try:
+                import scipy.sparse as sp  # noqa: PLC0415  (0.1-0.3 s of SciPy at start-up; sparse inputs only)
+
                 return sp.csr_array(sp.load_npz(p))
             except (ValueError, KeyError) as exc:
                 raise FedTheoryError(

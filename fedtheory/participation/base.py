@@ -24,6 +24,7 @@ draw of shape ``(seeds, rounds, N)``, not ``seeds`` single-seed runs glued toget
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,6 +148,17 @@ class ParticipationModel(abc.ABC):
     @abc.abstractmethod
     def sample(self, rounds: int, seeds: int = 1, seed: Any = 0) -> np.ndarray:
         """Draws for ``seeds`` independent runs of ``rounds`` rounds: an (S, R, N) array."""
+
+    def sample_each(self, rounds: int, seeds: Sequence[Any]) -> np.ndarray:
+        """Draws of ``rounds`` rounds for each seed from its own stream: an (S, R, N) array whose
+        row s is ``sample(rounds, 1, seed=seeds[s])[0]``, bit for bit (a run's seed s gets the
+        same draws in any batch, :func:`fedtheory.simulation.runner.draw_participation`).
+
+        This default draws seed by seed; models whose draw is an elementwise transform of
+        uniform keys followed by a selection along the clients (Uniform, Weighted without
+        replacement) draw each seed's keys from its stream and select once for the whole batch.
+        """
+        return np.stack([np.asarray(self.sample(rounds, 1, seed=s))[0] for s in seeds])
 
     def sampling_weights(self) -> np.ndarray:
         """The client weights p that the ``"weighted"`` rule normalizes over S.

@@ -15,7 +15,6 @@ from __future__ import annotations
 from itertools import combinations, combinations_with_replacement
 
 import numpy as np
-from scipy.special import gammaln
 
 from fedtheory.errors import AssumptionError
 
@@ -148,6 +147,8 @@ def multinomial_law(p: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     counts = np.zeros((combos.shape[0], n), dtype=np.int64)
     rows = np.repeat(np.arange(combos.shape[0]), m)
     np.add.at(counts, (rows, combos.ravel()), 1)
+    from scipy.special import gammaln  # noqa: PLC0415  (0.1 s of SciPy at start-up; this law only)
+
     with np.errstate(divide="ignore"):
         logp = np.log(p)
     logw = gammaln(m + 1) - gammaln(counts + 1).sum(axis=1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,11 @@ class Uniform(ParticipationModel):
         keys = make_rng(seed).random((seeds, rounds, self.n))
         return top_m_mask(keys, self.m)
 
+    def sample_each(self, rounds: int, seeds: Sequence[Any]) -> np.ndarray:
+        rounds, _ = self._check_sample_args(rounds, len(seeds))
+        keys = np.stack([make_rng(s).random((rounds, self.n)) for s in seeds])
+        return top_m_mask(keys, self.m)  # one selection for every seed's own keys
+
     def support(self):
         if math.comb(self.n, self.m) > MAX_SUPPORT:
             return None
@@ -242,6 +248,13 @@ class Weighted(ParticipationModel):
         u = 1.0 - rng.random((seeds, rounds, self.n_clients))
         keys = -np.log(u) / self.p
         return top_m_mask(keys, self.m)
+
+    def sample_each(self, rounds: int, seeds: Sequence[Any]) -> np.ndarray:
+        if self.replace:
+            return super().sample_each(rounds, seeds)
+        rounds, _ = self._check_sample_args(rounds, len(seeds))
+        u = 1.0 - np.stack([make_rng(s).random((rounds, self.n_clients)) for s in seeds])
+        return top_m_mask(-np.log(u) / self.p, self.m)  # the exponential race, batched
 
     def support(self):
         n, m = self.n_clients, self.m

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from fedtheory._version import __version__
 from fedtheory.algorithms.base import MAX_SEED_ID, Algorithm, RoundDraw, SeedRng, seed_sequences
@@ -73,6 +74,47 @@ Array = Any
 #: compute: the fixed per-round cost of a few hundred array calls is then shared by
 #: more seeds, and the per-client GEMMs keep enough rows (measured: 40, 125 and 250 seeds).
 BLOCK_BYTES = 768 * 1024
+
+#: A default block keeps at least this many seeds (fewer only where the participants' work or
+#: the held state says so, :func:`default_seed_block`): below it a round's fixed cost of a few
+#: hundred array calls is shared by too few seeds (N = 1600, M = 400, d = 20: 3 seeds a block
+#: ran 1.3x slower per seed-run than 12).
+MIN_BLOCK = 16
+#: Default bound on the client state a block holds: :data:`STATE_COPIES` (block, N, d) arrays.
+STATE_BYTES = 64 * 1024 * 1024
+
+
+def default_seed_block(n_clients: int, dim: int, itemsize: int, per_round: int) -> int:
+    """The default seed block on NumPy, a function of the run only (never of ``workers``).
+
+    :data:`BLOCK_BYTES` per (block, N, d) client array, as measured on figure4_problem (122
+    seeds there), but not below :data:`MIN_BLOCK` seeds unless the round's work, the
+    ``per_round`` participants' (block, M, d) rows within :data:`BLOCK_BYTES`, or the held
+    state, :data:`STATE_COPIES` (block, N, d) arrays within :data:`STATE_BYTES`, allows fewer.
+    Runs with N d <= 6144 (float64) keep the blocks, hence the bits, they had; larger N get
+    blocks sized by the participants (N = 1600, M = 400, d = 20: 12 seeds, not 3;
+    N = 10,000, M = 100: 3 seeds, the state's bound, not 1).
+    """
+    row = dim * itemsize
+    by_state = BLOCK_BYTES // (n_clients * row)
+    if by_state >= MIN_BLOCK:
+        return by_state
+    by_work = BLOCK_BYTES // (max(1, min(per_round, n_clients)) * row)
+    held = STATE_BYTES // (STATE_COPIES * n_clients * row)
+    return max(1, by_state, min(MIN_BLOCK, by_work, held))
+
+
+def _per_round(model: Any, n: int) -> int:
+    """Clients per round of a model for sizing blocks: its ``m`` (summed over clusters where it
+    is one per cluster), else N (full participation, Bernoulli without an M)."""
+    m = getattr(model, "m", None)
+    if m is None:
+        return n
+    arr = np.asarray(m)
+    if arr.ndim == 0 and getattr(model, "n_clusters", None):
+        return min(n, int(arr) * int(model.n_clusters))
+    return max(1, min(n, int(arr.sum())))
+
 
 #: Peak bytes per (seed, round, client) of a plan: the participation draw and its float64
 #: weights, and the sampler's random keys and partition while drawing.
@@ -363,12 +405,14 @@ def draw_participation(
     model: Any, rounds: int, seqs: list, *, stream: int = 0, per_round: int = 1
 ) -> np.ndarray:
     """Per-seed participation draws ``(S, rounds * per_round, N)`` from stream ``stream`` of
-    each seed's SeedSequence (streams: 0 participation, 1 local-step masks, 2 gradient noise)."""
-    out = []
-    for sq in seqs:
-        child = np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (stream,))
-        out.append(np.asarray(model.sample(rounds * per_round, 1, seed=child))[0])
-    return np.stack(out)
+    each seed's SeedSequence (streams: 0 participation, 1 local-step masks, 2 gradient noise).
+
+    Each seed draws from its own stream, the selection is batched where the model allows
+    (:meth:`~fedtheory.participation.ParticipationModel.sample_each`): the same bits as one
+    ``model.sample`` per seed."""
+    children = [np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (stream,))
+                for sq in seqs]  # fmt: skip
+    return np.asarray(model.sample_each(rounds * per_round, children))
 
 
 def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: Any) -> RunPlan:
@@ -501,6 +545,10 @@ def check_draws(draws: Any, shape: tuple, *, counts: bool = False) -> np.ndarray
 #: Blocks of fewer seeds than this evaluate the metrics that can wait on about this many stacked
 #: seed-rounds at once (see :class:`_Recorder`); larger blocks evaluate them every round.
 RECORD_ROWS = 64
+#: ... and keep at most about this many bytes of (seeds, N, d) client arrays per state field
+#: for it: past that, stacking copies more than it saves (N = 10,000, d = 20: 3 seeds x 21
+#: rounds stacked took half of a run's time), and the metrics are evaluated every round.
+RECORD_BYTES = 4 * 1024 * 1024
 
 
 @dataclass
@@ -511,7 +559,7 @@ class _Recorder:
     recorded; a non-finite server model always counts as divergence.
 
     The score and a caller's own metrics are evaluated every recorded round. With fewer than
-    :data:`RECORD_ROWS` seeds, the runner's and the algorithm's other metrics wait: the states
+    :data:`RECORD_ROWS` seeds (and client arrays of at most :data:`RECORD_BYTES` stacked), the runner's and the algorithm's other metrics wait: the states
     of ``RECORD_ROWS // S`` recorded rounds are kept (states are pure data, never modified) and
     the metrics are evaluated once on them stacked along the seed axis, ``(rounds * S, ...)``.
     Metrics are functions of each seed's own rows, so these are the same numbers (up to the last
@@ -542,7 +590,8 @@ class _Recorder:
         self._known = plan.problem.x_star is not None
         score = "error" if self._known else "grad_norm2"
         own = list(RUNNER_METRICS.values()) + list((plan.algorithm.metrics or {}).values())
-        self._chunk = RECORD_ROWS // S
+        per_round = S * int(plan.problem.n_clients) * plan.x0.shape[1] * plan.x0.dtype.itemsize
+        self._chunk = min(RECORD_ROWS // S, RECORD_BYTES // per_round)
         self._later = {
             k: f
             for k, f in plan.recorded.items()
@@ -659,7 +708,19 @@ def _round_draws(plan: RunPlan) -> list[RoundDraw]:
 
 
 def run_rounds(plan: RunPlan, *, progress: bool = False) -> tuple[Any, _Recorder, Any, float]:
-    """The round loop: ``(final state, recorder, time-average sum of x or None, seconds)``."""
+    """The round loop: ``(final state, recorder, time-average sum of x or None, seconds)``.
+
+    NumPy's BLAS runs on one thread here (threadpoolctl, as the exact oracle does): a round is
+    many small products and memory-bound reductions, which two OpenBLAS threads on a loaded
+    2-core machine made up to 100x slower (the consensus metric's sums over N = 1600 clients:
+    0.3-1.4 s a call against 2-19 ms on one thread), and a run's cores are used by its seed
+    blocks in worker processes instead.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run_rounds(plan, progress)
+
+
+def _run_rounds(plan: RunPlan, progress: bool) -> tuple[Any, _Recorder, Any, float]:
     xp, algorithm, problem, R = plan.xp, plan.algorithm, plan.problem, plan.rounds
     state = algorithm.init(problem, plan.x0)
     record = _Recorder(plan)
@@ -772,10 +833,11 @@ def simulate(
     seed_block : int, optional
         Run the seeds in blocks of at most this many, one block after the other (cache
         blocking; each block is still one batched computation). Default: all seeds at once on
-        a GPU; on NumPy, blocks whose (block, N, d) client arrays stay near
-        :data:`BLOCK_BYTES` (768 KiB), which keeps a round's working set in cache while sharing
+        a GPU; on NumPy, :func:`default_seed_block`: blocks whose (block, N, d) client arrays
+        stay near :data:`BLOCK_BYTES` (768 KiB) where that leaves 16 seeds or more, which keeps a round's working set in cache while sharing
         its fixed cost among about 120 seeds on figure4_problem (1.3x faster than 40 seeds,
-        at least as fast as 250, under uniform 4-of-16 participation). A seed's numbers depend
+        at least as fast as 250, under uniform 4-of-16 participation); for many clients, blocks
+        sized by the participants' rows and the held state. A seed's numbers depend
         only on its block (its size, and the participants of its block, whose count sets the
         rows of the per-client products): BLAS may round a product of a different size
         differently in the last bit.
@@ -824,7 +886,11 @@ def simulate(
     itemsize = resolve_dtype(dtype).itemsize
     if seed_block is None:
         on_gpu = get_backend(backend) is not np
-        seed_block = n_seeds if on_gpu else max(1, BLOCK_BYTES // (N * d * itemsize))
+        if on_gpu:
+            seed_block = n_seeds
+        else:
+            part = spec.participation_model(N)
+            seed_block = default_seed_block(N, d, itemsize, _per_round(part, N))
     seed_block = check_int("seed_block", seed_block, minimum=1)
     workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)
     check_run_memory(

@@ -21,7 +21,7 @@ import json
 import numpy as np
 import pytest
 
-from fedtheory.algorithms.base import SeedRng, participants, seed_sums
+from fedtheory.algorithms.base import SeedRng, participants, row_dots, seed_sums
 from fedtheory.algorithms.gossip import gossip
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.analysis.closed_forms import local_affine_maps
@@ -418,3 +418,12 @@ def test_the_engine_chooses_by_facts_about_the_call(quad, monkeypatch):
     local_steps(quad, X0, K, 0.05, compute=mask, mix=gossip(_ring(N)))
     local_steps(EveryClient(quad), X0, K, 0.05, compute=mask, rng=SeedRng(range(S)))
     assert seen == ["affine-map", "participants", "subset", "stepwise", "stepwise"]
+
+
+@pytest.mark.parametrize(("rows", "n"), [(1, 3), (5, 7), (63, 32000), (122, 800), (3, 200000)])
+def test_row_dots_on_numpy_are_the_batched_products_bits(rows, n):
+    """The consensus metric's per-seed dot products: NumPy's vecdot gives the bits of the
+    batched (1 x n) (n x 1) product that other namespaces compute (and that NumPy ran before),
+    on short rows and on the long rows of N = 1600 clients."""
+    A = np.random.default_rng(rows + n).standard_normal((rows, n))
+    assert np.array_equal(row_dots(A), np.matmul(A[:, None, :], A[:, :, None])[:, 0, 0])

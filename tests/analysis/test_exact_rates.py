@@ -702,6 +702,23 @@ def test_stability_map_data_and_plot(tmp_path):
     assert (tmp_path / "s.png").stat().st_size > 1000 and len(fig.axes) == 3
 
 
+def test_stability_map_is_the_same_in_worker_processes():
+    """The settings computed by two forked processes give the numbers of one process, bit for
+    bit, in the same order (only ``seconds`` differs)."""
+    prob = random_quadratic(6, 2, condition=3.0, seed=1)
+    prob.participation_p = np.linspace(1, 2, 6) / np.linspace(1, 2, 6).sum()
+    kw = {"problem": prob, "algorithms": ("focus", "fedavg"), "regimes": ("full", "uniform"),
+          "extra": (0.5, 1.2), "rtol": 0.2}  # fmt: skip
+    one, two = run_stability_map(workers=1, **kw), run_stability_map(workers=2, **kw)
+    for data in (one, two):
+        for reg in data["regimes"].values():
+            for cur in reg.values():
+                if isinstance(cur, dict):
+                    assert cur.pop("seconds", 0.0) >= 0.0
+    assert list(one["regimes"]["uniform"]) == list(two["regimes"]["uniform"])
+    assert one == two
+
+
 def test_skipping_the_mean_square_operator_keeps_the_mean_rate_and_the_stationary_mean():
     """``mean_square="skip"``: the same mean rate and stationary mean as the full analysis, the
     mean-square rate NaN and no stationary mean-square error; full participation still gets

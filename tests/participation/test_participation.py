@@ -68,6 +68,18 @@ def test_draw_format_and_reproducibility(model):
     np.testing.assert_allclose(model.weights(d, "weighted").sum(-1)[nonempty], 1.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("model", all_models(), ids=lambda m: type(m).__name__)
+def test_a_batch_of_seeds_draws_what_each_seed_draws_alone(model):
+    """``sample_each`` (the runner's batched draws, one stream per seed, one selection for the
+    batch where the model allows) gives every seed the bits of its own ``sample`` call."""
+    seqs = np.random.SeedSequence(5).spawn(7)
+    batch = model.sample_each(40, seqs)
+    alone = np.stack([model.sample(40, 1, seed=s)[0] for s in seqs])
+    assert batch.dtype == alone.dtype and batch.shape == (7, 40, model.n_clients)
+    np.testing.assert_array_equal(batch, alone)
+    assert not np.array_equal(batch[0], batch[1]) or isinstance(model, (Full, Trace, Cyclic))
+
+
 @pytest.mark.parametrize(
     "model",
     [Uniform(10, 3), Weighted(P16, 4), Bernoulli(np.full(8, 0.2)), Markov([0.3] * 5, [0.2] * 5)],
