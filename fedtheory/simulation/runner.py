@@ -64,7 +64,6 @@ from fedtheory.validation import (
     check_finite,
     check_int,
     check_memory,
-    check_positive,
 )
 
 Array = Any
@@ -418,28 +417,8 @@ def draw_participation(
 def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: Any) -> RunPlan:
     """Check a run's specification, build what it runs and draw its randomness (see
     :func:`simulate` for the settings; ``config`` are the algorithm's)."""
-    rounds, seeds, seed, seed_ids, x0 = spec.rounds, spec.seeds, spec.seed, spec.seed_ids, spec.x0
-    aggregation, draws, metrics = spec.aggregation, spec.draws, spec.metrics
-    divergence_bound, divergence_growth = spec.divergence_bound, spec.divergence_growth
-    divergence_window, record_every = spec.divergence_window, spec.record_every
-    average_from = spec.average_from
-    rounds = check_int("the number of rounds R", rounds, minimum=0)
-    check_int("the number of seeds", seeds, minimum=1)
-    seed = check_int("the seed", seed, minimum=0)
-    check_positive("the divergence bound", divergence_bound)
-    if divergence_growth != math.inf:  # inf turns the rule off
-        divergence_growth = check_positive("the divergence growth factor", divergence_growth)
-        if not divergence_growth > 1:
-            raise AssumptionError(
-                f"the divergence growth factor must be > 1 (math.inf turns the rule off), "
-                f"got {divergence_growth}"
-            )
-    divergence_window = check_int("the divergence window", divergence_window, minimum=1)
-    record_every = check_int("record_every", record_every, minimum=1)
-    if average_from is not None:
-        average_from = check_int("average_from", average_from, minimum=0)
-    xp = get_backend(spec.backend)
-    dt = resolve_dtype(spec.dtype)
+    spec = spec.checked()
+    xp, dt = get_backend(spec.backend), resolve_dtype(spec.dtype)
     N, d = int(problem.n_clients), int(problem.dim)
     model = spec.participation_model(N)
     if isinstance(algorithm, str):
@@ -448,6 +427,43 @@ def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: 
         raise AssumptionError(
             f"configuration keywords {sorted(config)} need an algorithm name, not a built Algorithm"
         )
+    available, recorded = _metrics(spec.metrics, algorithm, problem)
+    seqs = seed_sequences(spec.seed, spec.seeds, spec.seed_ids)
+    S = len(seqs)
+    check_run_memory(
+        seeds=S, rounds=spec.rounds, n_clients=N, dim=d, itemsize=dt.itemsize,
+        local_steps=algorithm.config.local_steps if algorithm.needs_step_masks else 0,
+        metrics=len(available),
+    )  # fmt: skip
+    masks, weights, step_masks = _draws(model, algorithm, spec, seqs, N, dt)
+    noise_seqs = [np.random.SeedSequence(s.entropy, spawn_key=s.spawn_key + (2,)) for s in seqs]
+    return RunPlan(
+        problem=problem,
+        algorithm=algorithm,
+        model=model,
+        rounds=spec.rounds,
+        seed=spec.seed,
+        seed_ids=list(range(S)) if spec.seed_ids is None else [int(i) for i in spec.seed_ids],
+        x0=_initial_models(spec.x0, S, d, dt, xp),
+        masks=masks,
+        weights=weights,
+        step_masks=step_masks,
+        rng=SeedRng(noise_seqs, xp=xp),
+        xp=xp,
+        aggregation=spec.aggregation,
+        available=available,
+        recorded=recorded,
+        divergence_bound=spec.divergence_bound,
+        average_from=spec.average_from,
+        record_every=spec.record_every,
+        divergence_growth=spec.divergence_growth,
+        divergence_window=spec.divergence_window,
+    )
+
+
+def _metrics(metrics: Any, algorithm: Algorithm, problem: Any) -> tuple[dict, dict]:
+    """Step 2 of :func:`plan_run`: the metrics the run can record and those it records; a
+    runner metric asked for by name needs what it reads (x*, f*)."""
     available, recorded = select_metrics(metrics, algorithm)
     if metrics is not None:
         needs = {
@@ -464,53 +480,39 @@ def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: 
                     f"metric {name!r} needs {what}, which this problem does not have (unknown, "
                     "or not unique: a singular mean Hessian); record grad_norm2 instead"
                 )
-    seqs = seed_sequences(seed, seeds, seed_ids)
-    S = len(seqs)
-    check_run_memory(
-        seeds=S, rounds=rounds, n_clients=N, dim=d, itemsize=dt.itemsize,
-        local_steps=algorithm.config.local_steps if algorithm.needs_step_masks else 0,
-        metrics=len(available),
-    )  # fmt: skip
-    if draws is None:
-        masks = draw_participation(model, rounds, seqs)
+    return available, recorded
+
+
+def _draws(
+    model: ParticipationModel, algorithm: Algorithm, spec: RunSpec, seqs: list, N: int, dt: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Step 3 of :func:`plan_run`: who takes part in each round (drawn on each seed's stream 0,
+    or the run's explicit ``draws``), the aggregation weights, and who computes at each local
+    step for the algorithms that re-sample (stream 1)."""
+    S, R = len(seqs), spec.rounds
+    if spec.draws is None:
+        masks = draw_participation(model, R, seqs)
     else:
-        masks = check_draws(draws, (S, rounds, N), counts=model.counts)
-    weights = np.asarray(model.weights(masks, aggregation), dtype=dt)
+        masks = check_draws(spec.draws, (S, R, N), counts=model.counts)
+    weights = np.asarray(model.weights(masks, spec.aggregation), dtype=dt)
     step_masks = None
     if algorithm.needs_step_masks:
         K = algorithm.config.local_steps
-        step_masks = draw_participation(model, rounds, seqs, stream=1, per_round=K) > 0
-        step_masks = step_masks.reshape(S, rounds, K, N)
-    noise_seqs = [np.random.SeedSequence(s.entropy, spawn_key=s.spawn_key + (2,)) for s in seqs]
+        step_masks = draw_participation(model, R, seqs, stream=1, per_round=K) > 0
+        step_masks = step_masks.reshape(S, R, K, N)
+    return masks, weights, step_masks
+
+
+def _initial_models(x0: Any, S: int, d: int, dt: Any, xp: Any) -> Any:
+    """Step 4 of :func:`plan_run`: the seeds' initial server models (S, d), zero by default;
+    a complex, NaN or inf ``x0`` is bad input, refused here rather than reported as
+    divergence."""
     if x0 is None:
-        x = xp.zeros((S, d), dtype=dt)
-    else:  # complex, NaN or inf: bad input, refused here rather than reported as divergence
-        x0 = check_finite("the initial model x0", to_numpy(x0)).astype(dt)
-        if x0.shape not in ((d,), (S, d)):
-            raise AssumptionError(f"x0 must have shape ({d},) or ({S}, {d}), got {x0.shape}")
-        x = xp.asarray(np.broadcast_to(x0, (S, d)).copy())
-    return RunPlan(
-        problem=problem,
-        algorithm=algorithm,
-        model=model,
-        rounds=rounds,
-        seed=seed,
-        seed_ids=list(range(S)) if seed_ids is None else [int(i) for i in seed_ids],
-        x0=x,
-        masks=masks,
-        weights=weights,
-        step_masks=step_masks,
-        rng=SeedRng(noise_seqs, xp=xp),
-        xp=xp,
-        aggregation=aggregation,
-        available=available,
-        recorded=recorded,
-        divergence_bound=divergence_bound,
-        average_from=average_from,
-        record_every=record_every,
-        divergence_growth=divergence_growth,
-        divergence_window=divergence_window,
-    )
+        return xp.zeros((S, d), dtype=dt)
+    x0 = check_finite("the initial model x0", to_numpy(x0)).astype(dt)
+    if x0.shape not in ((d,), (S, d)):
+        raise AssumptionError(f"x0 must have shape ({d},) or ({S}, {d}), got {x0.shape}")
+    return xp.asarray(np.broadcast_to(x0, (S, d)).copy())
 
 
 def check_draws(draws: Any, shape: tuple, *, counts: bool = False) -> np.ndarray:

@@ -10,13 +10,15 @@ one name everywhere: ``clients_per_round`` (``-M/--clients-per-round`` on the co
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from fedtheory.errors import AssumptionError
 from fedtheory.participation import Full, ParticipationModel, make_participation
+from fedtheory.validation import check_int, check_positive
 
 __all__ = ["DIVERGENCE_GROWTH", "DIVERGENCE_WINDOW", "RunSpec", "run_defaults"]
 
@@ -107,6 +109,40 @@ class RunSpec:
             if reads is not None and "clusters" not in reads:
                 del settings["clusters"]
         return cls(**run), settings
+
+    def checked(self) -> RunSpec:
+        """The spec with its numbers checked (step 1 of
+        :func:`~fedtheory.simulation.runner.plan_run`).
+
+        Raises
+        ------
+        AssumptionError
+            A negative count, a seed below 0, a non-positive divergence bound, a growth factor
+            not above 1 (``math.inf`` turns the rule off), a window, ``record_every`` or
+            ``average_from`` that is not a whole number in range.
+        """
+        check_int("the number of seeds", self.seeds, minimum=1)
+        growth = self.divergence_growth
+        if growth != math.inf:
+            growth = check_positive("the divergence growth factor", growth)
+            if not growth > 1:
+                raise AssumptionError(
+                    f"the divergence growth factor must be > 1 (math.inf turns the rule off), "
+                    f"got {growth}"
+                )
+        check_positive("the divergence bound", self.divergence_bound)
+        average_from = self.average_from
+        return replace(
+            self,
+            rounds=check_int("the number of rounds R", self.rounds, minimum=0),
+            seed=check_int("the seed", self.seed, minimum=0),
+            divergence_growth=growth,
+            divergence_window=check_int("the divergence window", self.divergence_window, minimum=1),
+            record_every=check_int("record_every", self.record_every, minimum=1),
+            average_from=None
+            if average_from is None
+            else check_int("average_from", average_from, minimum=0),
+        )
 
     def participation_model(self, n_clients: int) -> ParticipationModel:
         """The run's participation model on ``n_clients`` clients: the one builder from flat
