@@ -39,6 +39,12 @@ FEDAMSGRAD_EXPONENTS = {
     "full": {"K": -0.5, "R": -0.5, "M": -0.5},
 }
 
+
+def fedamsgrad_horizon(R: int, K: int, M: int) -> list[str]:
+    """Wang et al. 2022b's condition R >= K M (000 Remark 4.8)."""
+    return [f"R = {R} < K M = {K * M} (Wang et al. 2022b; 000 Remark 4.8)"] if R < K * M else []
+
+
 #: (registry name, display name, server optimizer, description) of each variant.
 VARIANTS = (
     ("fedamsgrad", "FedAMSGrad", "amsgrad",
@@ -59,4 +65,5 @@ for _name, _display, _server, _description in VARIANTS:
         not_exact=NOT_AFFINE,
         schedule=SCHEDULE,
         exponents=FEDAMSGRAD_EXPONENTS if _name == "fedamsgrad" else None,
+        horizon=fedamsgrad_horizon if _name == "fedamsgrad" else None,
     )(partial(build_fedavg, server=_server, name=_name))

@@ -51,12 +51,27 @@ from fedtheory.algorithms.gossip import (
     selected_ring,
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
+from fedtheory.graphs.conditions import afga_bound
 
 #: The exponents of K, R and M of its O(.) rate (000 Cor. 4.7), under either participation.
 EXPONENTS = {
     "partial": {"K": -0.5, "R": -0.5, "M": -0.5},
     "full": {"K": -0.5, "R": -0.5, "M": -0.5},
 }
+
+
+def conditions(N: int, M: int, n: int, m: int, C: int, rho: float | None) -> list[str]:
+    """000 Thm 4.6: rho <= M/(M+N)."""
+    bound = afga_bound(N, M)
+    if rho is not None and rho > bound + 1e-12:
+        return [f"rho = {rho:.4g} > M/(M+N) = {bound:.4g} (000 Thm 4.6)"]
+    return []
+
+
+def horizon(R: int, K: int, M: int) -> list[str]:
+    """000 Cor. 4.7: R >= K M."""
+    return [f"R = {R} < K M = {K * M} (000 Cor. 4.7)"] if R < K * M else []
+
 
 #: 000 Thm 4.6 / Cor. 4.7's schedule (the adapted variant runs with the same).
 SCHEDULE = Schedule(
@@ -82,6 +97,8 @@ REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5, footnote 4 (communication-ad
     not_exact="AFGA's FedAMSGrad server step divides by sqrt(v_hat) (000 Algorithm 1 line 22)",
     schedule=SCHEDULE,
     exponents=EXPONENTS,
+    conditions=conditions,
+    horizon=horizon,
 )
 def build_afga(config: AlgorithmConfig) -> Algorithm:
     """AFGA (000 Algorithm 1). ``resample=False`` sets S_{r,t} = S_r."""

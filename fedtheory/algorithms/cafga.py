@@ -43,12 +43,22 @@ from fedtheory.algorithms.gossip import (
     cluster_selected_ring,
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
+from fedtheory.graphs.conditions import cafga_bound
 
 #: The exponents of K, R and M of its O(.) rate (000 Thm D.3, in m), under either participation.
 EXPONENTS = {
     "partial": {"K": -0.5, "R": -0.5, "M": -0.5},
     "full": {"K": -0.5, "R": -0.5, "M": -0.5},
 }
+
+
+def conditions(N: int, M: int, n: int, m: int, C: int, rho: float | None) -> list[str]:
+    """000 Thm D.3: rho_max <= m/(m+n) (n clients per cluster, m sampled in each)."""
+    bound = cafga_bound(n, m)
+    if rho is not None and rho > bound + 1e-12:
+        return [f"rho_max = {rho:.4g} > m/(m+n) = {bound:.4g} (000 Thm D.3)"]
+    return []
+
 
 #: 000 App. D's schedule, per cluster of n clients with m sampled (the adapted variant too).
 SCHEDULE = Schedule(
@@ -72,6 +82,7 @@ REFERENCE_ADAPTED = "000/001 (TMLR 2024) Section 5 and Table 5 (communication-ad
     not_exact="CAFGA's FedAMSGrad server step divides by sqrt(v_hat) (000 Algorithm 2)",
     schedule=SCHEDULE,
     exponents=EXPONENTS,
+    conditions=conditions,
 )
 def build_cafga(config: AlgorithmConfig) -> Algorithm:
     """CAFGA (000 Algorithm 2); ``resample=False`` computes on S_r^k only."""

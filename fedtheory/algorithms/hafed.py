@@ -33,12 +33,30 @@ from fedtheory.algorithms.gossip import (
     cluster_rho,
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
+from fedtheory.graphs.conditions import hafed_bound
 
 #: The exponents of K, R and M of its O(.) rate (004 Cor. 5.11), under either participation.
 EXPONENTS = {
     "partial": {"K": -0.5, "R": -0.5, "M": -0.5},
     "full": {"K": -0.5, "R": -0.5, "M": -0.5},
 }
+
+
+def conditions(N: int, M: int, n: int, m: int, C: int, rho: float | None) -> list[str]:
+    """004 Cor. 5.11: rho_max <= 1/(2 sqrt(n - m)) and C < n."""
+    out = []
+    bound = hafed_bound(n, m)
+    if rho is not None and rho > bound + 1e-12:
+        out.append(f"rho_max = {rho:.4g} > 1/(2 sqrt(n-m)) = {bound:.4g} (004 Cor. 5.11)")
+    if C >= n:
+        out.append(f"C = {C} clusters >= n = {n} clients per cluster (004 Cor. 5.11)")
+    return out
+
+
+def horizon(R: int, K: int, M: int) -> list[str]:
+    """004 Cor. 5.11: R > K M."""
+    return [f"R = {R} <= K M = {K * M} (004 Cor. 5.11)"] if R <= K * M else []
+
 
 #: 004 Cor. 5.11's schedule.
 SCHEDULE = Schedule(
@@ -61,6 +79,8 @@ REFERENCE = "004 Algorithm 1 (HA-Fed, full) and Section 4 / Theorem 5.8 (partial
     not_exact="HA-Fed's FedAMSGrad server step divides by sqrt(v_hat) (004 Algorithm 1)",
     schedule=SCHEDULE,
     exponents=EXPONENTS,
+    conditions=conditions,
+    horizon=horizon,
 )
 def build_hafed(config: AlgorithmConfig) -> Algorithm:
     """HA-Fed (004 Algorithm 1; partial participation when the round's mask is not full)."""

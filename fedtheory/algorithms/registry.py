@@ -197,6 +197,12 @@ class AlgorithmInfo:
     exponents : dict or None
         The exponents of K, R and M its O(.) rate states, under ``"partial"`` and ``"full"``
         participation (None: no such theorem).
+    conditions : callable or None
+        ``conditions(N, M, n, m, C, rho) -> list of str``: the theorem's assumptions on the
+        graph and the clusters that a setting violates, each named with its source.
+    horizon : callable or None
+        ``horizon(R, K, M) -> list of str``: the corollary's conditions on the horizon R that a
+        run violates (where the leading O(.) term dominates).
     """
 
     name: str
@@ -216,6 +222,8 @@ class AlgorithmInfo:
     stated_rate: str = ""
     schedule: Schedule | None = None
     exponents: dict[str, dict[str, float]] | None = None
+    conditions: Callable[..., list[str]] | None = None
+    horizon: Callable[..., list[str]] | None = None
 
     @property
     def gossip(self) -> bool:
@@ -254,6 +262,8 @@ def register(
     stated_rate: str = BASELINE_RATE,
     schedule: Schedule | None = None,
     exponents: dict[str, dict[str, float]] | None = None,
+    conditions: Callable[..., list[str]] | None = None,
+    horizon: Callable[..., list[str]] | None = None,
 ) -> Callable:
     """Decorator: register ``builder(config) -> Algorithm`` under ``name`` with its settings
     (``uses``: shared fields read besides ``lr`` and ``local_steps``), options and facts (see
@@ -291,6 +301,8 @@ def register(
             stated_rate=stated_rate,
             schedule=schedule,
             exponents=exponents,
+            conditions=conditions,
+            horizon=horizon,
         )
         for spelling in (display.lower(), *aliases):
             _ALIASES.setdefault(spelling.lower(), key)

@@ -131,7 +131,7 @@ class FloorResult(ExperimentResult):
 
     x_star_norm: float
     clients: int
-    per_round: int
+    clients_per_round: int
     local_steps: int
     regimes: dict
 
@@ -147,13 +147,13 @@ def run_fedavg_floor(
     *,
     clients: int = 10,
     dim: int = 5,
-    per_round: int = 3,
+    clients_per_round: int = 3,
     local_steps: int = 2,
     etas: tuple[float, ...] = (0.3, 0.1, 0.03, 0.01),
     seeds: int = 8,
     seed: int = 0,
 ) -> FloorResult:
-    """Uniform against weighted (the Figure 4 recipe) sampling of ``per_round`` of ``clients``:
+    """Uniform against weighted (the Figure 4 recipe) sampling of ``clients_per_round`` of ``clients``:
     measured floors (mean and standard error over seeds; the root of the time-averaged squared
     error with its delta-method standard error), the exact root-mean-square floor and the
     closed forms, per eta."""
@@ -161,12 +161,12 @@ def run_fedavg_floor(
     xs = prob.x_star
     norm = float(np.linalg.norm(xs))
     models = {
-        "uniform": make_participation("uniform", clients, per_round),
+        "uniform": make_participation("uniform", clients, clients_per_round),
         "weighted": make_participation(
-            "weighted", clients, per_round, p=figure4_probabilities(clients)
+            "weighted", clients, clients_per_round, p=figure4_probabilities(clients)
         ),
     }
-    data: dict[str, Any] = {"x_star_norm": norm, "clients": clients, "per_round": per_round,
+    data: dict[str, Any] = {"x_star_norm": norm, "clients": clients, "clients_per_round": clients_per_round,
                             "local_steps": local_steps, "regimes": {}}  # fmt: skip
     for name, model in models.items():
         q = model.effective_weights("mean").value
@@ -219,7 +219,7 @@ def plot_fedavg_floor(data: FloorResult) -> Any:
     ax.set_xlabel(r"step size $\eta$")
     ax.set_ylabel(r"$\|x - x^\star\| \,/\, \|x^\star\|$")
     ax.set_title(
-        f"FedAvg floor, N={data.clients}, M={data.per_round}, K={data.local_steps} "
+        f"FedAvg floor, N={data.clients}, M={data.clients_per_round}, K={data.local_steps} "
         "(003 Thm 2, Cor. 1-3)"
     )
     ax.legend(fontsize=7)

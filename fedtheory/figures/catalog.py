@@ -29,14 +29,14 @@ from fedtheory.problems.quadratic import figure4_probabilities
 @figure(
     "participation",
     title="Participation patterns (clients x rounds) and effective FedAvg weights q",
-    config={"clients": 16, "per_round": 4, "rounds": 60, "seed": 0},
+    config={"clients": 16, "clients_per_round": 4, "rounds": 60, "seed": 0},
 )
 def participation_figure(cfg: dict):
     """Four participation models of 003 Sec. 3.1 (uniform 4/16, weighted 4/16 with the Figure 4
     weights, Bernoulli with p_i = min(M p_i, 1), Markov with stationary M/N), each drawn by the
     participation module's ``plot_participation``: the raster of one run and the effective
     weights q_i of plain-mean FedAvg (exact where the model has an exact method)."""
-    n, m, rounds, seed = cfg["clients"], cfg["per_round"], cfg["rounds"], cfg["seed"]
+    n, m, rounds, seed = cfg["clients"], cfg["clients_per_round"], cfg["rounds"], cfg["seed"]
     p = figure4_probabilities(n)
     a, b = default_markov_rates(n, m)
     models = {
@@ -90,7 +90,7 @@ def spectral_gap_figure(cfg: dict):
     config={
         "clients": 10,
         "dim": 5,
-        "per_round": 3,
+        "clients_per_round": 3,
         "local_steps": 2,
         "etas": [0.3, 0.1, 0.03, 0.01],
         "seeds": 8,
@@ -101,7 +101,7 @@ def fedavg_floor_figure(cfg: dict):
     """:func:`fedtheory.experiments.fedavg_floor.run_fedavg_floor` (uniform vs weighted M of N,
     measured floors with the closed forms) drawn by its ``plot_fedavg_floor``."""
     data = run_fedavg_floor(
-        clients=cfg["clients"], dim=cfg["dim"], per_round=cfg["per_round"],
+        clients=cfg["clients"], dim=cfg["dim"], clients_per_round=cfg["clients_per_round"],
         local_steps=cfg["local_steps"], etas=tuple(cfg["etas"]), seeds=cfg["seeds"],
         seed=cfg["seed"],
     )  # fmt: skip

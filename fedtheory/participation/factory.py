@@ -40,7 +40,7 @@ def load_vector(path: str | Path, name: str = "probabilities") -> np.ndarray:
 def make_participation(
     name: str,
     n: int | None = None,
-    m: int | None = None,
+    clients_per_round: int | None = None,
     p: Any = None,
     **kw: Any,
 ) -> ParticipationModel:
@@ -52,8 +52,9 @@ def make_participation(
         A registered model (:func:`~fedtheory.participation.registry.model_names`).
     n : int, optional
         Number of clients N (taken from ``p``, ``a`` or the trace when omitted).
-    m : int, optional
-        Clients per round M (uniform, weighted, cyclic, cluster: per cluster). Bernoulli without
+    clients_per_round : int, optional
+        M (uniform, weighted, cyclic, cluster: per cluster; the one name of clients per round,
+        ``-M/--clients-per-round`` on the command line, ``m`` in what a model reads). Bernoulli without
         ``p`` uses p_i = M / N; Markov without ``a``/``b`` uses
         :func:`~fedtheory.participation.markov.default_markov_rates` (stationary M / N).
     p : array_like or path, optional
@@ -73,6 +74,7 @@ def make_participation(
         full participation or a misspelled keyword; the message lists what it reads.
     """
     info = model_info(name)
+    m = clients_per_round
     given = {"m": m, "p": p, **kw}
     stray = [k for k, v in given.items() if v is not None and k not in info.reads]
     if stray:

@@ -11,7 +11,6 @@ import numpy as np
 
 from fedtheory.algorithms.registry import DEFAULT_SCHEDULE, gossip_rho, info
 from fedtheory.errors import AssumptionError
-from fedtheory.graphs.conditions import afga_bound, cafga_bound, hafed_bound
 from fedtheory.participation import Full, PerCluster, Uniform
 from fedtheory.problems import PLProblem, random_quadratic
 from fedtheory.validation import check_positive
@@ -55,47 +54,30 @@ def stated_exponents(algorithm: str, *, partial: bool) -> dict[str, float] | Non
 def assumption_violations(
     algorithm: str, *, R: int, K: int, M: int, N: int, rho: float | None, clusters: int = 1
 ) -> list[str]:
-    """The theorem assumptions a grid point violates, each named (empty: inside).
-
-    AFGA: rho <= M/(M+N) (000 Thm 4.6), R >= K M (000 Cor. 4.7). CAFGA: rho_max <= m/(m+n)
-    (000 Thm D.3). HA-Fed: rho_max <= 1/(2 sqrt(n - m)), C < n, R > K M (004 Cor. 5.11).
-    FedAMSGrad: R >= K M (the condition of Wang et al. 2022b, 000 Remark 4.8). Algorithms
-    without a theorem here get "no rate stated".
+    """The theorem assumptions a grid point violates, each named (empty: inside), as each
+    algorithm declares them where it is registered (``conditions``, ``horizon``): AFGA rho <=
+    M/(M+N) (000 Thm 4.6), R >= K M (000 Cor. 4.7); CAFGA rho_max <= m/(m+n) (000 Thm D.3);
+    HA-Fed rho_max <= 1/(2 sqrt(n - m)), C < n, R > K M (004 Cor. 5.11); FedAMSGrad R >= K M
+    (Wang et al. 2022b, 000 Remark 4.8). Algorithms without a theorem get "no rate stated".
     """
 
-    out: list[str] = []
     if stated_exponents(algorithm, partial=M < N) is None:
         return [f"no rate stated for {algorithm} in 000/004"]
     C = clusters
     n, m = N // C, max(M // C, 1)
-    if algorithm == "afga":
-        bound = afga_bound(N, M)
-        if rho is not None and rho > bound + 1e-12:
-            out.append(f"rho = {rho:.4g} > M/(M+N) = {bound:.4g} (000 Thm 4.6)")
-    if algorithm == "cafga":
-        bound = cafga_bound(n, m)
-        if rho is not None and rho > bound + 1e-12:
-            out.append(f"rho_max = {rho:.4g} > m/(m+n) = {bound:.4g} (000 Thm D.3)")
-    if algorithm == "hafed":
-        bound = hafed_bound(n, m)
-        if rho is not None and rho > bound + 1e-12:
-            out.append(f"rho_max = {rho:.4g} > 1/(2 sqrt(n-m)) = {bound:.4g} (004 Cor. 5.11)")
-        if C >= n:
-            out.append(f"C = {C} clusters >= n = {n} clients per cluster (004 Cor. 5.11)")
+    check = info(algorithm).conditions
+    out = [] if check is None else check(N, M, n, m, C, rho)
     return out + horizon_violations(algorithm, R=R, K=K, M=M)
 
 
 def horizon_violations(algorithm: str, *, R: int, K: int, M: int) -> list[str]:
-    """The corollaries' conditions on the horizon R a grid point violates, each named: R >= K M
-    (AFGA, 000 Cor. 4.7; FedAMSGrad, Wang et al. 2022b and 000 Remark 4.8), R > K M (HA-Fed, 004
-    Cor. 5.11). They say when the leading O(1/sqrt(R K M)) term dominates: a run that violates
-    one has not reached the bound's regime (part of :func:`assumption_violations`)."""
-    if algorithm == "hafed" and R <= K * M:
-        return [f"R = {R} <= K M = {K * M} (004 Cor. 5.11)"]
-    if algorithm in ("afga", "fedamsgrad") and R < K * M:
-        src = "000 Cor. 4.7" if algorithm == "afga" else "Wang et al. 2022b; 000 Remark 4.8"
-        return [f"R = {R} < K M = {K * M} ({src})"]
-    return []
+    """The corollaries' conditions on the horizon R a grid point violates, each named (the
+    algorithm's declared ``horizon``): R >= K M (AFGA, 000 Cor. 4.7; FedAMSGrad, Wang et al.
+    2022b and 000 Remark 4.8), R > K M (HA-Fed, 004 Cor. 5.11). They say when the leading
+    O(1/sqrt(R K M)) term dominates: a run that violates one has not reached the bound's regime
+    (part of :func:`assumption_violations`)."""
+    check = info(algorithm).horizon
+    return [] if check is None else check(R, K, M)
 
 
 # ----------------------------------------------------------------------------------------------
