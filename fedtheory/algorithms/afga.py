@@ -51,7 +51,6 @@ from fedtheory.algorithms.gossip import (
     selected_ring,
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
-from fedtheory.graphs.conditions import afga_bound
 
 #: The exponents of K, R and M of its O(.) rate (000 Cor. 4.7), under either participation.
 EXPONENTS = {
@@ -62,6 +61,8 @@ EXPONENTS = {
 
 def conditions(N: int, M: int, n: int, m: int, C: int, rho: float | None) -> list[str]:
     """000 Thm 4.6: rho <= M/(M+N)."""
+    from fedtheory.graphs.conditions import afga_bound  # noqa: PLC0415  (the graphs pull SciPy into every simulate's start-up)
+
     bound = afga_bound(N, M)
     if rho is not None and rho > bound + 1e-12:
         return [f"rho = {rho:.4g} > M/(M+N) = {bound:.4g} (000 Thm 4.6)"]

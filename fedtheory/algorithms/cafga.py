@@ -43,7 +43,6 @@ from fedtheory.algorithms.gossip import (
     cluster_selected_ring,
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
-from fedtheory.graphs.conditions import cafga_bound
 
 #: The exponents of K, R and M of its O(.) rate (000 Thm D.3, in m), under either participation.
 EXPONENTS = {
@@ -54,6 +53,8 @@ EXPONENTS = {
 
 def conditions(N: int, M: int, n: int, m: int, C: int, rho: float | None) -> list[str]:
     """000 Thm D.3: rho_max <= m/(m+n) (n clients per cluster, m sampled in each)."""
+    from fedtheory.graphs.conditions import cafga_bound  # noqa: PLC0415  (the graphs pull SciPy into every simulate's start-up)
+
     bound = cafga_bound(n, m)
     if rho is not None and rho > bound + 1e-12:
         return [f"rho_max = {rho:.4g} > m/(m+n) = {bound:.4g} (000 Thm D.3)"]

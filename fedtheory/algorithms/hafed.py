@@ -33,7 +33,6 @@ from fedtheory.algorithms.gossip import (
     cluster_rho,
 )
 from fedtheory.algorithms.registry import ADAPTIVE_SETTINGS, Schedule, register
-from fedtheory.graphs.conditions import hafed_bound
 
 #: The exponents of K, R and M of its O(.) rate (004 Cor. 5.11), under either participation.
 EXPONENTS = {
@@ -44,6 +43,8 @@ EXPONENTS = {
 
 def conditions(N: int, M: int, n: int, m: int, C: int, rho: float | None) -> list[str]:
     """004 Cor. 5.11: rho_max <= 1/(2 sqrt(n - m)) and C < n."""
+    from fedtheory.graphs.conditions import hafed_bound  # noqa: PLC0415  (the graphs pull SciPy into every simulate's start-up)
+
     out = []
     bound = hafed_bound(n, m)
     if rho is not None and rho > bound + 1e-12:

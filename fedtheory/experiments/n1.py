@@ -167,14 +167,14 @@ def n1_participation(name: str, n_clients: int, M: int, clusters: int | None) ->
         When C does not divide N or M.
     """
     if not info(name).clustered or not clusters or clusters == 1:
-        return "uniform", {"m": M}
+        return "uniform", {"clients_per_round": M}
     C = int(clusters)
     if n_clients % C or M % C:
         raise AssumptionError(
             f"{display_name(name)} samples the same number of clients in each of {C} clusters: "
             f"{C} must divide N = {n_clients} and the clients per round M = {M}"
         )
-    return "cluster", {"m": M // C, "n_clusters": C}
+    return "cluster", {"clients_per_round": M // C, "n_clusters": C}
 
 
 @dataclass

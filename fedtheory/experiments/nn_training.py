@@ -84,7 +84,7 @@ def train(
         :class:`~fedtheory.algorithms.base.Algorithm`.
     participation : str or ParticipationModel
         A name for :func:`fedtheory.participation.make_participation` (with
-        ``participation_kw``, e.g. ``{"m": 5}``) or a model.
+        ``participation_kw``, e.g. ``{"clients_per_round": 5}``) or a model.
     rounds, seeds, seed : int
         Seed s uses ``SeedSequence(seed).spawn(...)[s]`` as in the runner.
     x0 : array (P,) or (S, P), optional

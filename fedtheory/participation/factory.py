@@ -4,6 +4,7 @@ the registry (:mod:`fedtheory.participation.registry`) where each model declares
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,11 @@ def make_participation(
         full participation or a misspelled keyword; the message lists what it reads.
     """
     info = model_info(name)
+    if "m" in kw:  # the earlier name
+        if clients_per_round is not None:
+            raise AssumptionError("give clients_per_round or its older name m, not both")
+        warnings.warn("m is now called clients_per_round", DeprecationWarning, stacklevel=2)
+        clients_per_round = kw.pop("m")
     m = clients_per_round
     given = {"m": m, "p": p, **kw}
     stray = [k for k, v in given.items() if v is not None and k not in info.reads]
