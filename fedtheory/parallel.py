@@ -52,6 +52,10 @@ WORKER_ENV = {
     "NUMEXPR_NUM_THREADS": "1",
 }
 
+#: Variables of Dask's default worker environment that local workers do not get (see
+#: :meth:`Engine.__enter__`).
+NO_WORKER_ENV = ("MALLOC_TRIM_THRESHOLD_",)
+
 
 #: How long to try to reach a running scheduler before giving up.
 CONNECT_TIMEOUT = "20s"
@@ -143,7 +147,13 @@ class Engine:
         # worker has started). Dask lets the nanny's environment override that setting, so the
         # variables are set here too, and the driver's environment is put back once the
         # workers run (a nanny that restarts a worker sets them again).
-        pre_spawn = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENV}
+        # Dask's default also sets MALLOC_TRIM_THRESHOLD_=65536 there, so glibc hands every
+        # freed block above 64 KiB back to the OS and the next round faults it in again: a
+        # sweep task ran 1.7x the CPU time it takes in a plain process (benchmarks/bench_sweep.py,
+        # 12.0 s against 7.0 s for 12 tasks). The workers keep glibc's own (adaptive) threshold.
+        inherited = dask.config.get("distributed.nanny.pre-spawn-environ", {})
+        pre_spawn = {k: v for k, v in inherited.items() if k not in NO_WORKER_ENV}
+        pre_spawn.update(WORKER_ENV)
         saved = {k: os.environ.get(k) for k in pre_spawn}
         os.environ.update(WORKER_ENV)
         config = {
