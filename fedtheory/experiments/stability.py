@@ -31,11 +31,13 @@ from __future__ import annotations
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.exact import exact_rates, largest_stable_lr
-from fedtheory.io import pyplot, save_figure
+from fedtheory.experiments.result import ExperimentResult
+from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_problem
 from fedtheory.validation import available_cores, check_int, check_positive
@@ -55,6 +57,70 @@ def _model(name: str, m: int | None, problem: Any) -> Any:
     return make_participation(name, problem.n_clients, m)
 
 
+@dataclass(repr=False)
+class StabilityCurve(ExperimentResult):
+    """One algorithm's exact mean-square rate against the step size in one regime.
+
+    Attributes
+    ----------
+    lr, mean_square_rate : list of float
+        The step sizes evaluated (sorted) and their exact mean-square rates.
+    largest_stable_lr : float
+        The bisected largest step with a rate below 1; ``bracket`` its final bracket.
+    bracket : list of float
+    rate_at_paper_lr : float or None
+    seconds : float
+    """
+
+    lr: list
+    mean_square_rate: list
+    largest_stable_lr: float
+    bracket: list
+    rate_at_paper_lr: float | None
+    seconds: float
+
+
+@dataclass(repr=False)
+class StabilityRegime(ExperimentResult):
+    """One regime of the stability map: its participation model, the paper's step and one
+    :class:`StabilityCurve` per algorithm."""
+
+    participation: dict
+    paper_lr: float
+    curves: dict
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sidecar's layout: the curves beside the regime's fields, keyed by algorithm."""
+        out = {"participation": self.participation, "paper_lr": self.paper_lr}
+        out.update({alg: cur.to_dict() for alg, cur in self.curves.items()})
+        return jsonable(out)
+
+
+@dataclass(repr=False)
+class StabilityMapResult(ExperimentResult):
+    """:func:`run_stability_map`'s result (``result.regimes["uniform"].curves["focus"]``)."""
+
+    problem: str
+    local_steps: int
+    tol: float
+    rtol: float
+    regimes: dict
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable({"problem": self.problem, "local_steps": self.local_steps,
+                         "tol": self.tol, "rtol": self.rtol,
+                         "regimes": {k: r.to_dict() for k, r in self.regimes.items()}})  # fmt: skip
+
+    def _summary(self) -> str:
+        return "; ".join(
+            f"{name}: "
+            + ", ".join(
+                f"{a} eta_max {c.largest_stable_lr:.3g}" for a, c in reg.curves.items()
+            )  # fmt: skip
+            for name, reg in self.regimes.items()
+        )
+
+
 def run_stability_map(
     *,
     algorithms: tuple[str, ...] = ALGORITHMS,
@@ -65,7 +131,7 @@ def run_stability_map(
     rtol: float = 5e-2,
     problem: Any = None,
     workers: int | None = None,
-) -> dict[str, Any]:
+) -> StabilityMapResult:
     """Exact mean-square rates against the step size on the 003 Figure 4 problem.
 
     Parameters
@@ -92,10 +158,9 @@ def run_stability_map(
 
     Returns
     -------
-    dict
-        JSON-able: ``regimes[regime][algorithm]`` has ``lr`` and ``mean_square_rate`` (sorted by
-        step size), ``largest_stable_lr``, ``bracket``, ``paper_lr``, ``rate_at_paper_lr``,
-        ``seconds``; plus the settings.
+    StabilityMapResult
+        ``regimes[regime]`` is a :class:`StabilityRegime` (its participation, the paper's step
+        and a :class:`StabilityCurve` per algorithm); ``to_dict()`` is the sidecar's layout.
     """
     K = check_int("the number of local steps K", local_steps, minimum=1)
     tol = check_positive("tol", tol)
@@ -109,12 +174,12 @@ def run_stability_map(
     for regime in regimes:
         name, m, eta_p = REGIMES[regime]
         model = _model(name, m, problem)
-        out["regimes"][regime] = {"participation": model.describe(), "paper_lr": eta_p}
+        out["regimes"][regime] = StabilityRegime(model.describe(), eta_p, {})
     job = _Settings(problem, K, tuple(extra), tol, rtol)
     todo = [(regime, alg) for regime in regimes for alg in algorithms]
     for (regime, alg), cur in zip(todo, job.map(todo, workers), strict=True):
-        out["regimes"][regime][alg] = cur
-    return out
+        out["regimes"][regime].curves[alg] = StabilityCurve(**cur)
+    return StabilityMapResult(**out)
 
 
 class _Settings:
@@ -197,35 +262,33 @@ def _panel_title(regime: str, participation: dict) -> str:
     return f"{regime}: {what}" if what else regime
 
 
-def plot_stability_map(data: dict[str, Any], path: Any = None) -> Any:
+def plot_stability_map(data: StabilityMapResult, path: Any = None) -> Any:
     """One panel per regime: mean-square rate against eta (log scale) per algorithm, the
     largest stable step (dotted vertical, per algorithm) and the paper's step (grey band).
 
     Returns the matplotlib Figure (saved to ``path`` when given)."""
     plt = pyplot()
 
-    regs = data["regimes"]
+    regs = data.regimes
     fig, axes = plt.subplots(1, len(regs), figsize=(5.2 * len(regs), 4.2), squeeze=False)
     colors = {"focus": "C0", "scaffold": "C2", "fedavg": "C3"}
     for ax, (regime, reg) in zip(axes[0], regs.items(), strict=True):
-        ax.axvline(reg["paper_lr"], color="0.6", lw=6, alpha=0.35, label="paper's step")
+        ax.axvline(reg.paper_lr, color="0.6", lw=6, alpha=0.35, label="paper's step")
         ax.axhline(1.0, color="k", lw=0.8)
-        for alg, cur in reg.items():
-            if not isinstance(cur, dict) or "lr" not in cur:
-                continue
+        for alg, cur in reg.curves.items():
             c = colors.get(alg, None)
-            ax.plot(cur["lr"], cur["mean_square_rate"], marker="o", ms=3, color=c,
-                    label=rf"{display_name(alg)}: $\eta_{{\max}}$ = {cur['largest_stable_lr']:.3g}")  # fmt: skip
-            ax.axvline(cur["largest_stable_lr"], color=c, ls=":", lw=1.2)
+            ax.plot(cur.lr, cur.mean_square_rate, marker="o", ms=3, color=c,
+                    label=rf"{display_name(alg)}: $\eta_{{\max}}$ = {cur.largest_stable_lr:.3g}")  # fmt: skip
+            ax.axvline(cur.largest_stable_lr, color=c, ls=":", lw=1.2)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())  # labelled minor ticks collide
         ax.set_xlabel(r"step size $\eta$")
         ax.set_ylabel("exact mean-square rate per round")
-        ax.set_title(_panel_title(regime, reg["participation"]))
+        ax.set_title(_panel_title(regime, reg.participation))
         ax.set_ylim(0.0, 1.3)
         ax.legend(fontsize=7, loc="lower left")
     fig.suptitle(
-        f"003 Figure 4 problem, K = {data['local_steps']}: exact mean-square rate vs step size "
+        f"003 Figure 4 problem, K = {data.local_steps}: exact mean-square rate vs step size "
         "(dotted: largest stable step)"
     )
     fig.tight_layout()

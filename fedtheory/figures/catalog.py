@@ -242,8 +242,9 @@ def stability_map_figure(cfg: dict):
         local_steps=cfg["local_steps"], tol=cfg["tol"], rtol=cfg["rtol"],
         extra=tuple(cfg["extra"]),
     )  # fmt: skip
-    for reg in data["regimes"].values():
+    out = data.to_dict()
+    for reg in out["regimes"].values():
         for cur in reg.values():
             if isinstance(cur, dict):
                 cur.pop("seconds", None)  # not data: differs run to run
-    return plot_stability_map(data), data
+    return plot_stability_map(data), out

@@ -691,13 +691,16 @@ def test_stability_map_data_and_plot(tmp_path):
     prob.participation_p = np.linspace(1, 2, 8) / np.linspace(1, 2, 8).sum()
     data = run_stability_map(problem=prob, algorithms=("focus", "fedavg"), extra=(0.5, 1.2),
                              rtol=5e-2)  # fmt: skip
-    for reg in data["regimes"].values():
+    for reg in data.regimes.values():
         for alg in ("focus", "fedavg"):
-            cur = reg[alg]
-            lr, rate = np.array(cur["lr"]), np.array(cur["mean_square_rate"])
-            eta = cur["largest_stable_lr"]
-            assert (rate[lr <= eta] < 1).all() and (rate[lr > cur["bracket"][1]] >= 1).all()
-            assert cur["rate_at_paper_lr"] is not None
+            cur = reg.curves[alg]
+            lr, rate = np.array(cur.lr), np.array(cur.mean_square_rate)
+            eta = cur.largest_stable_lr
+            assert (rate[lr <= eta] < 1).all() and (rate[lr > cur.bracket[1]] >= 1).all()
+            assert cur.rate_at_paper_lr is not None
+    assert "full: focus eta_max" in repr(data)
+    side = data.to_dict()  # the sidecar's layout: curves beside the regime's fields
+    assert side["regimes"]["full"]["focus"]["lr"] == data.regimes["full"].curves["focus"].lr
     fig = plot_stability_map(data, tmp_path / "s.png")
     assert (tmp_path / "s.png").stat().st_size > 1000 and len(fig.axes) == 3
 
@@ -709,7 +712,7 @@ def test_stability_map_is_the_same_in_worker_processes():
     prob.participation_p = np.linspace(1, 2, 6) / np.linspace(1, 2, 6).sum()
     kw = {"problem": prob, "algorithms": ("focus", "fedavg"), "regimes": ("full", "uniform"),
           "extra": (0.5, 1.2), "rtol": 0.2}  # fmt: skip
-    one, two = run_stability_map(workers=1, **kw), run_stability_map(workers=2, **kw)
+    one, two = (run_stability_map(workers=w, **kw).to_dict() for w in (1, 2))
     for data in (one, two):
         for reg in data["regimes"].values():
             for cur in reg.values():
