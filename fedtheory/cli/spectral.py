@@ -496,7 +496,9 @@ def _single(args: argparse.Namespace) -> int:
         print(f"fedtheory: warning: {w}", file=sys.stderr)
     if args.plot:
         title = desc.get("topology") or Path(desc.get("path", "W")).name
-        path = draw_mixing_graph(Wmain, args.plot, title=title)
+        lattice = desc.get("topology") in ("torus", "grid")
+        path = draw_mixing_graph(Wmain, args.plot, title=title,
+                                 layout="grid" if lattice else "auto")  # fmt: skip
         result["plot"] = str(path)
     if args.plot_families:
         _plot_families(args)

@@ -36,9 +36,11 @@ def draw_mixing_graph(
 ) -> Path:
     """Draw the graph of W with its edge weights, rho in the title; save to ``path``.
 
-    Nodes are placed on a circle (``layout="circular"``) or by a spring layout; ``auto`` picks
-    the circle for up to 64 nodes. Self-weights ``w_ii`` label the nodes, ``w_ij`` the edges (up
-    to :data:`LABEL_MAX_NODES` nodes).
+    Nodes are placed on a circle (``layout="circular"``), on the rows x cols lattice of a torus
+    or grid (``layout="grid"``: node ``r * cols + c`` at column c, row r; a torus's wrap-around
+    edges are drawn dashed and light, so the lattice stays readable) or by a spring layout;
+    ``auto`` picks the circle for up to 64 nodes. Self-weights ``w_ii`` label the nodes, ``w_ij``
+    the edges (up to :data:`LABEL_MAX_NODES` nodes).
     """
 
     check_figure_path(path)  # before any drawing: a bad suffix or folder costs nothing
@@ -55,11 +57,29 @@ def draw_mixing_graph(
     G.add_weighted_edges_from(zip(S.row.tolist(), S.col.tolist(), S.data.tolist(), strict=True))
     if layout == "auto":
         layout = "circular" if n <= 64 else "spring"
-    pos = nx.circular_layout(G) if layout == "circular" else nx.spring_layout(G, seed=seed)
+    if layout == "grid":
+        rows, cols = torus_shape(n)
+        pos = {i: (i % cols, -(i // cols)) for i in range(n)}
+    elif layout == "circular":
+        pos = nx.circular_layout(G)
+    else:
+        pos = nx.spring_layout(G, seed=seed)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 7))
-    widths = 0.5 + 4.0 * S.data / max(S.data.max(), 1e-300) if S.nnz else 1.0
-    nx.draw_networkx_edges(G, pos, ax=ax, width=widths, edge_color="0.45")
+    widths = 0.5 + 4.0 * S.data / max(S.data.max(), 1e-300) if S.nnz else np.ones(0)
+    edges = list(zip(S.row.tolist(), S.col.tolist(), strict=True))
+    if layout == "grid":  # lattice neighbours as lines; a wrap-around edge as two dashed stubs
+        near = [abs(pos[i][0] - pos[j][0]) + abs(pos[i][1] - pos[j][1]) <= 1 for i, j in edges]
+        sel = [k for k, ok in enumerate(near) if ok]
+        nx.draw_networkx_edges(G, pos, ax=ax, edgelist=[edges[k] for k in sel],
+                               width=[widths[k] for k in sel], edge_color="0.45")  # fmt: skip
+        for k in (k for k, ok in enumerate(near) if not ok):
+            (xi, yi), (xj, yj) = pos[edges[k][0]], pos[edges[k][1]]
+            dx, dy = np.sign(xi - xj) * 0.35, np.sign(yi - yj) * 0.35  # away from the other end
+            for (x, y), s in (((xi, yi), 1), ((xj, yj), -1)):
+                ax.plot([x, x + s * dx], [y, y + s * dy], ls="--", color="0.6", lw=widths[k])
+    else:
+        nx.draw_networkx_edges(G, pos, ax=ax, width=widths if S.nnz else 1.0, edge_color="0.45")
     nx.draw_networkx_nodes(
         G, pos, ax=ax, node_size=300 if n <= LABEL_MAX_NODES else 20, node_color="tab:blue"
     )

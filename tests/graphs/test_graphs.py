@@ -302,3 +302,11 @@ def test_paper_values_report_distributions_for_random_graphs():
     assert all(v.matches_3_decimals for v in ring)
     rnd = [v for v in vals if v.draws > 1]
     assert rnd and all(v.matches_3_decimals is None and 0 <= v.stated_percentile <= 1 for v in rnd)
+
+
+def test_a_torus_is_drawn_on_its_lattice(tmp_path):
+    """``layout="grid"`` puts node r * cols + c at (c, -r): the torus reads as a lattice, its
+    wrap-around edges as stubs at the border (not an annulus of crossing chords)."""
+    W = mixing_matrix("torus", 16)
+    path = draw_mixing_graph(W, tmp_path / "t.png", layout="grid", title="torus")
+    assert path.stat().st_size > 1000
