@@ -25,6 +25,7 @@ from fedtheory.graphs import closedforms as CF
 from fedtheory.graphs import conditions as Cn
 from fedtheory.graphs import topologies as T
 from fedtheory.graphs import weights as Wt
+from fedtheory.graphs.plot import draw_mixing_graph
 
 # ---------------------------------------------------------------- G1: the papers' values
 
