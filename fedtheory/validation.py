@@ -21,7 +21,7 @@ import numbers
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -57,6 +57,29 @@ def did_you_mean(word: Any, choices: Any) -> str:
     lower = {c.lower(): c for c in options}
     close = difflib.get_close_matches(str(word).strip().lower(), list(lower), n=1)
     return f" (did you mean {lower[close[0]]!r}?)" if close else ""
+
+
+def lookup(
+    table: Mapping[str, Any], name: Any, what: str, *, error: type = AssumptionError,
+    aliases: Mapping[str, str] | None = None, hint: str = "",
+) -> Any:  # fmt: skip
+    """The entry of a registry ``table`` called ``name`` (case-insensitive, through ``aliases``),
+    or ``error`` naming the choices and the near miss (the one way every registry refuses an
+    unknown name: algorithms, participation models, problems)."""
+    key = str(name).strip().lower()
+    key = (aliases or {}).get(key, key)
+    if key not in table:
+        near = did_you_mean(key, [*table, *(aliases or {})])
+        raise error(f"unknown {what} {name!r}{near}: choose one of {', '.join(table)}{hint}")
+    return table[key]
+
+
+def with_facts(table: Mapping[str, Any], **want: Any) -> list[str]:
+    """The names of a registry ``table`` whose entries have every given fact (a ``None``
+    value asks nothing): ``with_facts(models, exact_law=True)``."""
+    return [
+        k for k, v in table.items() if all(w is None or getattr(v, f) == w for f, w in want.items())
+    ]
 
 
 def as_real_array(name: str, a: Any, *, dtype: Any = np.float64) -> np.ndarray:

@@ -32,7 +32,7 @@ import numpy as np
 
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig, StateLayout
 from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
-from fedtheory.validation import did_you_mean
+from fedtheory.validation import lookup, with_facts
 
 #: Settings every algorithm reads.
 BASE_SETTINGS = ("lr", "local_steps")
@@ -324,14 +324,8 @@ def info(name: str) -> AlgorithmInfo:
     FedTheoryError
         For an unknown name (the message lists the known ones).
     """
-    key = str(name).strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in _REGISTRY:
-        raise FedTheoryError(
-            f"unknown algorithm {name!r}{did_you_mean(key, [*_REGISTRY, *_ALIASES])}: choose "
-            f"one of {', '.join(sorted(_REGISTRY))}"
-        )
-    return _REGISTRY[key]
+    table = dict(sorted(_REGISTRY.items()))
+    return lookup(table, name, "algorithm", error=FedTheoryError, aliases=_ALIASES)
 
 
 def names(
@@ -339,12 +333,8 @@ def names(
     affine: bool | None = None,
 ) -> list[str]:  # fmt: skip
     """Registered names, optionally only those with the given facts (e.g. ``gossip=True``)."""
-    want = {"gossip": gossip, "clustered": clustered, "adaptive": adaptive, "affine": affine}
-    return [
-        k
-        for k, a in sorted(_REGISTRY.items())
-        if all(v is None or getattr(a, f) == v for f, v in want.items())
-    ]
+    table = dict(sorted(_REGISTRY.items()))
+    return with_facts(table, gossip=gossip, clustered=clustered, adaptive=adaptive, affine=affine)
 
 
 def display_name(name: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from fedtheory.errors import AssumptionError
 from fedtheory.participation.base import check_clients
-from fedtheory.validation import check_int, did_you_mean
+from fedtheory.validation import check_int, lookup, with_facts
 
 __all__ = [
     "ModelInfo",
@@ -88,12 +88,7 @@ def register_model(
 
 def model_names(*, exact_law: bool | None = None, settings_only: bool | None = None) -> list[str]:
     """Registered model names, optionally only those with the given facts."""
-    want = {"exact_law": exact_law, "settings_only": settings_only}
-    return [
-        k
-        for k, v in _MODELS.items()
-        if all(w is None or getattr(v, f) == w for f, w in want.items())
-    ]
+    return with_facts(_MODELS, exact_law=exact_law, settings_only=settings_only)
 
 
 def model_info(name: Any) -> ModelInfo:
@@ -102,15 +97,9 @@ def model_info(name: Any) -> ModelInfo:
     Raises
     ------
     AssumptionError
-        For an unknown name (the message lists the known ones).
+        For an unknown name (the message lists the known ones and the near miss).
     """
-    key = str(name).strip().lower()
-    if key not in _MODELS:
-        raise AssumptionError(
-            f"unknown participation model {name!r}{did_you_mean(key, _MODELS)}: choose one of "
-            f"{', '.join(_MODELS)}"
-        )
-    return _MODELS[key]
+    return lookup(_MODELS, name, "participation model")
 
 
 def need_clients(name: str, n: Any) -> int:

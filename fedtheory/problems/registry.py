@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fedtheory.errors import FedTheoryError
-from fedtheory.validation import did_you_mean
+from fedtheory.validation import lookup
 
 __all__ = ["BUILTIN_PROBLEMS", "ProblemInfo", "problem_info", "register_problem"]
 
@@ -62,10 +62,4 @@ def problem_info(name: Any) -> ProblemInfo:
     FedTheoryError
         For an unknown name (the message lists the built-in ones).
     """
-    key = str(name).strip().lower()
-    if key not in _PROBLEMS:
-        raise FedTheoryError(
-            f"unknown problem {name!r}{did_you_mean(key, _PROBLEMS)}: choose one of "
-            f"{', '.join(_PROBLEMS)} or give an .npz file"
-        )
-    return _PROBLEMS[key]
+    return lookup(_PROBLEMS, name, "problem", error=FedTheoryError, hint=" or give an .npz file")
