@@ -61,16 +61,17 @@ def did_you_mean(word: Any, choices: Any) -> str:
 
 def lookup(
     table: Mapping[str, Any], name: Any, what: str, *, error: type = AssumptionError,
-    aliases: Mapping[str, str] | None = None, hint: str = "",
+    aliases: Mapping[str, str] | None = None, hint: str = "", sort: bool = False,
 ) -> Any:  # fmt: skip
     """The entry of a registry ``table`` called ``name`` (case-insensitive, through ``aliases``),
-    or ``error`` naming the choices and the near miss (the one way every registry refuses an
-    unknown name: algorithms, participation models, problems)."""
+    or ``error`` naming the choices (in order, or sorted) and the near miss: the one way every
+    registry refuses an unknown name (algorithms, participation models, problems)."""
     key = str(name).strip().lower()
     key = (aliases or {}).get(key, key)
     if key not in table:
         near = did_you_mean(key, [*table, *(aliases or {})])
-        raise error(f"unknown {what} {name!r}{near}: choose one of {', '.join(table)}{hint}")
+        choices = ", ".join(sorted(table) if sort else table)
+        raise error(f"unknown {what} {name!r}{near}: choose one of {choices}{hint}")
     return table[key]
 
 

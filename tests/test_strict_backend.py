@@ -45,9 +45,12 @@ XP = get_backend("strict")
 PACKAGE = Path(fedtheory.__file__).parent
 
 
-def _same(a, b) -> None:
-    """Two SimulationResults with the same numbers, bit for bit (NaN where the other has NaN)."""
-    assert a.metrics.keys() == b.metrics.keys()
+def assert_same_run(a, b) -> None:
+    """Two SimulationResults with the same numbers, bit for bit (NaN where the other has NaN),
+    and something to compare: a recorded metric with finite values and a finite final model."""
+    assert a.metrics and a.metrics.keys() == b.metrics.keys()
+    assert any(np.isfinite(v).any() for v in a.metrics.values()), "no finite metric to compare"
+    assert np.isfinite(a.x_final).any()
     for k in a.metrics:
         assert np.array_equal(a.metrics[k], b.metrics[k], equal_nan=True), k
     for k in ("x_final", "x_mean", "diverged", "diverged_at", "diverging", "diverging_at"):
@@ -184,7 +187,7 @@ def test_every_algorithms_batched_rounds_equal_numpy(lsq, name, part):
         kw.update(clients_per_round=2)
     else:
         kw.update(probabilities=np.full(6, 0.4))
-    _same(
+    assert_same_run(
         simulate(lsq, name, part, backend="numpy", **kw),
         simulate(lsq, name, part, backend="strict", **kw),
     )
@@ -205,7 +208,7 @@ def test_simulate_end_to_end_equals_numpy():
         for algorithm in ("focus", "fedavg"):
             a = simulate(problem, algorithm, "uniform", clients_per_round=2, backend="numpy", **kw)
             b = simulate(problem, algorithm, "uniform", clients_per_round=2, backend="strict", **kw)
-            _same(a, b)
+            assert_same_run(a, b)
     assert a.diverged.all()  # the last run (fedavg at lr 5) froze its diverged seeds
 
 
@@ -222,7 +225,7 @@ def test_simulate_end_to_end_equals_numpy():
 @pytest.mark.parametrize("name", ["fedavg", "sg-focus"])
 def test_every_problem_family_equals_numpy(problem, name):
     kw = dict(rounds=8, seeds=3, lr=0.05, local_steps=2, clients_per_round=2)
-    _same(
+    assert_same_run(
         simulate(problem, name, "uniform", backend="numpy", **kw),
         simulate(problem, name, "uniform", backend="strict", **kw),
     )
@@ -305,7 +308,7 @@ def test_nn_training_through_the_simulator_equals_numpy(shards):
         x0 = to_numpy(p.init(np.random.default_rng(1), (2,)))
         results.append(simulate(p, "fedadam", "uniform", clients_per_round=2, rounds=6, seeds=2,
                                 x0=x0, lr=0.1, local_steps=2, backend=backend))  # fmt: skip
-    _same(*results)
+    assert_same_run(*results)
 
 
 @pytest.mark.parametrize("name", ["fedavg", "afga", "cafga"])
@@ -320,7 +323,7 @@ def test_nn_participants_only_path_equals_numpy(name):
         p = MLPProblem(data, hidden=(5,), batch_size=4, xp=get_backend(backend))
         x0 = to_numpy(p.init(np.random.default_rng(0)))
         results.append(simulate(p, name, "uniform", x0=x0, backend=backend, **kw))
-    _same(*results)
+    assert_same_run(*results)
 
 
 def test_cli_simulate_under_strict_prints_numpys_numbers(tmp_path):

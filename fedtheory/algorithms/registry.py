@@ -324,8 +324,7 @@ def info(name: str) -> AlgorithmInfo:
     FedTheoryError
         For an unknown name (the message lists the known ones).
     """
-    table = dict(sorted(_REGISTRY.items()))
-    return lookup(table, name, "algorithm", error=FedTheoryError, aliases=_ALIASES)
+    return lookup(_REGISTRY, name, "algorithm", error=FedTheoryError, aliases=_ALIASES, sort=True)
 
 
 def names(

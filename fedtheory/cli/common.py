@@ -155,10 +155,15 @@ def algorithm_name(text: str) -> str:
 
 def algorithm_names(text: str) -> list[str]:
     """Comma-separated algorithm names (any case) -> registry names."""
-    names = [algorithm_name(t) for t in str(text).replace(" ", "").split(",") if t]
-    if not names:
-        raise argparse.ArgumentTypeError("expected at least one algorithm name")
-    return names
+    return [algorithm_name(t) for t in name_list(text)]
+
+
+def name_list(text: str) -> list[str]:
+    """Names, comma separated ("ring,torus"); what they name is checked by their user."""
+    vals = [v for v in str(text).replace(" ", "").split(",") if v]
+    if not vals:
+        raise argparse.ArgumentTypeError("expected at least one name")
+    return vals
 
 
 def int_list(text: str) -> list[int]:

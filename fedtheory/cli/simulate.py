@@ -36,6 +36,7 @@ from fedtheory.cli.common import (
     human_stream,
     json_to_stdout,
     missing,
+    name_list,
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.io import check_output_path, dumps, emit_json, write_atomic
@@ -105,7 +106,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--record-every", type=int, default=_RUN["record_every"], metavar="K",
                    help="record the metrics every K rounds and at the last (the others are "
                    "null; the JSON's recorded_rounds lists them)")  # fmt: skip
-    p.add_argument("--metrics", type=_metric_names, default=None, metavar="A,B,..",
+    p.add_argument("--metrics", type=name_list, default=None, metavar="A,B,..",
                    help="record only these metrics, comma separated (default: all the run can "
                    "record: error, f_minus_f_star, grad_norm2 and the algorithm's own)")  # fmt: skip
     p.add_argument(
@@ -141,14 +142,6 @@ def _listing() -> str:
     lines.append("participation (--participation):")
     lines += [f"  {k:14s} {model_info(k).description}" for k in model_names(settings_only=True)]
     return "\n".join(lines)
-
-
-def _metric_names(text: str) -> list[str]:
-    """Metric names, comma separated (the run refuses an unknown one, naming the choices)."""
-    names = [t for t in str(text).replace(" ", "").split(",") if t]
-    if not names:
-        raise argparse.ArgumentTypeError("expected at least one metric name")
-    return names
 
 
 def _options(algorithm: str, items: list[str]) -> dict[str, Any]:

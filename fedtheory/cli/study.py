@@ -27,6 +27,7 @@ from fedtheory.cli.common import (
     algorithm_names,
     int_list,
     json_to_stdout,
+    name_list,
     write_json,
 )
 from fedtheory.experiments.local_steps import (
@@ -35,13 +36,6 @@ from fedtheory.experiments.local_steps import (
     run_local_steps_study,
     run_rho_ablation,
 )
-
-
-def _str_list(text: str) -> list[str]:
-    vals = [v for v in str(text).replace(" ", "").split(",") if v]
-    if not vals:
-        raise argparse.ArgumentTypeError("expected at least one name")
-    return vals
 
 
 def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> None:
@@ -54,8 +48,8 @@ def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> 
     )
     p.add_argument(
         "--topologies",
-        type=_str_list,
-        default=_str_list(topologies),
+        type=name_list,
+        default=name_list(topologies),
         help=f"gossip graphs (default {topologies}); per cluster for cafga/hafed",
     )
     add_clients(p, default=50, aliases=("--N",))

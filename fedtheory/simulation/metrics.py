@@ -62,6 +62,22 @@ RUNNER_METRICS: dict[str, Metric] = {
     "grad_norm2": grad_norm2,
 }
 
+#: CF attributes of the runner's metrics, the one description of each that xarray results
+#: (:meth:`~fedtheory.simulation.SimulationResult.to_xarray`) and sweep stores carry.
+METRIC_ATTRS: dict[str, dict[str, str]] = {
+    "error": {"long_name": "relative error ||x_r - x*|| / ||x*|| of the server model",
+              "units": "1"},
+    "f_minus_f_star": {"long_name": "suboptimality f(x_r) - f*", "units": "1"},
+    "grad_norm2": {"long_name": "squared gradient norm ||grad f(x_r)||^2", "units": "1"},
+}  # fmt: skip
+
+
+def metric_attrs(name: str) -> dict[str, str]:
+    """A metric's CF attributes (:data:`METRIC_ATTRS`; an algorithm's or a caller's own metric:
+    its name as ``long_name``)."""
+    return dict(METRIC_ATTRS.get(name, {"long_name": name}))
+
+
 #: Earlier names of metrics -> their names now (accepted with a DeprecationWarning).
 RENAMED = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
 

@@ -55,6 +55,7 @@ from fedtheory.simulation.metrics import (
     RUNNER_METRICS,
     Metric,
     current_name,
+    metric_attrs,
     select_metrics,
 )
 from fedtheory.simulation.spec import DIVERGENCE_GROWTH, DIVERGENCE_WINDOW, RunSpec
@@ -283,8 +284,7 @@ class SimulationResult:
         coords = {"seed": np.asarray(self.seed_ids, dtype=np.int64),
                   "round": np.arange(self.rounds + 1)}  # fmt: skip
         data: dict[str, Any] = {
-            k: (("seed", "round"), np.asarray(v), {"long_name": _long_name(k)})
-            for k, v in self.metrics.items()
+            k: (("seed", "round"), np.asarray(v), metric_attrs(k)) for k, v in self.metrics.items()
         }
         for k in ("diverged", "diverged_at", "diverging", "diverging_at"):
             v = getattr(self, k)
@@ -358,14 +358,6 @@ class SimulationResult:
                 when = f"first at round {first}" if n > 1 else f"at round {first}"
                 parts.append(f"{n} of {seeds} {what}{why} ({when})")
         return "; ".join(parts) or None
-
-
-def _long_name(metric: str) -> str:
-    """A metric's CF ``long_name``: the first line of the runner metric's docstring, else its
-    name (an algorithm's or a caller's metric)."""
-    fn = RUNNER_METRICS.get(metric)
-    doc = (fn.__doc__ or "").strip().splitlines() if fn is not None else []
-    return doc[0].rstrip(".") if doc else metric
 
 
 @dataclass
@@ -886,12 +878,16 @@ def simulate(
         n_seeds = len(seed_ids)
     N, d = int(problem.n_clients), int(problem.dim)
     itemsize = resolve_dtype(dtype).itemsize
+    # The participation model, built once from the flat settings: it sizes the blocks and every
+    # block's plan draws from it.
+    part = spec.participation_model(N)
+    spec = replace(spec, participation=part, clients_per_round=None, probabilities=None,
+                   clusters=None)  # fmt: skip
     if seed_block is None:
         on_gpu = get_backend(backend) is not np
         if on_gpu:
             seed_block = n_seeds
         else:
-            part = spec.participation_model(N)
             seed_block = default_seed_block(N, d, itemsize, _per_round(part, N))
     seed_block = check_int("seed_block", seed_block, minimum=1)
     workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)

@@ -76,6 +76,7 @@ import numpy as np
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
 from fedtheory.parallel import require
+from fedtheory.simulation.metrics import METRIC_ATTRS
 from fedtheory.sweep.spec import KEYS, PATH_KEYS, Spec, Task, from_stored
 from fedtheory.sweep.task import TaskResult
 
@@ -108,8 +109,8 @@ class Variable(NamedTuple):
 
 #: The store's variables.
 VARIABLES = {
-    "error": Variable("round", np.float64, np.nan, "relative error", "1",
-                      "||x_r - x*|| / ||x*|| of the server model, x_0 = 0"),
+    "error": Variable("round", np.float64, np.nan, METRIC_ATTRS["error"]["long_name"],
+                      METRIC_ATTRS["error"]["units"], "the runner's error metric, x_0 = 0"),
     "x_final": Variable("component", np.float64, np.nan, "final server model", "1",
                         "the server model x_R after the last round"),
     "diverged": Variable(None, np.bool_, False, "seed diverged", "1",

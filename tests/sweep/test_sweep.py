@@ -260,7 +260,10 @@ def _fail_on_three(x):
     return x
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/environ")
+@pytest.mark.skipif(
+    sys.platform != "linux",
+    reason="reads a worker's start-up environment from /proc/self/environ, which only Linux has",
+)
 def test_workers_start_with_one_blas_thread(monkeypatch):
     names = ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"]
     for name in names:
@@ -272,7 +275,10 @@ def test_workers_start_with_one_blas_thread(monkeypatch):
     assert started_with == ["1", "1", "1"]
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/environ")
+@pytest.mark.skipif(
+    sys.platform != "linux",
+    reason="reads a worker's start-up environment from /proc/self/environ, which only Linux has",
+)
 def test_workers_keep_the_allocators_own_trim_threshold(monkeypatch):
     """Dask's default worker environment sets MALLOC_TRIM_THRESHOLD_=65536, with which a sweep
     task took 1.7x its CPU time in a plain process (every round's arrays went back to the OS and
