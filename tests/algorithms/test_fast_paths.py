@@ -182,16 +182,23 @@ def test_k_step_map_is_not_taken_where_steps_are_not_plain(quad, case):
 
 
 # --- participants only -----------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["uniform", "bernoulli", "weighted"])
-@pytest.mark.parametrize("extra", ["plain", "prox", "correction"])
-def test_participants_only_engine_equals_every_client_path(quad, kind, extra):
-    rng = np.random.default_rng(5)
-    X0, mask = _X0(rng), _masks(kind, rng)
-    kw = {"compute": mask}
+def _engine_call(kind: str, extra: str, rng) -> tuple[np.ndarray, dict]:
+    """Start models and the keywords of one local-steps call: a ``kind`` of mask, and a
+    proximal term, a correction, or per-step masks (AFGA's) as ``extra``."""
+    X0, kw = _X0(rng), {"compute": _masks(kind, rng)}
     if extra == "prox":
         kw.update(prox_mu=0.3, anchor=rng.standard_normal((S, D)))
     elif extra == "correction":
         kw["correction"] = rng.standard_normal((S, 1, D))
+    elif extra == "step_masks":
+        kw["compute"] = _masks("uniform", rng, (S, K, N))
+    return X0, kw
+
+
+@pytest.mark.parametrize("kind", ["uniform", "bernoulli", "weighted"])
+@pytest.mark.parametrize("extra", ["plain", "prox", "correction"])
+def test_participants_only_engine_equals_every_client_path(quad, kind, extra):
+    X0, kw = _engine_call(kind, extra, np.random.default_rng(5))
     ref = local_steps(EveryClient(quad), X0, K, 0.05, rng=SeedRng(range(S)), **kw)
     fast = local_steps(Stepwise(quad), X0, K, 0.05, **kw)
     assert_close(ref, fast)
@@ -371,15 +378,7 @@ class WithSubset(Stepwise):
 def test_every_strategy_computes_what_stepwise_computes(quad, kind, extra):
     """Each named strategy that applies to a call equals the plain ``stepwise`` to 1e-12, and a
     strategy that does not apply is refused naming those that do."""
-    rng = np.random.default_rng(11)
-    X0, mask = _X0(rng), _masks(kind, rng)
-    kw = {"compute": mask}
-    if extra == "prox":
-        kw.update(prox_mu=0.3, anchor=rng.standard_normal((S, D)))
-    elif extra == "correction":
-        kw["correction"] = rng.standard_normal((S, 1, D))
-    elif extra == "step_masks":
-        kw["compute"] = _masks("uniform", rng, (S, K, N))
+    X0, kw = _engine_call(kind, extra, np.random.default_rng(11))
     problem = WithSubset(quad)
     problem.local_steps_map = quad.local_steps_map  # offer every fast path
     ref = local_steps(problem, X0, K, 0.05, strategy="stepwise", **kw)
