@@ -152,6 +152,12 @@ class Algorithm:
         Per-round metrics that need this algorithm's own state, ``metric(state, problem) ->
         (S,)`` (e.g. ``consensus`` for algorithms with client models, FOCUS's ``tracking_residual``);
         the runner records them next to its own (:mod:`fedtheory.simulation.metrics`).
+    donates : bool
+        ``round`` takes the keyword ``donate``: with ``donate=True`` the caller gives the state
+        away and the round may write the new client arrays into the old ones (the participants'
+        rows only, instead of copying every client's row: a round's cost proportional to the
+        participants). The runner donates when it keeps no earlier state; ``round`` without it
+        stays pure.
     """
 
     name: str
@@ -161,6 +167,7 @@ class Algorithm:
     needs_step_masks: bool = False
     reference: str = ""
     metrics: Mapping[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
+    donates: bool = False
 
 
 class SeedRng:
@@ -276,6 +283,12 @@ class Participants(NamedTuple):
         ``by_seed[k, s]``: the slot of seed s's k-th participant (in client order); seeds with
         fewer than m participants (ragged counts, e.g. Bernoulli participation) point at slot
         ``n N``, one row past the layout, which a caller keeps at zero.
+    rows_by_seed : array of int, shape (m, S)
+        ``rows_by_seed[k, s]``: the row ``s N + i`` of seed s's k-th participant; the missing
+        ones of ragged rounds point at the seed's row ``s N`` and are flagged in ``valid``.
+    valid : array of bool, shape (m, S), or None
+        Which entries of ``by_seed`` and ``rows_by_seed`` are participants (None: all, the same
+        count in every seed).
     """
 
     n: int
@@ -285,6 +298,8 @@ class Participants(NamedTuple):
     rows: Array
     slots: Array
     by_seed: Array
+    rows_by_seed: Array
+    valid: Array | None = None
 
 
 def participants(mask: Array) -> Participants:
@@ -301,15 +316,21 @@ def participants(mask: Array) -> Participants:
     src = xp.arange(n * N) % N  # padding: client i's row of seed 0
     src[slots] = rows
     m = int(xp.bincount(s_idx, minlength=S).max()) if S else 0
+    valid = None
     if m * S == rows.shape[0]:  # the same count in every seed: no padding
         by_seed = slots.reshape(S, m).T
+        rows_by_seed = rows.reshape(S, m).T
     else:
         k = xp.cumsum(on, axis=1).reshape(-1)[rows] - 1
         by_seed = xp.full((m, S), n * N, dtype=rows.dtype)
         by_seed[k, s_idx] = slots
+        rows_by_seed = xp.repeat(xp.arange(S, dtype=rows.dtype)[None, :] * N, m, axis=0)
+        rows_by_seed[k, s_idx] = rows
+        valid = xp.zeros((m, S), dtype=bool)
+        valid[k, s_idx] = True
     return Participants(
         n=n, m=m, seed=(src // N).reshape(n, N), src=src.reshape(n, N), rows=rows, slots=slots,
-        by_seed=by_seed,
+        by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid,
     )  # fmt: skip
 
 
@@ -322,6 +343,44 @@ def seed_sums(values: Array, layout: Participants) -> Array:
     whatever the other seeds of the block do.
     """
     return values[layout.by_seed].sum(axis=0)
+
+
+def participant_sum(values: Array, weights: Array, layout: Participants, x: Array) -> Array:
+    """sum over each seed's participants of ``w_i (v_i - x)``: ``values (S, N, d)``, ``weights
+    (S, N)``, the server model ``x (S, d)`` -> ``(S, d)``.
+
+    Reads the participants' M rows of each seed only (``layout.rows_by_seed``), not all N:
+    the cost of a round's aggregation is proportional to the participants. The terms are added
+    in client order, one after the other, so a seed's sum depends on its own participants only.
+    """
+    xp = get_namespace(values)
+    S, N, d = values.shape
+    idx = layout.rows_by_seed
+    D = values.reshape(S * N, d)[idx]  # (m, S, d): a new array
+    D -= x
+    w = xp.asarray(weights, dtype=values.dtype).reshape(S * N)[idx]
+    if layout.valid is not None:  # ragged counts: the padding reads a real row; weigh it 0
+        D = xp.where(layout.valid[..., None], D, 0.0)
+        w = xp.where(layout.valid, w, 0.0)
+    D *= w[..., None]
+    return D.sum(axis=0)
+
+
+def aggregate_deltas(
+    X: Array, x: Array, weights: Array, mask: Array, layout: Participants | None = None
+) -> Array:
+    """Delta = sum_{i in S_r} w_i (x_i - x), the server's aggregate of the clients' updates:
+    ``X (S, N, d)``, ``x (S, d)``, ``weights (S, N)`` (zero off S_r), ``mask (S, N)`` -> ``(S, d)``.
+
+    Under partial participation only the participants' rows are read
+    (:func:`participant_sum`, with ``layout`` or the mask's); under full participation every
+    row (:func:`aggregate`). Every algorithm that aggregates model deltas over S_r calls this
+    one function, so two algorithms that coincide (AFGA with W = I and no re-sampling, and
+    FedAMSGrad) give the same bits.
+    """
+    if bool(mask.all()):
+        return aggregate(client_deltas(X, x), weights)
+    return participant_sum(X, weights, participants(mask) if layout is None else layout, x)
 
 
 def aggregate(values: Array, weights: Array) -> Array:
@@ -388,18 +447,20 @@ def client_deltas(X: Array, x: Array) -> Array:
     return xp.subtract(X, out, out=out)
 
 
-def pull(X: Array, x: Array, mask: Array) -> Array:
+def pull(X: Array, x: Array, mask: Array, *, donate: bool = False) -> Array:
     """Clients in S copy the server model (the model-assign matrix A_S, docs/algorithms.md sec. 3).
 
-    Returns a new ``(S, N, d)`` array: row i is ``x`` where ``mask[:, i]`` holds, else ``X``'s.
-    The participants' rows are written by index (a copy of ``X``, then M rows per seed), not
-    by a masked pass over every row.
+    Returns an ``(S, N, d)`` array: row i is ``x`` where ``mask[:, i]`` holds, else ``X``'s.
+    The participants' rows are written by index (M rows per seed), not by a masked pass over
+    every row: into a copy of ``X``, or into ``X`` itself when the caller gives it away
+    (``donate``, :attr:`Algorithm.donates`), which makes the cost proportional to the
+    participants.
     """
     xp = get_namespace(X)
     if bool(mask.all()):  # full participation: everyone starts from x
         return broadcast_clients(x, X.shape[1])
     S, N, d = X.shape
-    out = X.copy()
+    out = X if donate else X.copy()
     s_idx, i_idx = xp.nonzero(xp.asarray(mask))
     out.reshape(S * N, d)[s_idx * N + i_idx] = x[s_idx]
     return out

@@ -26,10 +26,10 @@ from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
     StateLayout,
-    aggregate,
+    aggregate_deltas,
     broadcast_clients,
-    client_deltas,
     client_metrics,
+    participants,
     pull,
     zeros_fill,
 )
@@ -72,13 +72,18 @@ def build_fedavg(
     def init(problem: Any, x0: Array) -> FedAvgState:
         return FedAvgState(x=x0, X=broadcast_clients(x0, problem.n_clients), opt=opt.init(x0))
 
-    def round_(state: FedAvgState, problem: Any, draw: Any, rng: Any = None) -> FedAvgState:
-        X0 = pull(state.X, state.x, draw.mask)
+    def round_(
+        state: FedAvgState, problem: Any, draw: Any, rng: Any = None, *, donate: bool = False
+    ) -> FedAvgState:
+        # Partial participation: only the participants' rows are pulled, stepped and
+        # aggregated (with ``donate``, in the given state's X: no copy of every client's row).
+        lay = None if bool(draw.mask.all()) else participants(draw.mask)
+        X0 = pull(state.X, state.x, draw.mask, donate=donate)
         XK = local_steps(
             problem, X0, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu, anchor=state.x,
-            overwrite=True,
+            overwrite=True, layout=lay,
         )  # fmt: skip
-        delta = aggregate(client_deltas(XK, state.x), draw.weights)
+        delta = aggregate_deltas(XK, state.x, draw.weights, draw.mask, lay)
         step, opt_state = opt.update(delta, state.opt)
         return FedAvgState(x=state.x + step, X=XK, opt=opt_state)
 
@@ -89,6 +94,7 @@ def build_fedavg(
         config=config,
         reference=REFERENCE,
         metrics=client_metrics(),
+        donates=True,
     )
 
 

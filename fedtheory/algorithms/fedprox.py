@@ -33,4 +33,5 @@ def build_fedprox(config: AlgorithmConfig) -> Algorithm:
         config=config,
         reference=REFERENCE,
         metrics=alg.metrics,
+        donates=alg.donates,
     )

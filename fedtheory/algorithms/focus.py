@@ -82,14 +82,16 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         X = broadcast_clients(x0, problem.n_clients)
         return FocusState(x=x0, y=xp.zeros_like(x0), g_prev=xp.zeros_like(X), X=X)
 
-    def round_(state: FocusState, problem: Any, draw: Any, rng: Any = None) -> FocusState:
+    def round_(
+        state: FocusState, problem: Any, draw: Any, rng: Any = None, *, donate: bool = False
+    ) -> FocusState:
         xp = get_namespace(state.x)
         if bool(draw.mask.all()):  # full participation: every client computes
             return _full_round(state, problem, rng if stochastic else None)
         if stochastic and getattr(problem, "stochastic", True):
             # Per-seed random draws need the seed axis first: the masked full path.
             return _masked_round(state, problem, draw.mask, rng)
-        return _participants_round(state, problem, participants(draw.mask), xp)
+        return _participants_round(state, problem, participants(draw.mask), xp, donate)
 
     def _local_pass(X: Array, g_old: Array, grads: Callable, y_loc: Array, keep: Any = None):
         """FOCUS's local steps (003 Algorithm 1, the loop over k), written once for every row
@@ -132,10 +134,11 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         return FocusState(x=state.x - eta * y, y=y, g_prev=g_prev, X=X)
 
     def _participants_round(
-        state: FocusState, problem: Any, lay: Participants, xp: Any
+        state: FocusState, problem: Any, lay: Participants, xp: Any, donate: bool
     ) -> FocusState:
         """Only S_r computes: its rows in the client-major slot layout (one GEMM per client
-        over the seeds in which it takes part), the others untouched."""
+        over the seeds in which it takes part), the others untouched (with ``donate``, written
+        into the given state's arrays: no copy of every client's row)."""
         S, N, d = state.X.shape
         Xs = state.x[lay.seed]  # (n, N, d): x_i <- x for i in S_r (and the padding slots)
         g_old = state.g_prev.reshape(S * N, d)[lay.src]
@@ -144,9 +147,10 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         y_loc = y_buf[:-1].reshape(Xs.shape)
         g = _local_pass(Xs, g_old, lambda Z: problem.grads(Z, None), y_loc)
         y = state.y + seed_sums(y_buf, lay)
-        g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
+        # g_prev_i <- g_{K-1} for i in S_r (the state's arrays kept unless donated)
+        g_prev = state.g_prev if donate else state.g_prev.copy()
         g_prev.reshape(S * N, d)[lay.rows] = g.reshape(-1, d)[lay.slots]
-        X = state.X.copy()
+        X = state.X if donate else state.X.copy()
         X.reshape(S * N, d)[lay.rows] = Xs.reshape(-1, d)[lay.slots]
         return FocusState(x=state.x - eta * y, y=y, g_prev=g_prev, X=X)
 
@@ -158,6 +162,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         config=config,
         reference=REFERENCE,
         metrics=client_metrics(tracking_residual=lambda state, problem: tracking_residual(state)),
+        donates=True,
     )
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
-    aggregate,
+    aggregate_deltas,
     broadcast_clients,
     client_metrics,
     pull,
@@ -380,7 +380,7 @@ def build_gossip_adaptive(
             who = draw.mask if compute == "round" else None
         XK = local_steps(problem, X0, K, lr, compute=who, rng=rng, mix=mix_for(N))
         w = draw.weights if weights is None else weights(draw, state.x)
-        delta = aggregate(XK - state.x[:, None, :], w)
+        delta = aggregate_deltas(XK, state.x, w, draw.mask)
         step, opt_state = opt.update(delta, state.opt)
         return GossipState(x=state.x + step, X=XK, opt=opt_state)
 
@@ -441,7 +441,7 @@ def build_adapted_gossip(
         W = xp.asarray(mixing(draw.mask, kind), dtype=state.x.dtype)  # (S, N, N)
         XK = local_steps(problem, X0, K, lr, compute=draw.mask, rng=rng, mix=gossip(W))
         w = draw.weights if weights is None else weights(draw, state.x)
-        delta = aggregate(XK - state.x[:, None, :], w)
+        delta = aggregate_deltas(XK, state.x, w, draw.mask)
         step, opt_state = opt.update(delta, state.opt)
         return GossipState(x=state.x + step, X=XK, opt=opt_state)
 

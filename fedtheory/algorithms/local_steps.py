@@ -144,6 +144,41 @@ def _slot_rows(A: Array, lay: Participants) -> Array:
     return A.reshape(S * N, d)[lay.src]
 
 
+def slot_steps(
+    problem: Any,
+    Xs: Array,
+    K: int,
+    lr: float,
+    *,
+    scale: Any = None,
+    kmap: tuple[Array, Array] | None = None,
+    prox_mu: float = 0.0,
+    anchor: Array | None = None,
+    correction: Array | None = None,
+) -> Array:
+    """K exact local steps of rows in the client-major slot layout of
+    :class:`~fedtheory.algorithms.base.Participants`, ``Xs (n, N, d)``, updated in place and
+    returned (or a new array: the K-step map ``kmap``, where the steps are plain).
+
+    ``scale`` (default ``lr``) multiplies each gradient (``lr * m`` spread to the slots for
+    per-client step weights); ``anchor`` and ``correction`` are in the slot layout too. Every
+    row's arithmetic is the every-client path's; only the number of rows differs.
+    """
+    if kmap is not None:
+        return _affine(Xs, *kmap)
+    xp = get_namespace(Xs)
+    scale = lr if scale is None else scale
+    step = xp.empty_like(Xs)
+    for _ in range(K):
+        G = problem.grads(Xs, None)
+        if prox_mu > 0:
+            G = G + prox_mu * (Xs - anchor)
+        if correction is not None:
+            G = G + correction
+        Xs -= xp.multiply(G, scale, out=step)
+    return Xs
+
+
 def _participants_steps(
     problem: Any,
     X: Array,
@@ -155,30 +190,21 @@ def _participants_steps(
     prox_mu: float,
     anchor: Array | None,
     correction: Array | None,
+    layout: Participants | None = None,
 ) -> None:
-    """K steps of the computing clients of mask ``m (S, N)`` only, in the slot layout; ``X``
-    is updated in place (its other rows are not touched)."""
-    xp = get_namespace(X)
+    """K steps of the computing clients of mask ``m (S, N)`` only, in the slot layout
+    (``layout``, or the mask's); ``X`` is updated in place (its other rows are not touched)."""
     S, N, d = X.shape
-    lay = participants(m)
+    lay = participants(m) if layout is None else layout
     Xs = X.reshape(S * N, d)[lay.src]
-    if kmap is not None:
-        Xs = _affine(Xs, *kmap)
-    else:
-        if m.dtype == bool:
-            scale = lr
-        else:  # per-client step weights lr * m[s, i], as the full path applies them
-            scale = spread(lr * m.astype(X.dtype).reshape(S * N)[lay.src], d)
-        a = _slot_rows(anchor, lay) if prox_mu > 0 else None
-        c = None if correction is None else _slot_rows(correction, lay)
-        step = xp.empty_like(Xs)
-        for _ in range(K):
-            G = problem.grads(Xs, None)
-            if prox_mu > 0:
-                G = G + prox_mu * (Xs - a)
-            if c is not None:
-                G = G + c
-            Xs -= xp.multiply(G, scale, out=step)
+    scale = None
+    if kmap is None and m.dtype != bool:  # per-client step weights lr * m[s, i]
+        scale = spread(lr * m.astype(X.dtype).reshape(S * N)[lay.src], d)
+    Xs = slot_steps(
+        problem, Xs, K, lr, scale=scale, kmap=kmap, prox_mu=prox_mu,
+        anchor=_slot_rows(anchor, lay) if prox_mu > 0 else None,
+        correction=None if correction is None else _slot_rows(correction, lay),
+    )  # fmt: skip
     X.reshape(S * N, d)[lay.rows] = Xs.reshape(-1, d)[lay.slots]
 
 
@@ -196,6 +222,7 @@ def local_steps(
     mix: Callable[[Array, int], Array] | None = None,
     overwrite: bool = False,
     strategy: str | None = None,
+    layout: Participants | None = None,
 ) -> Array:
     """Run K local gradient steps on the stacked client models ``X`` of shape ``(S, N, d)``.
 
@@ -228,6 +255,9 @@ def local_steps(
     strategy : {None, "affine-map", "participants", "subset", "stepwise"}
         How to compute (:data:`STRATEGIES`); None takes the fastest that applies
         (:func:`choose_strategy`). Naming one that does not apply to the call is an error.
+    layout : Participants, optional
+        The slot layout of ``compute`` when the caller has it already (``participants``
+        reuses it instead of building it again).
 
     Returns
     -------
@@ -258,7 +288,7 @@ def local_steps(
         problem, X, K, lr, compute, rng, prox_mu, anchor, correction, mix, overwrite, xp,
         fixed=fixed,
         mask=_mask_at(compute, 0, (X.shape[0], X.shape[1]), xp) if fixed else None,
-        exact=rng is None or not getattr(problem, "stochastic", True),
+        exact=rng is None or not getattr(problem, "stochastic", True), layout=layout,
     )  # fmt: skip
     name = choose_strategy(call) if strategy is None else _check_strategy(strategy, call)
     return STRATEGIES[name](call)
@@ -283,6 +313,7 @@ class LocalCall:
     fixed: bool  # one mask for every step
     mask: Array | None  # that mask (None: every client computes, or per-step masks)
     exact: bool  # the gradients ignore rng
+    layout: Participants | None = None  # the slot layout of ``mask``, when the caller has it
 
     @property
     def plain(self) -> bool:
@@ -316,7 +347,7 @@ def _participants_only(call: LocalCall) -> Array:
     X = call.owned()
     _participants_steps(
         call.problem, X, call.K, call.lr, call.mask, kmap=call.kmap, prox_mu=call.prox_mu,
-        anchor=call.anchor, correction=call.correction,
+        anchor=call.anchor, correction=call.correction, layout=call.layout,
     )  # fmt: skip
     return X
 

@@ -21,15 +21,18 @@ import numpy as np
 from fedtheory.algorithms.base import (
     Algorithm,
     AlgorithmConfig,
+    Participants,
     StateLayout,
     aggregate,
     broadcast_clients,
     client_deltas,
     client_metrics,
+    participants,
     pull,
+    seed_sums,
     zeros_fill,
 )
-from fedtheory.algorithms.local_steps import local_steps
+from fedtheory.algorithms.local_steps import local_steps, slot_steps
 from fedtheory.algorithms.registry import register
 from fedtheory.backend import get_namespace
 
@@ -76,7 +79,12 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         X = broadcast_clients(x0, problem.n_clients)
         return ScaffoldState(x=x0, X=X, c=xp.zeros_like(x0), c_i=xp.zeros_like(X))
 
-    def round_(state: ScaffoldState, problem: Any, draw: Any, rng: Any = None) -> ScaffoldState:
+    def round_(
+        state: ScaffoldState, problem: Any, draw: Any, rng: Any = None, *, donate: bool = False
+    ) -> ScaffoldState:
+        exact = rng is None or not getattr(problem, "stochastic", True)
+        if exact and not bool(draw.mask.all()):
+            return _participants_round(state, problem, participants(draw.mask), draw, donate)
         xp = get_namespace(state.x)
         N = state.X.shape[1]
         X0 = pull(state.X, state.x, draw.mask)
@@ -92,6 +100,37 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         c = state.c + delta_c.sum(axis=1) / N
         return ScaffoldState(x=x, X=XK, c=c, c_i=state.c_i + delta_c)
 
+    def _participants_round(
+        state: ScaffoldState, problem: Any, lay: Participants, draw: Any, donate: bool
+    ) -> ScaffoldState:
+        """Exact gradients under partial participation: the participants' rows only, in the
+        client-major slot layout (the every-client path's arithmetic per row); c_i and the
+        client models written back for i in S_r (into the given state's arrays when donated).
+        """
+        xp = get_namespace(state.x)
+        S, N, d = state.X.shape
+        x_s = state.x[lay.seed]  # (n, N, d): y_i <- x, per slot
+        c_s = state.c[lay.seed]
+        ci = state.c_i.reshape(S * N, d)[lay.src]
+        Y = slot_steps(problem, x_s.copy(), K, lr, correction=c_s - ci)
+        dy = Y - x_s  # y_i - x
+        delta_c = dy / (-(K * lr))
+        delta_c -= c_s  # c_i+ - c_i = -c + (x - y_i) / (K eta_l)
+        buf = xp.empty((lay.n * N + 1, d), dtype=dy.dtype)  # slots and the zero row
+        buf[-1] = 0
+        buf[:-1] = dy.reshape(-1, d)
+        w = xp.asarray(draw.weights, dtype=dy.dtype).reshape(S * N)[lay.rows_by_seed]
+        if lay.valid is not None:
+            w = xp.where(lay.valid, w, 0.0)
+        x = state.x + eta_g * (buf[lay.by_seed] * w[..., None]).sum(axis=0)
+        buf[:-1] = delta_c.reshape(-1, d)
+        c = state.c + seed_sums(buf, lay) / N
+        c_i = state.c_i if donate else state.c_i.copy()
+        c_i.reshape(S * N, d)[lay.rows] = (ci + delta_c).reshape(-1, d)[lay.slots]
+        X = state.X if donate else state.X.copy()
+        X.reshape(S * N, d)[lay.rows] = Y.reshape(-1, d)[lay.slots]
+        return ScaffoldState(x=x, X=X, c=c, c_i=c_i)
+
     return Algorithm(
         name="scaffold",
         init=init,
@@ -99,4 +138,5 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         config=config,
         reference=REFERENCE,
         metrics=client_metrics(),
+        donates=True,
     )

@@ -592,6 +592,9 @@ class _Recorder:
             if self._chunk > 1 and k != score and any(f is g for g in own)
         }
         self._now = {k: f for k, f in plan.recorded.items() if k not in self._later}
+        #: Whether states are kept across rounds (for the stacked metrics): then no round may
+        #: write into an earlier state's arrays.
+        self.keeps_states = bool(self._later)
         self._rounds: list[int] = []
         self._states: list = []
 
@@ -723,9 +726,17 @@ def _run_rounds(plan: RunPlan, progress: bool) -> tuple[Any, _Recorder, Any, flo
     x_sum = xp.zeros_like(plan.x0) if plan.average_from is not None else None
     t0 = time.perf_counter()
     draws = _round_draws(plan)
+    # The state is given away to a round that can reuse it (Algorithm.donates) unless the
+    # recorder keeps earlier states for its stacked metrics; a diverged seed's freeze needs
+    # the previous state, so those rounds do not donate.
+    donate = algorithm.donates and not record.keeps_states
     with np.errstate(all="ignore"):  # a diverging seed overflows; it is flagged, not raised
         for r in progress_bar(range(R), desc=algorithm.name, unit="round", disable=not progress):
-            new_state = algorithm.round(state, problem, draws[r], plan.rng)
+            if donate and not record.diverged.any():
+                # nothing keeps this state: the round may write into its client arrays
+                new_state = algorithm.round(state, problem, draws[r], plan.rng, donate=True)
+            else:
+                new_state = algorithm.round(state, problem, draws[r], plan.rng)
             if record.diverged.any():  # freeze diverged seeds at their last finite state
                 keep = xp.asarray(record.diverged)
                 new_state = type(new_state)(
