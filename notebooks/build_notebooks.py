@@ -192,7 +192,7 @@ from fedtheory.simulation import simulate
 problem = figure4_problem()
 model = make_participation("weighted", 16, 4, p=problem.participation_p)
 runs = {alg: simulate(problem, alg, model, rounds=500, seeds=5, lr=1e-4, local_steps=3,
-                      average_from=200 if alg == "fedavg" else None)
+                      average_from=200 if alg == "fedavg" else None, metrics="all")
         for alg in ("focus", "fedavg")}
 for alg, run in runs.items():
     plt.semilogy(np.median(run.error, axis=0), label=alg)

@@ -373,14 +373,17 @@ def aggregate_deltas(
     ``X (S, N, d)``, ``x (S, d)``, ``weights (S, N)`` (zero off S_r), ``mask (S, N)`` -> ``(S, d)``.
 
     Under partial participation only the participants' rows are read
-    (:func:`participant_sum`, with ``layout`` or the mask's); under full participation every
-    row (:func:`aggregate`). Every algorithm that aggregates model deltas over S_r calls this
-    one function, so two algorithms that coincide (AFGA with W = I and no re-sampling, and
+    (:func:`participant_sum`, with ``layout``, the mask's layout where the caller has it: a
+    layout says the participation is partial); under full participation every row
+    (:func:`aggregate`). Every algorithm that aggregates model deltas over S_r calls this one
+    function, so two algorithms that coincide (AFGA with W = I and no re-sampling, and
     FedAMSGrad) give the same bits.
     """
-    if bool(mask.all()):
-        return aggregate(client_deltas(X, x), weights)
-    return participant_sum(X, weights, participants(mask) if layout is None else layout, x)
+    if layout is None:
+        if bool(mask.all()):
+            return aggregate(client_deltas(X, x), weights)
+        layout = participants(mask)
+    return participant_sum(X, weights, layout, x)
 
 
 def aggregate(values: Array, weights: Array) -> Array:
@@ -447,22 +450,30 @@ def client_deltas(X: Array, x: Array) -> Array:
     return xp.subtract(X, out, out=out)
 
 
-def pull(X: Array, x: Array, mask: Array, *, donate: bool = False) -> Array:
+def pull(
+    X: Array, x: Array, mask: Array, *, donate: bool = False, layout: Participants | None = None
+) -> Array:
     """Clients in S copy the server model (the model-assign matrix A_S, docs/algorithms.md sec. 3).
 
     Returns an ``(S, N, d)`` array: row i is ``x`` where ``mask[:, i]`` holds, else ``X``'s.
     The participants' rows are written by index (M rows per seed), not by a masked pass over
     every row: into a copy of ``X``, or into ``X`` itself when the caller gives it away
     (``donate``, :attr:`Algorithm.donates`), which makes the cost proportional to the
-    participants.
+    participants. ``layout``, the mask's :class:`Participants` (partial participation) where the
+    caller has it, names the rows without asking the device again.
     """
     xp = get_namespace(X)
-    if bool(mask.all()):  # full participation: everyone starts from x
+    if layout is None and bool(mask.all()):  # full participation: everyone starts from x
         return broadcast_clients(x, X.shape[1])
     S, N, d = X.shape
     out = X if donate else X.copy()
-    s_idx, i_idx = xp.nonzero(xp.asarray(mask))
-    out.reshape(S * N, d)[s_idx * N + i_idx] = x[s_idx]
+    if layout is None:
+        s_idx, i_idx = xp.nonzero(xp.asarray(mask))
+        rows = s_idx * N + i_idx
+    else:
+        rows = layout.rows
+        s_idx = rows // N
+    out.reshape(S * N, d)[rows] = x[s_idx]
     return out
 
 

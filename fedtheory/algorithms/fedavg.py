@@ -78,7 +78,7 @@ def build_fedavg(
         # Partial participation: only the participants' rows are pulled, stepped and
         # aggregated (with ``donate``, in the given state's X: no copy of every client's row).
         lay = None if bool(draw.mask.all()) else participants(draw.mask)
-        X0 = pull(state.X, state.x, draw.mask, donate=donate)
+        X0 = pull(state.X, state.x, draw.mask, donate=donate, layout=lay)
         XK = local_steps(
             problem, X0, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu, anchor=state.x,
             overwrite=True, layout=lay,

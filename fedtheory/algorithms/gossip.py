@@ -33,6 +33,7 @@ from fedtheory.algorithms.base import (
     aggregate_deltas,
     broadcast_clients,
     client_metrics,
+    participants,
     pull,
 )
 from fedtheory.algorithms.local_steps import local_steps
@@ -437,11 +438,12 @@ def build_adapted_gossip(
 
     def round_(state: GossipState, problem: Any, draw: Any, rng: Any = None) -> GossipState:
         xp = get_namespace(state.x)
-        X0 = pull(state.X, state.x, draw.mask)
+        lay = None if bool(draw.mask.all()) else participants(draw.mask)
+        X0 = pull(state.X, state.x, draw.mask, layout=lay)
         W = xp.asarray(mixing(draw.mask, kind), dtype=state.x.dtype)  # (S, N, N)
         XK = local_steps(problem, X0, K, lr, compute=draw.mask, rng=rng, mix=gossip(W))
         w = draw.weights if weights is None else weights(draw, state.x)
-        delta = aggregate_deltas(XK, state.x, w, draw.mask)
+        delta = aggregate_deltas(XK, state.x, w, draw.mask, lay)
         step, opt_state = opt.update(delta, state.opt)
         return GossipState(x=state.x + step, X=XK, opt=opt_state)
 

@@ -182,6 +182,7 @@ def run_figure4(
                 local_steps=local_steps,
                 backend=backend,
                 average_from=average_from if alg == "fedavg" else None,
+                metrics="all",  # the sidecar's checks read FOCUS's tracking residual
                 **opts,
             )
             err = res.error

@@ -6,7 +6,10 @@ A metric takes an algorithm's state (a NamedTuple whose field ``x`` is the serve
 the three of :data:`RUNNER_METRICS`, which need only ``x`` and the problem; an algorithm
 contributes the ones that need its own state (``Algorithm.metrics``: the clients' consensus
 error for algorithms with client models, FOCUS's tracking residual), and a caller may pass its
-own (the MLP's test accuracy). The runner never reads an algorithm's field names.
+own (the MLP's test accuracy). The runner never reads an algorithm's field names. By default a
+run records the runner's three (they read the server model only, a few operations on (S, d)
+arrays); the algorithm's own, which read every client's row, are recorded on request (by name,
+or ``metrics="all"``), so a default round costs what its participants cost.
 
 One vocabulary: a metric has the same name in Python (``result.error``,
 ``simulate(metrics=["error"])``), in the JSON of ``fedtheory simulate``, in a sweep's Zarr store
@@ -78,6 +81,9 @@ def metric_attrs(name: str) -> dict[str, str]:
     return dict(METRIC_ATTRS.get(name, {"long_name": name}))
 
 
+#: ``metrics="all"``: every metric the run can record (the runner's and the algorithm's own).
+ALL = "all"
+
 #: Earlier names of metrics -> their names now (accepted with a DeprecationWarning).
 RENAMED = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
 
@@ -99,9 +105,12 @@ def select_metrics(
     """``(available, recorded)``: every metric a run of ``algorithm`` can record, and those asked
     for.
 
-    ``requested`` is None (all of them), a sequence of names among the available ones, or a
-    mapping ``name -> metric`` (exactly those, e.g. ``{"accuracy": ...}``; a name may also map
-    to None to pick the available metric of that name).
+    ``requested`` is None (the default: the runner's own, :data:`RUNNER_METRICS`, which read
+    the server model only), ``"all"`` (the runner's and the algorithm's: the clients'
+    ``consensus``, FOCUS's ``tracking_residual``, which read every client's row and cost a pass
+    over the client state each recorded round), a sequence of names among the available ones,
+    or a mapping ``name -> metric`` (exactly those, e.g. ``{"accuracy": ...}``; a name may also
+    map to None to pick the available metric of that name).
 
     Raises
     ------
@@ -110,9 +119,11 @@ def select_metrics(
     """
     available = {**RUNNER_METRICS, **dict(getattr(algorithm, "metrics", {}) or {})}
     if requested is None:
-        return available, dict(available)
+        return available, dict(RUNNER_METRICS)
     if isinstance(requested, str):
         requested = [requested]
+    if not isinstance(requested, Mapping) and list(requested) == [ALL]:
+        requested = list(available)
     if isinstance(requested, Mapping):
         recorded = {}
         for name, fn in requested.items():

@@ -36,7 +36,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -592,9 +592,11 @@ class _Recorder:
             if self._chunk > 1 and k != score and any(f is g for g in own)
         }
         self._now = {k: f for k, f in plan.recorded.items() if k not in self._later}
-        #: Whether states are kept across rounds (for the stacked metrics): then no round may
-        #: write into an earlier state's arrays.
-        self.keeps_states = bool(self._later)
+        #: Whether whole states are kept across rounds (for the stacked metrics of an
+        #: algorithm): then no round may write into an earlier state's arrays. The runner's
+        #: metrics read the server model alone, which is all that is kept for them.
+        runner = list(RUNNER_METRICS.values())
+        self.keeps_states = any(all(f is not g for g in runner) for f in self._later.values())
         self._rounds: list[int] = []
         self._states: list = []
 
@@ -627,7 +629,7 @@ class _Recorder:
                 self.values["error"][self.diverged, r] = np.nan
         if self._later:
             self._rounds.append(r)
-            self._states.append(state)
+            self._states.append(state if self.keeps_states else ServerModel(state.x))
             if len(self._rounds) == self._chunk:
                 self.flush()
 
@@ -667,6 +669,13 @@ class _Recorder:
             v = to_numpy(metric(stacked, self.plan.problem)).reshape(k, S).T
             self.values[name][:, rounds] = np.where(gone, np.nan, v)
         self._rounds, self._states = [], []
+
+
+class ServerModel(NamedTuple):
+    """The part of a state the runner's metrics read (:data:`RUNNER_METRICS`): the server
+    model ``x (S, d)``, kept for the stacked metrics instead of the whole state."""
+
+    x: Any
 
 
 def _stack_seeds(states: list, S: int) -> Any:
@@ -829,12 +838,14 @@ def simulate(
     record_every : int
         Record the metrics every this many rounds (and at the last round); skipped rounds
         hold NaN.
-    metrics : sequence of str, mapping of str to callable, or None
-        Which metrics to record: None (the runner's and the algorithm's, see
+    metrics : sequence of str, mapping of str to callable, "all", or None
+        Which metrics to record: None (the runner's ``error``, ``f_minus_f_star`` and
+        ``grad_norm2``, which read the server model only), ``"all"`` (also the algorithm's own,
+        ``consensus`` and FOCUS's ``tracking_residual``, which read every client's row; see
         :mod:`fedtheory.simulation.metrics`), names among those, or a mapping ``name ->
         metric(state, problem)`` of exactly the metrics wanted (a caller's own, e.g. test
-        accuracy). The divergence check always runs (on ``error``, or ``grad_norm2``
-        when x* is unknown and it is recorded).
+        accuracy). A metric not recorded is NaN. The divergence check always runs (on
+        ``error``, or ``grad_norm2`` when x* is unknown and it is recorded).
     seed_block : int, optional
         Run the seeds in blocks of at most this many, one block after the other (cache
         blocking; each block is still one batched computation). Default: all seeds at once on

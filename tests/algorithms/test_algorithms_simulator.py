@@ -177,7 +177,9 @@ def test_fedau_weights_follow_wang_ji_intervals(prob):
 def test_focus_tracking_invariant_every_round_bernoulli(prob):
     """C3: y == sum_i g_prev_i after every round, also against the per-client reference."""
     model = make_participation("bernoulli", N, p=np.array([0.9, 0.5, 0.3, 0.2, 0.1]))
-    res = simulate(prob, "focus", model, rounds=40, seeds=3, seed=7, lr=LR, local_steps=K)
+    res = simulate(
+        prob, "focus", model, rounds=40, seeds=3, seed=7, lr=LR, local_steps=K, metrics="all"
+    )
     gscale = np.linalg.norm(prob.h, axis=1).sum()
     assert np.nanmax(res.tracking_residual) <= 1e-12 * gscale
     masks = model.sample(40, 1, seed=11)[0]

@@ -226,7 +226,10 @@ def test_participants_layout(kind):
 
 def _run(problem, alg, part, **kw):
     model = None if part == "full" else part
-    return simulate(problem, alg, model, rounds=25, seeds=4, seed=2, lr=0.05, local_steps=K, **kw)
+    return simulate(
+        problem, alg, model, rounds=25, seeds=4, seed=2, lr=0.05, local_steps=K, metrics="all",
+        **kw,
+    )  # fmt: skip
 
 
 def _models(problem):
@@ -308,7 +311,7 @@ def test_small_blocks_stack_their_metrics(quad):
     model = make_participation("uniform", N, 3)
     for lr in (0.05, 9.0):  # converging, then diverging
         kw = dict(rounds=150, seeds=1, seed=1, lr=lr, local_steps=K)
-        res = simulate(quad, "focus", model, **kw)
+        res = simulate(quad, "focus", model, metrics="all", **kw)
         per_round = simulate(quad, "focus", model, metrics=own, **kw)
         for name in own:
             assert_close(per_round.metrics[name], res.metrics[name])
@@ -341,7 +344,7 @@ def problem_file(tmp_path):
 def test_cli_out_npz_and_summary(problem_file, tmp_path, capsys):
     args = ["simulate", "--problem-file", str(problem_file), "--algorithm", "focus"]
     args += ["--participation", "uniform", "-M", "2", "--rounds", "30", "-K", "2", "--lr", "0.01"]
-    args += ["--seeds", "3"]
+    args += ["--seeds", "3", "--metrics", "all"]
     js, npz = tmp_path / "o.json", tmp_path / "o.npz"
     assert main([*args, "--json", str(js), "--out", str(npz)]) == 0
     out = capsys.readouterr().out

@@ -87,8 +87,9 @@ def _focus_run(regime: str, rounds: int, seeds: int, seed: int):
     model = _model(regime, prob.n_clients, prob.participation_p)
     n_seeds = 1 if regime == "full" else seeds
     res = simulate(
-        prob, "focus", model, rounds=rounds, seeds=n_seeds, seed=seed, lr=LR, local_steps=K
-    )
+        prob, "focus", model, rounds=rounds, seeds=n_seeds, seed=seed, lr=LR, local_steps=K,
+        metrics=["error", "grad_norm2", "tracking_residual"],  # C3 reads the tracking residual
+    )  # fmt: skip
     return prob, res
 
 
