@@ -53,6 +53,7 @@ from fedtheory.algorithms.base import (
 )
 from fedtheory.algorithms.registry import register
 from fedtheory.backend import get_namespace
+from fedtheory.problems.base import client_matmul
 
 Array = Any
 
@@ -93,13 +94,31 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
             return _masked_round(state, problem, draw.mask, rng)
         return _participants_round(state, problem, participants(draw.mask), xp, donate)
 
-    def _local_pass(X: Array, g_old: Array, grads: Callable, y_loc: Array, keep: Any = None):
+    def _local_pass(
+        X: Array, g_old: Array, grads: Callable, y_loc: Array, keep: Any = None, tilt: Any = None
+    ) -> tuple[Array, Array]:
         """FOCUS's local steps (003 Algorithm 1, the loop over k), written once for every row
-        layout: ``X`` (updated in place) starts at x, ``g_old`` holds g_prev_i; after step k,
-        ``y_loc`` = g_k - g_prev_i (the telescoped tracker: one subtraction, not 2k + 1
-        roundings); ``keep`` zeroes the rows of clients outside S_r. Returns the last gradients.
+        layout: ``X`` starts at x, ``g_old`` holds g_prev_i; after step k, ``y_loc`` = g_k -
+        g_prev_i (the telescoped tracker: one subtraction, not 2k + 1 roundings); ``keep``
+        zeroes the rows of clients outside S_r. Returns ``(X, g)``: the clients' last local
+        models and last gradients.
+
+        Strategy ``stepwise`` (``tilt`` None): K gradient evaluations, ``X`` updated in place.
+        Strategy ``affine-map`` (``tilt = (T, c, B)`` of the problem's K - 1 step maps, exact
+        gradients of a quadratic): steps 1..K-1 are x_k = x_{k-1} - eta (grad f_i(x_{k-1}) -
+        g_prev_i), plain steps on f_i tilted by g_prev_i, so x_{K-1} = x T_i + c_i + g_prev_i B_i
+        (:meth:`~fedtheory.problems.QuadraticProblem.tilt_map`): two products per client for the
+        K - 1 steps, then the last gradient; the same iterates to rounding (a test).
         """
         xp = get_namespace(X)
+        if tilt is not None:
+            T, c, B = tilt
+            X = client_matmul(X, T)
+            X += c
+            X += client_matmul(g_old, B)
+            g = grads(X)
+            xp.subtract(g, g_old, out=y_loc)
+            return X, g
         tmp = xp.empty_like(X)
         for k in range(K):
             if k > 0:
@@ -108,14 +127,23 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
             xp.subtract(g, g_old, out=y_loc)
             if keep is not None:
                 y_loc *= keep
-        return g
+        return X, g
+
+    def _tilt(problem: Any, xp: Any, dtype: Any) -> Any:
+        """The K - 1 step maps ``(T, c, B)`` of the ``affine-map`` local pass, where it
+        applies (K > 1, exact gradients, a problem with ``tilt_map``); else None."""
+        if K == 1 or not hasattr(problem, "tilt_map"):
+            return None
+        T, c = problem.local_steps_map(eta, K - 1, xp, dtype)
+        return T, c, problem.tilt_map(eta, K - 1, xp, dtype)
 
     def _full_round(state: FocusState, problem: Any, rng: Any) -> FocusState:
         """Every client computes (full participation)."""
         xp = get_namespace(state.x)
         X = broadcast_clients(state.x, state.X.shape[1])  # every client pulls x
         y_loc = xp.empty_like(X)
-        g = _local_pass(X, state.g_prev, lambda Z: problem.grads(Z, rng), y_loc)
+        tilt = _tilt(problem, xp, X.dtype) if rng is None else None
+        X, g = _local_pass(X, state.g_prev, lambda Z: problem.grads(Z, rng), y_loc, tilt=tilt)
         y = state.y + client_sum(y_loc)
         return FocusState(x=state.x - eta * y, y=y, g_prev=g, X=X)
 
@@ -127,7 +155,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         X = pull(state.X, state.x, mask)  # a new array, updated in place below
         m = spread(xp.asarray(mask, dtype=X.dtype), X.shape[2])
         y_loc = xp.empty_like(X)
-        g = _local_pass(X, state.g_prev, lambda Z: problem.grads(Z, rng), y_loc, keep=m)
+        X, g = _local_pass(X, state.g_prev, lambda Z: problem.grads(Z, rng), y_loc, keep=m)
         g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
         xp.copyto(g_prev, g, where=spread(xp.asarray(mask, dtype=bool), X.shape[2]))
         y = state.y + client_sum(y_loc)
@@ -145,7 +173,8 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         y_buf = xp.empty((lay.n * N + 1, d), dtype=Xs.dtype)
         y_buf[-1] = 0  # the row that missing participants of ragged rounds read
         y_loc = y_buf[:-1].reshape(Xs.shape)
-        g = _local_pass(Xs, g_old, lambda Z: problem.grads(Z, None), y_loc)
+        tilt = _tilt(problem, xp, Xs.dtype)
+        Xs, g = _local_pass(Xs, g_old, lambda Z: problem.grads(Z, None), y_loc, tilt=tilt)
         y = state.y + seed_sums(y_buf, lay)
         # g_prev_i <- g_{K-1} for i in S_r (the state's arrays kept unless donated)
         g_prev = state.g_prev if donate else state.g_prev.copy()

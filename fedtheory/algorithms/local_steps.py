@@ -65,6 +65,7 @@ import numpy as np
 from fedtheory.algorithms.base import Participants, broadcast_clients, participants, spread
 from fedtheory.backend import get_namespace, to_numpy
 from fedtheory.errors import AssumptionError
+from fedtheory.problems.base import client_matmul
 from fedtheory.validation import check_int, check_positive
 
 Array = Any
@@ -128,9 +129,7 @@ def _scaled_mask(m: Array | None, lr: float, d: int, dtype: Any) -> Array | None
 def _affine(X: Array, T: Array, c: Array) -> Array:
     """``X[..., i, :] @ T[i] + c[i]`` for every client row: ``(B, N, d) -> (B, N, d)`` (a new
     array; one GEMM per client over the B rows, read and written in place by strides)."""
-    xp = get_namespace(X)
-    out = xp.empty(X.shape, dtype=X.dtype)
-    xp.matmul(X.transpose(1, 0, 2), T, out=out.transpose(1, 0, 2))
+    out = client_matmul(X, T)
     out += c
     return out
 

@@ -35,6 +35,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from fedtheory.backend import get_namespace
+
 
 @runtime_checkable
 class Problem(Protocol):
@@ -91,3 +93,17 @@ class DeviceCache:
         if out is None:
             out = self._cache[key] = xp.asarray(arr, dtype=dtype)
         return out
+
+
+def client_matmul(X: Any, M: Any) -> Any:
+    """``X[..., i, :] @ M[i]`` for every client row: ``(B, N, d), (N, d, e) -> (B, N, e)``, a
+    new array.
+
+    One GEMM per client over the B rows (NumPy and CuPy batch over the client axis). Both
+    operands are strided views (client i's rows are ``d N`` apart), which BLAS reads and writes
+    in place: no transposed copy on the way in or out, and the result stays client-minor.
+    """
+    xp = get_namespace(X)
+    out = xp.empty(X.shape[:-1] + (M.shape[-1],), dtype=X.dtype)
+    xp.matmul(X.transpose(1, 0, 2), M, out=out.transpose(1, 0, 2))
+    return out

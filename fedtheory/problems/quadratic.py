@@ -18,7 +18,7 @@ import numpy as np
 from fedtheory.backend import get_namespace, resolve_dtype
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.io import read_npz
-from fedtheory.problems.base import DeviceCache
+from fedtheory.problems.base import DeviceCache, client_matmul
 from fedtheory.problems.registry import register_problem
 from fedtheory.validation import (
     PROBLEM_BYTES,
@@ -106,10 +106,7 @@ class QuadraticProblem:
         lead = X.shape[:-2]
         X3 = X if X.ndim == 3 else X.reshape((-1, N, d))
         # One GEMM per client, (B, d) @ (d, d): rows x_i^T H_i = (H_i x_i)^T (H symmetric).
-        # Both operands are strided views (client i's rows are d * N apart), which BLAS reads
-        # and writes in place: no transposed copy on the way in or out, and G stays (B, N, d).
-        G = xp.empty(X3.shape, dtype=X.dtype)
-        xp.matmul(X3.transpose(1, 0, 2), H, out=G.transpose(1, 0, 2))
+        G = client_matmul(X3, H)
         G -= h
         return self._add_noise(G if X.ndim == 3 else G.reshape(lead + (N, d)), rng)
 
@@ -128,20 +125,40 @@ class QuadraticProblem:
         float64 by applying the K steps to the identity and to zero, once per
         ``(lr, K, namespace, dtype)`` and cached; then cast to ``dtype``.
         """
+        return self._maps(lr, K, xp, dtype)[:2]
+
+    def tilt_map(self, lr: float, K: int, xp: Any = np, dtype: Any = None) -> Array:
+        """The input map of K exact steps on a tilted client objective, ``B (N, d, d)``.
+
+        K steps x <- x - lr (grad f_i(x) - v) on f_i(x) - v^T x (a linear tilt v, constant over
+        the steps) from x equal ``x @ T[i] + c[i] + v @ B[i]``, with (T, c) of
+        :meth:`local_steps_map` and B_i = sum_{j<K} (I - lr H_i)^j lr (symmetric). FOCUS's local
+        pass is such a tilt (003 Algorithm 1: x_k = x_{k-1} - eta (g_{k-1} - g_prev_i), so v =
+        g_prev_i); built with the same loop as :meth:`local_steps_map` and cached with it.
+        """
+        return self._maps(lr, K, xp, dtype)[2]
+
+    def _maps(self, lr: float, K: int, xp: Any, dtype: Any) -> tuple:
+        """``(T, c, B)`` of K steps (see :meth:`local_steps_map`, :meth:`tilt_map`), built in
+        float64 by applying the steps to the identity and to zero, once per ``(lr, K,
+        namespace, dtype)``; then cast to ``dtype``."""
         dt = np.dtype(self.dtype if dtype is None else dtype)
         key = ("kmap", float(lr), int(K), xp, dt)
         cached = self._dev._cache.get(key)
         if cached is None:
             H = self.H.astype(np.float64)
             d = self.dim
-            P = np.eye(d) - lr * H  # (N, d, d), symmetric
-            T = np.broadcast_to(np.eye(d), H.shape).copy()
+            eye = np.eye(d)
+            P = eye - lr * H  # (N, d, d), symmetric
+            T = np.broadcast_to(eye, H.shape).copy()
+            B = np.zeros(H.shape)
             c = np.zeros(self.h.shape)
             lh = lr * self.h.astype(np.float64)
             for _ in range(int(K)):
                 T = T @ P
+                B = B @ P + lr * eye
                 c = (c[:, None, :] @ P)[:, 0, :] + lh
-            cached = (xp.asarray(T, dtype=dt), xp.asarray(c, dtype=dt))
+            cached = tuple(xp.asarray(a, dtype=dt) for a in (T, c, B))
             self._dev._cache[key] = cached
         return cached
 
