@@ -265,6 +265,12 @@ class Participants(NamedTuple):
     participation). Padding slots copy seed 0's row of their client: they compute something
     finite and are never read back.
 
+    Compressed columns (``participants(mask, compress=True)``): where some clients take part in
+    no seed of the round (many clients, few per round: N = 10,000, M = 100), the columns are
+    the ``u`` clients that do (``clients``), and an ``(n, u, d)`` slot array holds their rows
+    only; a problem evaluates it through ``grads_of(X, clients)`` (:func:`slot_grads`). The
+    round's work is then proportional to its participants, not to N. Below, N reads u there.
+
     Attributes
     ----------
     n : int
@@ -283,6 +289,10 @@ class Participants(NamedTuple):
         ``by_seed[k, s]``: the slot of seed s's k-th participant (in client order); seeds with
         fewer than m participants (ragged counts, e.g. Bernoulli participation) point at slot
         ``n N``, one row past the layout, which a caller keeps at zero.
+    clients : array of int, shape (u,), or None
+        The clients of the compressed columns (None: every client, u = N).
+    width : int
+        The number of columns u (N when not compressed).
     rows_by_seed : array of int, shape (m, S)
         ``rows_by_seed[k, s]``: the row ``s N + i`` of seed s's k-th participant; the missing
         ones of ragged rounds point at the seed's row ``s N`` and are flagged in ``valid``.
@@ -300,20 +310,43 @@ class Participants(NamedTuple):
     by_seed: Array
     rows_by_seed: Array
     valid: Array | None = None
+    clients: Array | None = None
+    width: int = 0
+
+    def take(self, A: Array) -> Array:
+        """Per-client data ``A (N, ...)`` for the layout's columns: ``A[clients]`` where the
+        columns are compressed, else ``A`` itself."""
+        return A if self.clients is None else A[self.clients]
 
 
-def participants(mask: Array) -> Participants:
+def participants(mask: Array, *, compress: bool = False) -> Participants:
     """The :class:`Participants` layout of a round mask ``(S, N)`` (bool, or nonzero = taking
-    part). Every array is in the mask's namespace; a few small integer operations, no loop."""
+    part). Every array is in the mask's namespace; a few small integer operations, no loop.
+
+    ``compress``: the columns are the clients that take part in some seed, where they are at
+    most half of the N (fewer columns, each client's per-client data gathered; the caller's
+    problem then needs ``grads_of``, :func:`slot_grads`)."""
     xp = get_namespace(mask)
     on = mask if mask.dtype == bool else xp.asarray(mask) != 0
     S, N = on.shape
-    rank = xp.cumsum(on, axis=0)  # rank[s, i]: seeds up to s in which client i takes part
+    clients = None
+    if compress:
+        clients = xp.nonzero(on.any(axis=0))[0]
+        if 2 * clients.shape[0] > N:  # gathering most clients' data costs more than it saves
+            clients = None
+        else:
+            on = on[:, clients]
+    u = on.shape[1]
+    rank = xp.cumsum(on, axis=0)  # rank[s, j]: seeds up to s in which column j takes part
     n = int(rank[-1].max())
-    s_idx, i_idx = xp.nonzero(on)  # seed-major: (s, i) sorted by s, then i
+    s_idx, j_idx = xp.nonzero(on)  # seed-major: (s, j) sorted by s, then j
+    cell = s_idx * u + j_idx
+    i_idx = j_idx if clients is None else clients[j_idx]
     rows = s_idx * N + i_idx
-    slots = (rank.reshape(-1)[rows] - 1) * N + i_idx
-    src = xp.arange(n * N) % N  # padding: client i's row of seed 0
+    slots = (rank.reshape(-1)[cell] - 1) * u + j_idx
+    src = xp.arange(n * u) % u  # padding: the column's client's row of seed 0
+    if clients is not None:
+        src = clients[src]
     src[slots] = rows
     m = int(xp.bincount(s_idx, minlength=S).max()) if S else 0
     valid = None
@@ -321,17 +354,50 @@ def participants(mask: Array) -> Participants:
         by_seed = slots.reshape(S, m).T
         rows_by_seed = rows.reshape(S, m).T
     else:
-        k = xp.cumsum(on, axis=1).reshape(-1)[rows] - 1
-        by_seed = xp.full((m, S), n * N, dtype=rows.dtype)
+        k = xp.cumsum(on, axis=1).reshape(-1)[cell] - 1
+        by_seed = xp.full((m, S), n * u, dtype=rows.dtype)
         by_seed[k, s_idx] = slots
         rows_by_seed = xp.repeat(xp.arange(S, dtype=rows.dtype)[None, :] * N, m, axis=0)
         rows_by_seed[k, s_idx] = rows
         valid = xp.zeros((m, S), dtype=bool)
         valid[k, s_idx] = True
     return Participants(
-        n=n, m=m, seed=(src // N).reshape(n, N), src=src.reshape(n, N), rows=rows, slots=slots,
-        by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid,
+        n=n, m=m, seed=(src // N).reshape(n, u), src=src.reshape(n, u), rows=rows, slots=slots,
+        by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid, clients=clients, width=u,
     )  # fmt: skip
+
+
+def slot_grads(problem: Any, Xs: Array, layout: Participants) -> Array:
+    """Exact gradients of the rows of a slot array ``Xs (n, u, d)``: ``problem.grads`` where
+    the columns are every client, ``problem.grads_of(Xs, clients)`` where they are compressed
+    (:func:`participants` with ``compress``).
+
+    Raises
+    ------
+    AssumptionError
+        A compressed layout for a problem without ``grads_of``.
+    """
+    if layout.clients is None:
+        return problem.grads(Xs, None)
+    if not hasattr(problem, "grads_of"):
+        raise AssumptionError(
+            f"{type(problem).__name__} has no grads_of(X, clients): build its participants "
+            "layout without compress"
+        )
+    return problem.grads_of(Xs, layout.clients)
+
+
+#: Participant layouts compress their columns (:func:`participants`) for problems of at least
+#: this many clients: below it every client takes part in some seed of a block anyway, and
+#: finding the clients that do costs one more read of the device per round.
+COMPRESS_CLIENTS = 256
+
+
+def compressible(problem: Any) -> bool:
+    """Whether a problem's participant layouts compress their columns (:func:`participants`):
+    it evaluates a subset of its clients (``grads_of``) and has at least
+    :data:`COMPRESS_CLIENTS` of them."""
+    return hasattr(problem, "grads_of") and int(problem.n_clients) >= COMPRESS_CLIENTS
 
 
 def seed_sums(values: Array, layout: Participants) -> Array:

@@ -29,6 +29,7 @@ from fedtheory.algorithms.base import (
     aggregate_deltas,
     broadcast_clients,
     client_metrics,
+    compressible,
     participants,
     pull,
     zeros_fill,
@@ -77,7 +78,9 @@ def build_fedavg(
     ) -> FedAvgState:
         # Partial participation: only the participants' rows are pulled, stepped and
         # aggregated (with ``donate``, in the given state's X: no copy of every client's row).
-        lay = None if bool(draw.mask.all()) else participants(draw.mask)
+        lay = None
+        if not bool(draw.mask.all()):
+            lay = participants(draw.mask, compress=compressible(problem))
         X0 = pull(state.X, state.x, draw.mask, donate=donate, layout=lay)
         XK = local_steps(
             problem, X0, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu, anchor=state.x,

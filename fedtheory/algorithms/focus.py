@@ -45,9 +45,11 @@ from fedtheory.algorithms.base import (
     broadcast_clients,
     client_metrics,
     client_sum,
+    compressible,
     participants,
     pull,
     seed_sums,
+    slot_grads,
     spread,
     zeros_fill,
 )
@@ -92,7 +94,8 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         if stochastic and getattr(problem, "stochastic", True):
             # Per-seed random draws need the seed axis first: the masked full path.
             return _masked_round(state, problem, draw.mask, rng)
-        return _participants_round(state, problem, participants(draw.mask), xp, donate)
+        lay = participants(draw.mask, compress=compressible(problem))
+        return _participants_round(state, problem, lay, xp, donate)
 
     def _local_pass(
         X: Array, g_old: Array, grads: Callable, y_loc: Array, keep: Any = None, tilt: Any = None
@@ -170,11 +173,13 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         S, N, d = state.X.shape
         Xs = state.x[lay.seed]  # (n, N, d): x_i <- x for i in S_r (and the padding slots)
         g_old = state.g_prev.reshape(S * N, d)[lay.src]
-        y_buf = xp.empty((lay.n * N + 1, d), dtype=Xs.dtype)
+        y_buf = xp.empty((lay.n * lay.width + 1, d), dtype=Xs.dtype)
         y_buf[-1] = 0  # the row that missing participants of ragged rounds read
         y_loc = y_buf[:-1].reshape(Xs.shape)
         tilt = _tilt(problem, xp, Xs.dtype)
-        Xs, g = _local_pass(Xs, g_old, lambda Z: problem.grads(Z, None), y_loc, tilt=tilt)
+        tilt = None if tilt is None else tuple(lay.take(a) for a in tilt)
+        grads = lambda Z: slot_grads(problem, Z, lay)  # noqa: E731
+        Xs, g = _local_pass(Xs, g_old, grads, y_loc, tilt=tilt)
         y = state.y + seed_sums(y_buf, lay)
         # g_prev_i <- g_{K-1} for i in S_r (the state's arrays kept unless donated)
         g_prev = state.g_prev if donate else state.g_prev.copy()

@@ -62,7 +62,14 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms.base import Participants, broadcast_clients, participants, spread
+from fedtheory.algorithms.base import (
+    Participants,
+    broadcast_clients,
+    compressible,
+    participants,
+    slot_grads,
+    spread,
+)
 from fedtheory.backend import get_namespace, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.problems.base import client_matmul
@@ -148,6 +155,7 @@ def slot_steps(
     Xs: Array,
     K: int,
     lr: float,
+    layout: Participants,
     *,
     scale: Any = None,
     kmap: tuple[Array, Array] | None = None,
@@ -155,21 +163,22 @@ def slot_steps(
     anchor: Array | None = None,
     correction: Array | None = None,
 ) -> Array:
-    """K exact local steps of rows in the client-major slot layout of
-    :class:`~fedtheory.algorithms.base.Participants`, ``Xs (n, N, d)``, updated in place and
-    returned (or a new array: the K-step map ``kmap``, where the steps are plain).
+    """K exact local steps of rows in the client-major slot layout ``layout``
+    (:class:`~fedtheory.algorithms.base.Participants`), ``Xs (n, u, d)``, updated in place and
+    returned (or a new array: the K-step map ``kmap`` of every client, where the steps are
+    plain).
 
     ``scale`` (default ``lr``) multiplies each gradient (``lr * m`` spread to the slots for
     per-client step weights); ``anchor`` and ``correction`` are in the slot layout too. Every
     row's arithmetic is the every-client path's; only the number of rows differs.
     """
     if kmap is not None:
-        return _affine(Xs, *kmap)
+        return _affine(Xs, *(layout.take(a) for a in kmap))
     xp = get_namespace(Xs)
     scale = lr if scale is None else scale
     step = xp.empty_like(Xs)
     for _ in range(K):
-        G = problem.grads(Xs, None)
+        G = slot_grads(problem, Xs, layout)
         if prox_mu > 0:
             G = G + prox_mu * (Xs - anchor)
         if correction is not None:
@@ -194,13 +203,13 @@ def _participants_steps(
     """K steps of the computing clients of mask ``m (S, N)`` only, in the slot layout
     (``layout``, or the mask's); ``X`` is updated in place (its other rows are not touched)."""
     S, N, d = X.shape
-    lay = participants(m) if layout is None else layout
+    lay = participants(m, compress=compressible(problem)) if layout is None else layout
     Xs = X.reshape(S * N, d)[lay.src]
     scale = None
     if kmap is None and m.dtype != bool:  # per-client step weights lr * m[s, i]
         scale = spread(lr * m.astype(X.dtype).reshape(S * N)[lay.src], d)
     Xs = slot_steps(
-        problem, Xs, K, lr, scale=scale, kmap=kmap, prox_mu=prox_mu,
+        problem, Xs, K, lr, lay, scale=scale, kmap=kmap, prox_mu=prox_mu,
         anchor=_slot_rows(anchor, lay) if prox_mu > 0 else None,
         correction=None if correction is None else _slot_rows(correction, lay),
     )  # fmt: skip

@@ -27,6 +27,7 @@ from fedtheory.algorithms.base import (
     broadcast_clients,
     client_deltas,
     client_metrics,
+    compressible,
     participants,
     pull,
     seed_sums,
@@ -84,7 +85,8 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
     ) -> ScaffoldState:
         exact = rng is None or not getattr(problem, "stochastic", True)
         if exact and not bool(draw.mask.all()):
-            return _participants_round(state, problem, participants(draw.mask), draw, donate)
+            lay = participants(draw.mask, compress=compressible(problem))
+            return _participants_round(state, problem, lay, draw, donate)
         xp = get_namespace(state.x)
         N = state.X.shape[1]
         X0 = pull(state.X, state.x, draw.mask)
@@ -112,11 +114,11 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         x_s = state.x[lay.seed]  # (n, N, d): y_i <- x, per slot
         c_s = state.c[lay.seed]
         ci = state.c_i.reshape(S * N, d)[lay.src]
-        Y = slot_steps(problem, x_s.copy(), K, lr, correction=c_s - ci)
+        Y = slot_steps(problem, x_s.copy(), K, lr, lay, correction=c_s - ci)
         dy = Y - x_s  # y_i - x
         delta_c = dy / (-(K * lr))
         delta_c -= c_s  # c_i+ - c_i = -c + (x - y_i) / (K eta_l)
-        buf = xp.empty((lay.n * N + 1, d), dtype=dy.dtype)  # slots and the zero row
+        buf = xp.empty((lay.n * lay.width + 1, d), dtype=dy.dtype)  # slots and the zero row
         buf[-1] = 0
         buf[:-1] = dy.reshape(-1, d)
         w = xp.asarray(draw.weights, dtype=dy.dtype).reshape(S * N)[lay.rows_by_seed]

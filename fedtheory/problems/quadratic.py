@@ -110,6 +110,19 @@ class QuadraticProblem:
         G -= h
         return self._add_noise(G if X.ndim == 3 else G.reshape(lead + (N, d)), rng)
 
+    def grads_of(self, X: Array, clients: Array) -> Array:
+        """Exact gradients of a subset of the clients: row ``[..., j, :]`` of ``X (..., u, d)``
+        is client ``clients[j]``'s model, and the result's is grad f_{clients[j]} there (one GEMM
+        per listed client; the participants-only rounds of many clients use it, so a round
+        costs what its participants cost)."""
+        xp = get_namespace(X)
+        H = self._dev.get("H", self.H, xp, X.dtype)[clients]
+        h = self._dev.get("h", self.h, xp, X.dtype)[clients]
+        X3 = X if X.ndim == 3 else X.reshape((-1,) + X.shape[-2:])
+        G = client_matmul(X3, H)
+        G -= h
+        return G if X.ndim == 3 else G.reshape(X.shape)
+
     @property
     def stochastic(self) -> bool:
         """True when :meth:`grads` with an ``rng`` draws random gradients (noise sigma > 0)."""
