@@ -69,11 +69,14 @@ from fedtheory.validation import (
 
 Array = Any
 
-#: Default seed block on NumPy: about this many bytes per (block, N, d) client array (122 seeds
+#: Default seed block on NumPy: about this many bytes per (block, N, d) client array (245 seeds
 #: on figure4_problem). Larger than one core's L2 would suggest since only participating clients
-#: compute: the fixed per-round cost of a few hundred array calls is then shared by
-#: more seeds, and the per-client GEMMs keep enough rows (measured: 40, 125 and 250 seeds).
-BLOCK_BYTES = 768 * 1024
+#: compute and rounds write into the state they are given (no copy of every client's row): the
+#: fixed per-round cost of the array calls is then shared by more seeds, and the per-client
+#: GEMMs keep enough rows with less padding (measured with 1000 seeds of figure4_problem,
+#: uniform 4 of 16, K = 3, ms per seed-run at 122 / 245 seeds: FOCUS 3.07 / 2.59, SCAFFOLD
+#: 4.29 / 4.03, FedAvg 2.20 / 2.00).
+BLOCK_BYTES = 1536 * 1024
 
 #: A default block keeps at least this many seeds (fewer only where the participants' work or
 #: the held state says so, :func:`default_seed_block`): below it a round's fixed cost of a few
@@ -87,12 +90,12 @@ STATE_BYTES = 64 * 1024 * 1024
 def default_seed_block(n_clients: int, dim: int, itemsize: int, per_round: int) -> int:
     """The default seed block on NumPy, a function of the run only (never of ``workers``).
 
-    :data:`BLOCK_BYTES` per (block, N, d) client array, as measured on figure4_problem (122
+    :data:`BLOCK_BYTES` per (block, N, d) client array, as measured on figure4_problem (245
     seeds there), but not below :data:`MIN_BLOCK` seeds unless the round's work, the
     ``per_round`` participants' (block, M, d) rows within :data:`BLOCK_BYTES`, or the held
     state, :data:`STATE_COPIES` (block, N, d) arrays within :data:`STATE_BYTES`, allows fewer.
-    Runs with N d <= 6144 (float64) keep the blocks, hence the bits, they had; larger N get
-    blocks sized by the participants (N = 1600, M = 400, d = 20: 12 seeds, not 3;
+    Runs with N d <= 12288 (float64) get blocks of :data:`BLOCK_BYTES` per array; larger N get
+    blocks sized by the participants (N = 1600, M = 400, d = 20: 16 seeds, not 6;
     N = 10,000, M = 100: 3 seeds, the state's bound, not 1).
     """
     row = dim * itemsize
@@ -850,9 +853,9 @@ def simulate(
         Run the seeds in blocks of at most this many, one block after the other (cache
         blocking; each block is still one batched computation). Default: all seeds at once on
         a GPU; on NumPy, :func:`default_seed_block`: blocks whose (block, N, d) client arrays
-        stay near :data:`BLOCK_BYTES` (768 KiB) where that leaves 16 seeds or more, which keeps a round's working set in cache while sharing
-        its fixed cost among about 120 seeds on figure4_problem (1.3x faster than 40 seeds,
-        at least as fast as 250, under uniform 4-of-16 participation); for many clients, blocks
+        stay near :data:`BLOCK_BYTES` (1.5 MiB) where that leaves 16 seeds or more, which
+        shares a round's fixed cost among about 245 seeds on figure4_problem (1.1-1.2x faster
+        than 122, under uniform 4-of-16 participation); for many clients, blocks
         sized by the participants' rows and the held state. A seed's numbers depend
         only on its block (its size, and the participants of its block, whose count sets the
         rows of the per-client products): BLAS may round a product of a different size

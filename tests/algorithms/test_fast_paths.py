@@ -429,3 +429,56 @@ def test_row_dots_on_numpy_are_the_batched_products_bits(rows, n):
     on short rows and on the long rows of N = 1600 clients."""
     A = np.random.default_rng(rows + n).standard_normal((rows, n))
     assert np.array_equal(row_dots(A), np.matmul(A[:, None, :], A[:, :, None])[:, 0, 0])
+
+
+# --- compressed participant layouts (many clients, few per round) ---------------------------
+def test_compressed_layout_holds_the_participants_only():
+    """N = 300 clients, 2 per seed: the columns are the clients that take part, and every
+    participant's slot holds its own row in its client's column."""
+    rng = np.random.default_rng(3)
+    S_, N_ = 4, 300
+    mask = np.zeros((S_, N_), dtype=bool)
+    for s in range(S_):
+        mask[s, rng.choice(N_, 2, replace=False)] = True
+    lay = participants(mask, compress=True)
+    assert np.array_equal(lay.clients, np.flatnonzero(mask.any(axis=0)))
+    assert lay.width == lay.clients.size <= 8 and lay.src.shape == (lay.n, lay.width)
+    s_idx, i_idx = np.nonzero(mask)
+    assert sorted(lay.rows.tolist()) == sorted((s_idx * N_ + i_idx).tolist())
+    assert np.array_equal(lay.src.reshape(-1)[lay.slots], lay.rows)
+    assert np.array_equal(lay.clients[lay.slots % lay.width], lay.rows % N_)
+    assert participants(mask).clients is None  # not asked: every client is a column
+
+
+@pytest.mark.parametrize("alg", ["focus", "fedavg", "scaffold"])
+@pytest.mark.parametrize("part", ["uniform", "bernoulli"])
+def test_compressed_participants_equal_every_client_path(alg, part):
+    """Above COMPRESS_CLIENTS clients with few per round, the participants-only rounds work on
+    the clients that take part (grads_of); the every-client paths give the same iterates to
+    1e-12 (and the layout really was compressed: grads_of was called)."""
+    big = random_quadratic(300, 4, condition=4.0, heterogeneity=1.0, seed=2)
+    model = (make_participation("uniform", 300, 3) if part == "uniform"
+             else make_participation("bernoulli", 300, None, np.full(300, 0.01)))  # fmt: skip
+    calls = []
+
+    class Counted(type(big)):
+        """Counts grads_of; without the K-step maps, so FedAvg steps through it too."""
+
+        def grads_of(self, X, clients):
+            calls.append(int(clients.size))
+            return super().grads_of(X, clients)
+
+        def __getattribute__(self, name):
+            if name in ("local_steps_map", "tilt_map"):
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
+    fast_problem = Counted(big.H, big.h, big.c)
+    fast = _run(fast_problem, alg, model)
+    ref = _run(EveryClient(big), "sg-focus" if alg == "focus" else alg, model)
+    assert calls and max(calls) <= 4 * 3 * 2  # at most the seeds' participants per round
+    mapped = _run(big, alg, model)  # the K-step maps, gathered for the compressed columns
+    for run in (fast, mapped):
+        assert_close(ref.x_final, run.x_final)
+        assert_close(ref.error, run.error)
+        assert_close(ref.consensus, run.consensus)
