@@ -37,10 +37,11 @@ in-library, and seed 0 of the largest whole command, read back from its JSON and
 1e-10 relative to ||x*||, and the loop's per-round error curve the toolkit's to 1e-10 (largest
 difference over the largest error); otherwise the benchmark fails (exit 1).
 
-Targets (the ``focus`` setting; a verdict line each, met / NOT MET with the numbers): whole
-command at 1000 seeds (default workers) >= 50x the loop's seed-runs per second; in-library at
-1000 seeds <= 2 ms per seed-run, in one process and with the cores' workers, each said; one seed
->= 3x the loop. The adaptive/gossip settings are reported.
+Targets (issue 25; a verdict line each, met / NOT MET with the numbers): in-library at 1000
+seeds <= 1.2 ms per seed-run in one process for ``focus``, ``fedavg`` and ``scaffold`` alike
+(the default call: the runner's metrics every round); the whole command at 1000 seeds (default
+workers) >= 40x the loop's seed-runs per second (``focus``); one seed >= 3x the loop
+(``focus``, reported). The adaptive/gossip settings are reported.
 
 Run: ``.venv/bin/python benchmarks/bench_simulator.py [--settings focus fedavg afga hafed]
 [--seeds 1 100 1000] [--reps 3] [--backend numpy|cupy] [--json out.json] [--quick]``
@@ -75,7 +76,9 @@ from fedtheory.simulation.spec import RunSpec
 from fedtheory.validation import available_cores
 
 TOL = 1e-10
-TARGET_COMMAND, TARGET_MS, TARGET_ONE = 50.0, 2.0, 3.0
+TARGET_COMMAND, TARGET_MS, TARGET_ONE = 40.0, 1.2, 3.0
+#: The settings whose in-library time per seed-run carries the TARGET_MS verdict.
+MS_TARGETED = ("focus", "fedavg", "scaffold")
 
 
 # --- the settings ------------------------------------------------------------------------------
@@ -124,7 +127,7 @@ def make_settings(workdir: Path) -> dict[str, Setting]:
         name: Setting(
             name, f4, name, "uniform", 4, 1.5e-4, 3, 500, problem_args=["--problem", "figure4"]
         )
-        for name in ("focus", "fedavg")
+        for name in ("focus", "fedavg", "scaffold")
     }
     for name, N, extra in (
         ("afga", 50, {"topology": "ring", "global_lr": 0.05}),
@@ -200,6 +203,30 @@ def loop_fedavg(st: Setting, draws: dict, rounds: int) -> tuple[np.ndarray, list
     return x[:, 0], err
 
 
+def loop_scaffold(st: Setting, draws: dict, rounds: int) -> tuple[np.ndarray, list]:
+    """SCAFFOLD option II (Karimireddy et al. 2020, Algorithm 1), server step 1, mean weights."""
+    P, xs = st.problem, st.problem.x_star
+    clients = [Client(A, b) for A, b in zip(P.A, P.b, strict=True)]
+    x = np.zeros((P.dim, 1))
+    c = np.zeros_like(x)
+    c_i = [np.zeros_like(x) for _ in clients]
+    err = [_error(x, xs)]
+    for r in range(rounds):
+        sampled = np.flatnonzero(draws["masks"][r])
+        dx, dc = np.zeros_like(x), np.zeros_like(x)
+        for i in sampled:
+            y = x.copy()
+            for _ in range(st.K):
+                y = y - st.lr * (clients[i].grad(y) - c_i[i] + c)
+            new = c_i[i] - c + (x - y) / (st.K * st.lr)
+            dx, dc = dx + (y - x), dc + (new - c_i[i])
+            c_i[i] = new
+        x = x + dx / len(sampled)
+        c = c + dc / len(clients)
+        err.append(_error(x, xs))
+    return x[:, 0], err
+
+
 def _neighbours(W: np.ndarray) -> list[list[tuple[int, float]]]:
     return [[(int(j), float(W[i, j])) for j in np.flatnonzero(W[i])] for i in range(len(W))]
 
@@ -250,7 +277,10 @@ def loop_hafed(st: Setting, draws: dict, rounds: int) -> tuple[np.ndarray, list]
     return _gossip_loop(st, draws, rounds, W, lambda r, t: everyone, weights)
 
 
-LOOPS = {"focus": loop_focus, "fedavg": loop_fedavg, "afga": loop_afga, "hafed": loop_hafed}
+LOOPS = {
+    "focus": loop_focus, "fedavg": loop_fedavg, "scaffold": loop_scaffold, "afga": loop_afga,
+    "hafed": loop_hafed,
+}  # fmt: skip
 
 
 # --- measuring -----------------------------------------------------------------------------
@@ -489,21 +519,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"{cores} worker process(es)"
                 + (f"; {serial_cmd['vs_loop']:.1f}x with --workers 1)" if serial_cmd else ")")
             )
-        for row, how in ((lib_row, "one process"), (par_row, f"{cores} worker processes")):
-            if not row:
-                continue
-            ok = row["ms_per_seed_run"] <= TARGET_MS
+        if par_row:
             verdicts.append(
-                f"in-library, {top} seeds, {how}, <= {TARGET_MS:g} ms per seed-run: "
-                f"{'met' if ok else 'NOT MET'} ({row['ms_per_seed_run']:.2f} ms wall, "
-                f"{1e3 * row['cpu_s'] / top:.2f} ms CPU; {row['gflops']:.1f} GFLOP/s = "
-                f"{row['peak_pct']:.0f}% of the measured GEMM peak)"
+                f"focus in-library, {top} seeds, {cores} worker processes (reported): "
+                f"{par_row['ms_per_seed_run']:.2f} ms per seed-run"
             )
         if one:
-            ok = one["vs_loop"] >= TARGET_ONE
             verdicts.append(
-                f"one seed, >= {TARGET_ONE:g}x the loop: {'met' if ok else 'NOT MET'} "
-                f"({one['vs_loop']:.1f}x in wall time, {one['vs_loop_cpu']:.1f}x in CPU time)"
+                f"focus, one seed (reported, >= {TARGET_ONE:g}x asked before issue 25): "
+                f"{one['vs_loop']:.1f}x the loop in wall time, {one['vs_loop_cpu']:.1f}x in CPU "
+                "time"
+            )
+    for name in (n for n in MS_TARGETED if n in settings):
+        row = pick(name, "library", top)
+        if row:
+            ok = row["ms_per_seed_run"] <= TARGET_MS
+            verdicts.append(
+                f"{name} in-library, {top} seeds, one process, <= {TARGET_MS:g} ms per "
+                f"seed-run: {'met' if ok else 'NOT MET'} ({row['ms_per_seed_run']:.2f} ms wall, "
+                f"{1e3 * row['cpu_s'] / top:.2f} ms CPU; {row['gflops']:.1f} GFLOP/s = "
+                f"{row['peak_pct']:.0f}% of the measured GEMM peak)"
             )
     for name in settings:
         if name == "focus":
@@ -514,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name} (reported): {lib_row['vs_loop']:.1f}x the loop in-library, "
                 f"{cmd_row['vs_loop']:.1f}x as a whole command, at {top} seeds"
             )
-    print("\nverdicts (the focus setting carries the targets):")
+    print("\nverdicts (issue 25's targets):")
     for v in verdicts:
         print(f"- {v}")
     print("correctness: " + ("FAILED (see above)" if failed else f"every row within {TOL:g}"))
