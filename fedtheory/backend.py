@@ -138,3 +138,20 @@ def resolve_dtype(dtype: Any = None) -> np.dtype:
     if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise BackendUnavailableError(f"dtype must be float64 or float32, got {dt}")
     return dt
+
+
+def row_dots(A: Any, B: Any = None) -> Any:
+    """``A[..., :] @ B[..., :]`` (``B`` default ``A``) for every row: ``(..., n) -> (...)``.
+
+    On NumPy through :func:`numpy.vecdot`; on other namespaces (CuPy has no ``vecdot``) as the
+    batched product (..., 1, n) @ (..., n, 1), which gives the same bits (tested). Both are
+    one pass: ``(A * B).sum(axis=-1)`` reduces over a short last axis about 3x slower (the
+    runner's metrics every round), and NumPy's batched product of that shape goes to a threaded
+    BLAS call per row that took 0.7-1.3 s for 63 rows of 32,000 (N = 1600, d = 20) with two
+    OpenBLAS threads on the shared 2-core machine, against 0.5 ms for ``vecdot``.
+    """
+    B = A if B is None else B
+    xp = get_namespace(A)
+    if xp is np:
+        return np.vecdot(A, B)
+    return xp.matmul(A[..., None, :], B[..., :, None])[..., 0, 0]

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fedtheory.backend import get_namespace
+from fedtheory.backend import get_namespace, row_dots
 from fedtheory.errors import AssumptionError
 from fedtheory.validation import check_int, check_positive, check_seed
 
@@ -552,21 +552,6 @@ def consensus(X: Array) -> Array:
     n = X.shape[1]
     dev = client_deltas(X, client_sum(X) / n).reshape(X.shape[0], -1)
     return row_dots(dev) / n
-
-
-def row_dots(A: Array) -> Array:
-    """``A[s] @ A[s]`` for every row of a 2-d array: ``(S,)``.
-
-    On NumPy through :func:`numpy.vecdot`; on other namespaces (CuPy has no ``vecdot``) as the
-    batched product (S, 1, n) @ (S, n, 1), which gives the same bits (tested). NumPy's batched
-    product of that shape goes to a threaded BLAS call per seed that took 0.7-1.3 s for 63 rows
-    of 32,000 (N = 1600, d = 20) with two OpenBLAS threads on the shared 2-core machine, against
-    0.5 ms for ``vecdot``: the consensus metric was most of a run's time at N = 1600.
-    """
-    xp = get_namespace(A)
-    if xp is np:
-        return np.vecdot(A, A)
-    return xp.matmul(A[:, None, :], A[:, :, None])[:, 0, 0]
 
 
 def client_metrics(**more: Callable[[Any, Any], Any]) -> dict[str, Callable[[Any, Any], Any]]:

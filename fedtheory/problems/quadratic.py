@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.backend import get_namespace, resolve_dtype
+from fedtheory.backend import get_namespace, resolve_dtype, row_dots
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.io import read_npz
 from fedtheory.problems.base import DeviceCache, client_matmul
@@ -195,7 +195,7 @@ class QuadraticProblem:
         xp = get_namespace(x)
         Hb = self._dev.get("Hbar", self.H_mean, xp, x.dtype)
         hb = self._dev.get("hbar", self.h_mean, xp, x.dtype)
-        return 0.5 * (x * (x @ Hb)).sum(axis=-1) - (x * hb).sum(axis=-1) + self._c_mean
+        return 0.5 * row_dots(x, x @ Hb) - row_dots(x, hb) + self._c_mean
 
     def full_grad(self, x: Array) -> Array:
         """grad f(x) = Hbar x - hbar for ``x`` of shape ``(..., d)``."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.backend import get_namespace
+from fedtheory.backend import get_namespace, row_dots
 from fedtheory.errors import AssumptionError
 
 Array = Any
@@ -41,7 +41,7 @@ def rel_error(state: Any, problem: Any) -> Array:
         return xp.full(x.shape[0], np.nan)
     x_star = np.asarray(problem.x_star, dtype=np.float64)
     e = x - xp.asarray(x_star, dtype=x.dtype)
-    return xp.sqrt((e * e).sum(axis=-1)) / (float(np.linalg.norm(x_star)) or 1.0)
+    return xp.sqrt(row_dots(e)) / (float(np.linalg.norm(x_star)) or 1.0)
 
 
 def subopt(state: Any, problem: Any) -> Array:
@@ -54,8 +54,7 @@ def subopt(state: Any, problem: Any) -> Array:
 
 def grad_norm2(state: Any, problem: Any) -> Array:
     """||grad f(x_r)||^2, f = (1/N) sum_i f_i."""
-    g = problem.full_grad(state.x)
-    return (g * g).sum(axis=-1)
+    return row_dots(problem.full_grad(state.x))
 
 
 #: The metrics the runner records for every algorithm (they read only the server model ``x``).

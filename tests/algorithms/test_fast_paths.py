@@ -427,8 +427,9 @@ def test_row_dots_on_numpy_are_the_batched_products_bits(rows, n):
     """The consensus metric's per-seed dot products: NumPy's vecdot gives the bits of the
     batched (1 x n) (n x 1) product that other namespaces compute (and that NumPy ran before),
     on short rows and on the long rows of N = 1600 clients."""
-    A = np.random.default_rng(rows + n).standard_normal((rows, n))
+    A, B = np.random.default_rng(rows + n).standard_normal((2, rows, n))
     assert np.array_equal(row_dots(A), np.matmul(A[:, None, :], A[:, :, None])[:, 0, 0])
+    assert np.array_equal(row_dots(A, B), np.matmul(A[:, None, :], B[:, :, None])[:, 0, 0])
 
 
 # --- compressed participant layouts (many clients, few per round) ---------------------------
