@@ -31,7 +31,6 @@ from fedtheory.algorithms.base import (
     client_metrics,
     compressible,
     participants,
-    pull,
     zeros_fill,
 )
 from fedtheory.algorithms.local_steps import local_steps
@@ -81,10 +80,9 @@ def build_fedavg(
         lay = None
         if not bool(draw.mask.all()):
             lay = participants(draw.mask, compress=compressible(problem))
-        X0 = pull(state.X, state.x, draw.mask, donate=donate, layout=lay)
         XK = local_steps(
-            problem, X0, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu, anchor=state.x,
-            overwrite=True, layout=lay,
+            problem, state.X, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu,
+            anchor=state.x, overwrite=donate, layout=lay, start=state.x,
         )  # fmt: skip
         delta = aggregate_deltas(XK, state.x, draw.weights, draw.mask, lay)
         step, opt_state = opt.update(delta, state.opt)

@@ -53,6 +53,7 @@ from fedtheory.algorithms.base import (
     spread,
     zeros_fill,
 )
+from fedtheory.algorithms.local_steps import step_maps
 from fedtheory.algorithms.registry import register
 from fedtheory.backend import get_namespace
 from fedtheory.problems.base import client_matmul
@@ -135,10 +136,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
     def _tilt(problem: Any, xp: Any, dtype: Any) -> Any:
         """The K - 1 step maps ``(T, c, B)`` of the ``affine-map`` local pass, where it
         applies (K > 1, exact gradients, a problem with ``tilt_map``); else None."""
-        if K == 1 or not hasattr(problem, "tilt_map"):
-            return None
-        T, c = problem.local_steps_map(eta, K - 1, xp, dtype)
-        return T, c, problem.tilt_map(eta, K - 1, xp, dtype)
+        return None if K == 1 else step_maps(problem, eta, K - 1, xp, dtype, tilted=True)
 
     def _full_round(state: FocusState, problem: Any, rng: Any) -> FocusState:
         """Every client computes (full participation)."""

@@ -67,6 +67,7 @@ from fedtheory.algorithms.base import (
     broadcast_clients,
     compressible,
     participants,
+    pull,
     slot_grads,
     spread,
 )
@@ -133,12 +134,33 @@ def _scaled_mask(m: Array | None, lr: float, d: int, dtype: Any) -> Array | None
     return spread(lr * m.astype(dtype), d)
 
 
-def _affine(X: Array, T: Array, c: Array) -> Array:
+def _affine(
+    X: Array, T: Array, c: Array, B: Array | None = None, *, correction: Array | None = None
+) -> Array:
     """``X[..., i, :] @ T[i] + c[i]`` for every client row: ``(B, N, d) -> (B, N, d)`` (a new
-    array; one GEMM per client over the B rows, read and written in place by strides)."""
+    array; one GEMM per client over the B rows, read and written in place by strides); with a
+    ``correction`` (constant over the steps: a tilt of the client objective by ``-correction``,
+    :meth:`~fedtheory.problems.QuadraticProblem.tilt_map` ``B``), ``- correction[..., i, :] @
+    B[i]`` more."""
     out = client_matmul(X, T)
     out += c
+    if correction is not None:
+        if correction.shape[1] != X.shape[1]:  # (S, 1, d): one correction per seed
+            correction = broadcast_clients(correction[:, 0, :], X.shape[1])
+        out -= client_matmul(correction, B)
     return out
+
+
+def step_maps(
+    problem: Any, lr: float, K: int, xp: Any, dtype: Any, *, tilted: bool = False
+) -> tuple | None:
+    """The problem's maps of K exact plain steps: ``(T, c)`` (``local_steps_map``), with the
+    tilt map ``B`` (``tilt_map``) when ``tilted``, ``(T, c, B)``; None where the problem offers
+    none (it is then stepped one gradient at a time)."""
+    if not hasattr(problem, "local_steps_map") or (tilted and not hasattr(problem, "tilt_map")):
+        return None
+    T, c = problem.local_steps_map(lr, K, xp, dtype)
+    return (T, c, problem.tilt_map(lr, K, xp, dtype)) if tilted else (T, c)
 
 
 def _slot_rows(A: Array, lay: Participants) -> Array:
@@ -158,7 +180,7 @@ def slot_steps(
     layout: Participants,
     *,
     scale: Any = None,
-    kmap: tuple[Array, Array] | None = None,
+    kmap: tuple | None = None,
     prox_mu: float = 0.0,
     anchor: Array | None = None,
     correction: Array | None = None,
@@ -169,11 +191,13 @@ def slot_steps(
     plain).
 
     ``scale`` (default ``lr``) multiplies each gradient (``lr * m`` spread to the slots for
-    per-client step weights); ``anchor`` and ``correction`` are in the slot layout too. Every
-    row's arithmetic is the every-client path's; only the number of rows differs.
+    per-client step weights); ``anchor`` and ``correction`` are in the slot layout too (a
+    ``correction`` with the map needs its tilt map: ``kmap = (T, c, B)``,
+    :meth:`LocalCall.kmap`). Every row's arithmetic is the every-client path's; only the number
+    of rows differs.
     """
     if kmap is not None:
-        return _affine(Xs, *(layout.take(a) for a in kmap))
+        return _affine(Xs, *(layout.take(a) for a in kmap), correction=correction)
     xp = get_namespace(Xs)
     scale = lr if scale is None else scale
     step = xp.empty_like(Xs)
@@ -194,17 +218,19 @@ def _participants_steps(
     lr: float,
     m: Array,
     *,
-    kmap: tuple[Array, Array] | None,
+    kmap: tuple | None,
     prox_mu: float,
     anchor: Array | None,
     correction: Array | None,
     layout: Participants | None = None,
+    start: Array | None = None,
 ) -> None:
     """K steps of the computing clients of mask ``m (S, N)`` only, in the slot layout
-    (``layout``, or the mask's); ``X`` is updated in place (its other rows are not touched)."""
+    (``layout``, or the mask's), from their rows of ``X`` or from the server model ``start``;
+    ``X`` is updated in place (its other rows are not touched)."""
     S, N, d = X.shape
     lay = participants(m, compress=compressible(problem)) if layout is None else layout
-    Xs = X.reshape(S * N, d)[lay.src]
+    Xs = X.reshape(S * N, d)[lay.src] if start is None else start[lay.seed]
     scale = None
     if kmap is None and m.dtype != bool:  # per-client step weights lr * m[s, i]
         scale = spread(lr * m.astype(X.dtype).reshape(S * N)[lay.src], d)
@@ -231,6 +257,7 @@ def local_steps(
     overwrite: bool = False,
     strategy: str | None = None,
     layout: Participants | None = None,
+    start: Array | None = None,
 ) -> Array:
     """Run K local gradient steps on the stacked client models ``X`` of shape ``(S, N, d)``.
 
@@ -266,6 +293,11 @@ def local_steps(
     layout : Participants, optional
         The slot layout of ``compute`` when the caller has it already (``participants``
         reuses it instead of building it again).
+    start : array (S, d), optional
+        The server model the computing clients start from (the model-assign of S_r,
+        :func:`~fedtheory.algorithms.base.pull`), with one mask for every step: the
+        ``participants`` strategy reads it per slot, the others pull it into ``X`` first
+        (into ``X`` itself with ``overwrite``). None: ``X`` holds the starting models.
 
     Returns
     -------
@@ -292,13 +324,20 @@ def local_steps(
         )
     # One mask for every step (the usual ``compute=draw.mask``): read it once.
     fixed = compute is None or not (callable(compute) or getattr(compute, "ndim", 0) == 3)
+    if start is not None and not fixed:
+        raise AssumptionError("start needs one compute mask for every local step")
     call = LocalCall(
         problem, X, K, lr, compute, rng, prox_mu, anchor, correction, mix, overwrite, xp,
         fixed=fixed,
         mask=_mask_at(compute, 0, (X.shape[0], X.shape[1]), xp) if fixed else None,
         exact=rng is None or not getattr(problem, "stochastic", True), layout=layout,
+        start=start,
     )  # fmt: skip
     name = choose_strategy(call) if strategy is None else _check_strategy(strategy, call)
+    if start is not None and name != "participants":
+        mask = xp.ones(X.shape[:2], dtype=bool) if compute is None else compute
+        call.X = pull(X, start, mask, donate=overwrite, layout=layout)
+        call.overwrite = True  # a pull of every row is a new array; the others, X given away
     return STRATEGIES[name](call)
 
 
@@ -322,20 +361,25 @@ class LocalCall:
     mask: Array | None  # that mask (None: every client computes, or per-step masks)
     exact: bool  # the gradients ignore rng
     layout: Participants | None = None  # the slot layout of ``mask``, when the caller has it
+    start: Array | None = None  # the server model the computing clients start from
 
     @property
     def plain(self) -> bool:
-        """Plain gradient steps: no proximal term, no correction, a 0/1 mask."""
+        """Plain gradient steps (but for a constant correction): no proximal term, a 0/1
+        mask."""
         m = self.mask
-        return self.prox_mu == 0 and self.correction is None and (m is None or m.dtype == bool)
+        return self.prox_mu == 0 and (m is None or m.dtype == bool)
 
     @cached_property
-    def kmap(self) -> tuple[Array, Array] | None:
-        """The problem's K-step affine map, where the steps are plain and it offers one
-        (asked once per call)."""
-        if self.plain and hasattr(self.problem, "local_steps_map"):
-            return self.problem.local_steps_map(self.lr, self.K, self.xp, self.X.dtype)
-        return None
+    def kmap(self) -> tuple | None:
+        """The problem's K-step affine map ``(T, c)``, where the steps are plain and it offers
+        one, with the tilt map ``B`` of a constant correction, ``(T, c, B)`` (asked once per
+        call): K steps with gradient grad f_i(x) + corr_i are plain steps on f_i tilted by
+        -corr_i (SCAFFOLD's c - c_i, Scaffnew's -h_i), x_K = x T + c - corr B."""
+        if not self.plain:
+            return None
+        tilted = self.correction is not None
+        return step_maps(self.problem, self.lr, self.K, self.xp, self.X.dtype, tilted=tilted)
 
     def owned(self) -> Array:
         """``X`` to update in place (a copy unless the caller gave it away)."""
@@ -345,7 +389,7 @@ class LocalCall:
 def _affine_map_steps(call: LocalCall) -> Array:
     """Strategy ``affine-map``: every client computes, K plain exact steps on a problem with
     ``local_steps_map`` (a quadratic): one affine map per client, K steps in O(1)."""
-    return _affine(call.X, *call.kmap)
+    return _affine(call.X, *call.kmap, correction=call.correction)
 
 
 def _participants_only(call: LocalCall) -> Array:
@@ -355,7 +399,7 @@ def _participants_only(call: LocalCall) -> Array:
     X = call.owned()
     _participants_steps(
         call.problem, X, call.K, call.lr, call.mask, kmap=call.kmap, prox_mu=call.prox_mu,
-        anchor=call.anchor, correction=call.correction, layout=call.layout,
+        anchor=call.anchor, correction=call.correction, layout=call.layout, start=call.start,
     )  # fmt: skip
     return X
 

@@ -33,7 +33,7 @@ from fedtheory.algorithms.base import (
     seed_sums,
     zeros_fill,
 )
-from fedtheory.algorithms.local_steps import local_steps, slot_steps
+from fedtheory.algorithms.local_steps import local_steps, slot_steps, step_maps
 from fedtheory.algorithms.registry import register
 from fedtheory.backend import get_namespace
 
@@ -114,7 +114,9 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         x_s = state.x[lay.seed]  # (n, N, d): y_i <- x, per slot
         c_s = state.c[lay.seed]
         ci = state.c_i.reshape(S * N, d)[lay.src]
-        Y = slot_steps(problem, x_s.copy(), K, lr, lay, correction=c_s - ci)
+        kmap = step_maps(problem, lr, K, xp, x_s.dtype, tilted=True)
+        start = x_s if kmap is not None else x_s.copy()  # the map returns a new array
+        Y = slot_steps(problem, start, K, lr, lay, kmap=kmap, correction=c_s - ci)
         dy = Y - x_s  # y_i - x
         delta_c = dy / (-(K * lr))
         delta_c -= c_s  # c_i+ - c_i = -c + (x - y_i) / (K eta_l)
