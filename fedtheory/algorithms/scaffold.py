@@ -117,20 +117,22 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         kmap = step_maps(problem, lr, K, xp, x_s.dtype, tilted=True)
         start = x_s if kmap is not None else x_s.copy()  # the map returns a new array
         Y = slot_steps(problem, start, K, lr, lay, kmap=kmap, correction=c_s - ci)
-        dy = Y - x_s  # y_i - x
-        delta_c = dy / (-(K * lr))
+        # y_i - x and c_i+ - c_i in the slot layout, each with the zero row that the missing
+        # participants of ragged rounds read (seed_sums)
+        buf = xp.empty((2, lay.n * lay.width + 1, d), dtype=Y.dtype)
+        buf[:, -1] = 0
+        dy, delta_c = (b[:-1].reshape(Y.shape) for b in buf)
+        xp.subtract(Y, x_s, out=dy)
+        xp.divide(dy, -(K * lr), out=delta_c)
         delta_c -= c_s  # c_i+ - c_i = -c + (x - y_i) / (K eta_l)
-        buf = xp.empty((lay.n * lay.width + 1, d), dtype=dy.dtype)  # slots and the zero row
-        buf[-1] = 0
-        buf[:-1] = dy.reshape(-1, d)
         w = xp.asarray(draw.weights, dtype=dy.dtype).reshape(S * N)[lay.rows_by_seed]
         if lay.valid is not None:
             w = xp.where(lay.valid, w, 0.0)
-        x = state.x + eta_g * (buf[lay.by_seed] * w[..., None]).sum(axis=0)
-        buf[:-1] = delta_c.reshape(-1, d)
-        c = state.c + seed_sums(buf, lay) / N
+        x = state.x + eta_g * (buf[0][lay.by_seed] * w[..., None]).sum(axis=0)
+        c = state.c + seed_sums(buf[1], lay) / N
         c_i = state.c_i if donate else state.c_i.copy()
-        c_i.reshape(S * N, d)[lay.rows] = (ci + delta_c).reshape(-1, d)[lay.slots]
+        ci += delta_c  # c_i+ (ci is this round's gathered copy)
+        c_i.reshape(S * N, d)[lay.rows] = ci.reshape(-1, d)[lay.slots]
         X = state.X if donate else state.X.copy()
         X.reshape(S * N, d)[lay.rows] = Y.reshape(-1, d)[lay.slots]
         return ScaffoldState(x=x, X=X, c=c, c_i=c_i)
