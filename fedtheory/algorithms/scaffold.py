@@ -128,7 +128,7 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         w = xp.asarray(draw.weights, dtype=dy.dtype).reshape(S * N)[lay.rows_by_seed]
         if lay.valid is not None:
             w = xp.where(lay.valid, w, 0.0)
-        x = state.x + eta_g * (buf[0][lay.by_seed] * w[..., None]).sum(axis=0)
+        x = state.x + eta_g * seed_sums(buf[0], lay, w)
         c = state.c + seed_sums(buf[1], lay) / N
         c_i = state.c_i if donate else state.c_i.copy()
         ci += delta_c  # c_i+ (ci is this round's gathered copy)
