@@ -18,7 +18,8 @@ Target: the per-seed-run time at (1600, 400) at most 15x that at (160, 40) (line
 clients: 10x). Printed: that ratio per algorithm, and at (10000, 100) the time per round per
 participant against (1600, 400)'s (the cost per round proportional to the participants: near 1)
 with the run's memory estimate (:func:`fedtheory.simulation.runner.check_run_memory`) and this
-process's peak resident memory.
+process's peak resident memory; and, with M = 100 and blocks of 3 seeds fixed, the per-seed-run
+time at N = 10,000 over N = 1,000 (1 when a round costs what its participants cost).
 
 Run: ``.venv/bin/python benchmarks/bench_scaling.py [--rounds 100] [--seeds 32] [--repeat 3]``
 """
@@ -88,6 +89,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- {alg}: (1600, 400) / (160, 40) per seed-run = {r:.1f}x, target <= {TARGET:.0f}x: "
               f"{'MET' if r <= TARGET else 'NOT MET'}; per round and participant, "
               f"(10000, 100) / (1600, 400) = {per_part:.2f}")  # fmt: skip
+    # Proportional to the participants: the same M = 100 and blocks of 3 seeds, ten times the
+    # clients. 1 is a round's cost set by its participants alone, 10 by its clients.
+    for alg in a.algorithms:
+        per = {}
+        for n in (1000, 10000):
+            prob = random_quadratic(n, a.dim, seed=0)
+            one(prob, alg, 100, 2, 2, 3)
+            per[n] = min(one(prob, alg, 100, a.rounds, a.seeds, 3)[0] for _ in range(a.repeat))
+        print(f"- {alg}: M = 100, blocks of 3 seeds: N = 10000 / N = 1000 per seed-run = "
+              f"{per[10000] / per[1000]:.2f} (1: proportional to the participants, 10: to the "
+              "clients)")  # fmt: skip
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"- peak resident memory of this process: {peak:.0f} MB")
     print(f"- every default row within 1e-12 of its by-state row: {'yes' if ok else 'NO'}")

@@ -346,7 +346,8 @@ def test_cli_simulate_under_strict_prints_numpys_numbers(tmp_path):
 
 #: Device values read by the host per round (scalars and data-dependent sizes), at most: is
 #: participation full (asked by pull and by the local-steps engine), the participant layout's
-#: two counts and its indices, the indices of the clients that copy the server model.
+#: two counts and its indices, the indices of the clients that copy the server model (problems
+#: of COMPRESS_CLIENTS clients or more: one more, the clients that take part in the round).
 READS_PER_ROUND = 6
 
 

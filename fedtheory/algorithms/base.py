@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fedtheory.backend import get_namespace, row_dots
+from fedtheory.backend import get_namespace, row_dots, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.validation import check_int, check_positive, check_seed
 
@@ -51,6 +51,10 @@ class RoundDraw(NamedTuple):
         when the algorithm does not re-sample (then ``mask`` is used at every step).
     counts : array of int, shape (S, N), or None
         Multiplicities for sampling with replacement (None otherwise).
+    layout : Participants or None
+        The round's participant layout (:func:`participants`), where the runner prepared it
+        for an algorithm that reads it (:attr:`Algorithm.uses_layout`; built from ``mask``
+        otherwise, :func:`round_layout`). Only under partial participation.
     """
 
     mask: Array
@@ -58,6 +62,7 @@ class RoundDraw(NamedTuple):
     r: int = 0
     step_masks: Array | None = None
     counts: Array | None = None
+    layout: Any = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,10 @@ class Algorithm:
         rows only, instead of copying every client's row: a round's cost proportional to the
         participants). The runner donates when it keeps no earlier state; ``round`` without it
         stays pure.
+    uses_layout : bool
+        ``round`` reads the participant layout of a partial round (:func:`round_layout`): the
+        runner prepares the layouts of many rounds at once (:func:`participants_of_rounds`)
+        and hands each in ``draw.layout``.
     """
 
     name: str
@@ -168,6 +177,7 @@ class Algorithm:
     reference: str = ""
     metrics: Mapping[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
     donates: bool = False
+    uses_layout: bool = False
 
 
 class SeedRng:
@@ -366,6 +376,74 @@ def participants(mask: Array, *, compress: bool = False) -> Participants:
         n=n, m=m, seed=(src // N).reshape(n, u), src=src.reshape(n, u), rows=rows, slots=slots,
         by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid, clients=clients, width=u,
     )  # fmt: skip
+
+
+def participants_of_rounds(masks: Array, *, compress: bool = False) -> list[Participants]:
+    """The :class:`Participants` layouts of several rounds' masks ``(R, S, N)``: the same
+    layouts as :func:`participants` round by round (tested), each array a slice of arrays
+    computed once for all R rounds, so a round's layout costs a few slices instead of a dozen
+    array operations (the runner prepares them for an algorithm that asks, in chunks of rounds:
+    :attr:`Algorithm.uses_layout`). ``compress`` layouts are built round by round."""
+    xp = get_namespace(masks)
+    on = masks if masks.dtype == bool else xp.asarray(masks) != 0
+    R, S, N = on.shape
+    if compress or R == 0 or S == 0:
+        return [participants(on[r], compress=compress) for r in range(R)]
+    rank = xp.cumsum(on, axis=1)  # rank[r, s, i]: seeds up to s in which client i takes part
+    cell = xp.flatnonzero(on)  # round-major, then seed-major: r S N + s N + i
+    r_idx = cell // (S * N)
+    rows = cell - r_idx * (S * N)  # s N + i
+    s_idx = rows // N
+    i_idx = rows - s_idx * N
+    slots = (rank.reshape(-1)[cell] - 1) * N + i_idx
+    counts = on.sum(axis=2)  # (R, S) participants per seed
+    # the few numbers that set the shapes, read once for every round
+    n_r, m_r, p_r = (
+        to_numpy(a).tolist()
+        for a in (rank[:, -1, :].max(axis=1), counts.max(axis=1), counts.sum(axis=1))
+    )
+    size = [n * N for n in n_r]
+    soff, poff = [0], [0]
+    for r in range(R):
+        soff.append(soff[-1] + size[r])
+        poff.append(poff[-1] + p_r[r])
+    start = xp.asarray(np.asarray(soff[:-1], dtype=np.int64))
+    src = xp.arange(soff[-1]) - xp.repeat(start, xp.asarray(np.asarray(size, dtype=np.int64)))
+    src %= N  # padding: client i's row of seed 0
+    src[start[r_idx] + slots] = rows
+    seed = src // N
+    k_all = None
+    out = []
+    for r in range(R):
+        n, m, a, b = n_r[r], m_r[r], poff[r], poff[r + 1]
+        rws, sl = rows[a:b], slots[a:b]
+        valid = None
+        if m * S == b - a:  # the same count in every seed: no padding
+            by_seed, rows_by_seed = sl.reshape(S, m).T, rws.reshape(S, m).T
+        else:
+            if k_all is None:
+                k_all = xp.cumsum(on, axis=2).reshape(-1)[cell] - 1
+            k, s = k_all[a:b], s_idx[a:b]
+            by_seed = xp.full((m, S), n * N, dtype=rws.dtype)
+            by_seed[k, s] = sl
+            rows_by_seed = xp.repeat(xp.arange(S, dtype=rws.dtype)[None, :] * N, m, axis=0)
+            rows_by_seed[k, s] = rws
+            valid = xp.zeros((m, S), dtype=bool)
+            valid[k, s] = True
+        c, d = soff[r], soff[r + 1]
+        out.append(Participants(
+            n=n, m=m, seed=seed[c:d].reshape(n, N), src=src[c:d].reshape(n, N), rows=rws,
+            slots=sl, by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid, width=N,
+        ))  # fmt: skip
+    return out
+
+
+def round_layout(draw: Any, problem: Any) -> Participants:
+    """The participant layout of a round: the one the runner prepared (``draw.layout``), else
+    built from ``draw.mask`` (compressed where the problem allows, :func:`compressible`)."""
+    if draw.layout is not None:
+        return draw.layout
+    return participants(draw.mask, compress=compressible(problem))
 
 
 def slot_grads(problem: Any, Xs: Array, layout: Participants) -> Array:

@@ -29,8 +29,7 @@ from fedtheory.algorithms.base import (
     aggregate_deltas,
     broadcast_clients,
     client_metrics,
-    compressible,
-    participants,
+    round_layout,
     zeros_fill,
 )
 from fedtheory.algorithms.local_steps import local_steps
@@ -77,9 +76,7 @@ def build_fedavg(
     ) -> FedAvgState:
         # Partial participation: only the participants' rows are pulled, stepped and
         # aggregated (with ``donate``, in the given state's X: no copy of every client's row).
-        lay = None
-        if not bool(draw.mask.all()):
-            lay = participants(draw.mask, compress=compressible(problem))
+        lay = None if bool(draw.mask.all()) else round_layout(draw, problem)
         XK = local_steps(
             problem, state.X, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu,
             anchor=state.x, overwrite=donate, layout=lay, start=state.x,
@@ -96,6 +93,7 @@ def build_fedavg(
         reference=REFERENCE,
         metrics=client_metrics(),
         donates=True,
+        uses_layout=True,
     )
 
 

@@ -34,4 +34,5 @@ def build_fedprox(config: AlgorithmConfig) -> Algorithm:
         reference=REFERENCE,
         metrics=alg.metrics,
         donates=alg.donates,
+        uses_layout=alg.uses_layout,
     )

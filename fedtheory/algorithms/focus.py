@@ -45,9 +45,8 @@ from fedtheory.algorithms.base import (
     broadcast_clients,
     client_metrics,
     client_sum,
-    compressible,
-    participants,
     pull,
+    round_layout,
     seed_sums,
     slot_grads,
     spread,
@@ -95,8 +94,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         if stochastic and getattr(problem, "stochastic", True):
             # Per-seed random draws need the seed axis first: the masked full path.
             return _masked_round(state, problem, draw.mask, rng)
-        lay = participants(draw.mask, compress=compressible(problem))
-        return _participants_round(state, problem, lay, xp, donate)
+        return _participants_round(state, problem, round_layout(draw, problem), xp, donate)
 
     def _local_pass(
         X: Array, g_old: Array, grads: Callable, y_loc: Array, keep: Any = None, tilt: Any = None
@@ -195,6 +193,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         reference=REFERENCE,
         metrics=client_metrics(tracking_residual=lambda state, problem: tracking_residual(state)),
         donates=True,
+        uses_layout=True,
     )
 
 

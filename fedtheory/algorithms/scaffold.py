@@ -27,9 +27,8 @@ from fedtheory.algorithms.base import (
     broadcast_clients,
     client_deltas,
     client_metrics,
-    compressible,
-    participants,
     pull,
+    round_layout,
     seed_sums,
     zeros_fill,
 )
@@ -85,7 +84,7 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
     ) -> ScaffoldState:
         exact = rng is None or not getattr(problem, "stochastic", True)
         if exact and not bool(draw.mask.all()):
-            lay = participants(draw.mask, compress=compressible(problem))
+            lay = round_layout(draw, problem)
             return _participants_round(state, problem, lay, draw, donate)
         xp = get_namespace(state.x)
         N = state.X.shape[1]
@@ -145,4 +144,5 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         reference=REFERENCE,
         metrics=client_metrics(),
         donates=True,
+        uses_layout=True,
     )

@@ -42,7 +42,15 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from fedtheory._version import __version__
-from fedtheory.algorithms.base import MAX_SEED_ID, Algorithm, RoundDraw, SeedRng, seed_sequences
+from fedtheory.algorithms.base import (
+    MAX_SEED_ID,
+    Algorithm,
+    RoundDraw,
+    SeedRng,
+    compressible,
+    participants_of_rounds,
+    seed_sequences,
+)
 from fedtheory.algorithms.registry import info, make_algorithm
 from fedtheory.backend import get_backend, get_namespace, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
@@ -709,27 +717,52 @@ def _stack_seeds(states: list, S: int) -> Any:
     return get_namespace(last).concatenate(states, axis=0)
 
 
-def _round_draws(plan: RunPlan) -> list[RoundDraw]:
+#: Participant layouts are prepared for about this many (round, seed, client) entries of the
+#: masks at once (:class:`_RoundDraws`).
+LAYOUT_CHUNK = 1 << 20
+
+
+class _RoundDraws:
     """Every round's :class:`RoundDraw`, moved to the run's namespace once (round-major
-    copies, so round r is one contiguous slice) rather than once per round."""
-    xp, R = plan.xp, plan.rounds
-    masks = np.ascontiguousarray(np.moveaxis(plan.masks, 1, 0))  # (R, S, N)
-    on = xp.asarray(masks > 0)
-    weights = xp.asarray(np.ascontiguousarray(np.moveaxis(plan.weights, 1, 0)))
-    counts = xp.asarray(masks) if masks.dtype.kind in "iu" else None
-    steps = None
-    if plan.step_masks is not None:
-        steps = xp.asarray(np.ascontiguousarray(np.moveaxis(plan.step_masks, 1, 0)))
-    return [
-        RoundDraw(
-            mask=on[r],
-            weights=weights[r],
+    copies, so round r is one contiguous slice) rather than once per round; for an algorithm
+    that reads participant layouts (:attr:`~fedtheory.algorithms.base.Algorithm.uses_layout`)
+    under partial participation, with ``layout`` prepared for a chunk of rounds at a time
+    (:func:`~fedtheory.algorithms.base.participants_of_rounds`: a few slices per round instead
+    of a dozen array operations)."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        xp = self.xp = plan.xp
+        masks = np.ascontiguousarray(np.moveaxis(plan.masks, 1, 0))  # (R, S, N)
+        self.on = xp.asarray(masks > 0)
+        self.weights = xp.asarray(np.ascontiguousarray(np.moveaxis(plan.weights, 1, 0)))
+        self.counts = xp.asarray(masks) if masks.dtype.kind in "iu" else None
+        self.steps = None
+        if plan.step_masks is not None:
+            self.steps = xp.asarray(np.ascontiguousarray(np.moveaxis(plan.step_masks, 1, 0)))
+        partial = not bool((masks > 0).all())
+        self.layouts = plan.algorithm.uses_layout and partial
+        self.compress = compressible(plan.problem)
+        R, S, N = masks.shape
+        self.chunk = max(1, LAYOUT_CHUNK // max(1, S * N))
+        self._first, self._ready = 0, []
+
+    def __getitem__(self, r: int) -> RoundDraw:
+        layout = None
+        if self.layouts:
+            if not self._first <= r < self._first + len(self._ready):
+                self._first = r
+                self._ready = participants_of_rounds(
+                    self.on[r : r + self.chunk], compress=self.compress
+                )
+            layout = self._ready[r - self._first]
+        return RoundDraw(
+            mask=self.on[r],
+            weights=self.weights[r],
             r=r,
-            step_masks=None if steps is None else steps[r],
-            counts=None if counts is None else counts[r],
+            step_masks=None if self.steps is None else self.steps[r],
+            counts=None if self.counts is None else self.counts[r],
+            layout=layout,
         )  # fmt: skip
-        for r in range(R)
-    ]
 
 
 def run_rounds(plan: RunPlan, *, progress: bool = False) -> tuple[Any, _Recorder, Any, float]:
@@ -753,7 +786,7 @@ def _run_rounds(plan: RunPlan, progress: bool) -> tuple[Any, _Recorder, Any, flo
         record(0, state)
     x_sum = xp.zeros_like(plan.x0) if plan.average_from is not None else None
     t0 = time.perf_counter()
-    draws = _round_draws(plan)
+    draws = _RoundDraws(plan)
     # The state is given away to a round that can reuse it (Algorithm.donates) unless the
     # recorder keeps earlier states for its stacked metrics; a diverged seed's freeze needs
     # the previous state, so those rounds do not donate.

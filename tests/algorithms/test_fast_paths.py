@@ -21,7 +21,13 @@ import json
 import numpy as np
 import pytest
 
-from fedtheory.algorithms.base import SeedRng, participants, row_dots, seed_sums
+from fedtheory.algorithms.base import (
+    SeedRng,
+    participants,
+    participants_of_rounds,
+    row_dots,
+    seed_sums,
+)
 from fedtheory.algorithms.gossip import gossip
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.analysis.closed_forms import local_affine_maps
@@ -483,3 +489,18 @@ def test_compressed_participants_equal_every_client_path(alg, part):
         assert_close(ref.x_final, run.x_final)
         assert_close(ref.error, run.error)
         assert_close(ref.consensus, run.consensus)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "bernoulli", "full"])
+def test_layouts_of_many_rounds_equal_the_layouts_round_by_round(kind):
+    """The runner prepares the participant layouts of a chunk of rounds at once; each is the
+    layout of its round's mask, array for array (ragged and full rounds too)."""
+    rng = np.random.default_rng(4)
+    masks = np.stack([_masks(kind, rng) for _ in range(6)])
+    for r, got in enumerate(participants_of_rounds(masks)):
+        want = participants(masks[r])
+        for name in want._fields:
+            a, b = getattr(got, name), getattr(want, name)
+            assert (a is None) == (b is None), name
+            if a is not None:
+                assert np.array_equal(np.asarray(a), np.asarray(b)), (r, name)
