@@ -347,7 +347,8 @@ def participants(mask: Array, *, compress: bool = False) -> Participants:
         else:
             on = on[:, clients]
     u = on.shape[1]
-    rank = xp.cumsum(on, axis=0)  # rank[s, j]: seeds up to s in which column j takes part
+    # rank[s, j]: seeds up to s in which column j takes part (int32: half the time of int64)
+    rank = xp.cumsum(on, axis=0, dtype=xp.int32)
     n = int(rank[-1].max())
     cell = xp.flatnonzero(on)  # seed-major: (s, j) sorted by s, then j, as s u + j
     s_idx = cell // u
@@ -389,7 +390,7 @@ def participants_of_rounds(masks: Array, *, compress: bool = False) -> list[Part
     R, S, N = on.shape
     if compress or R == 0 or S == 0:
         return [participants(on[r], compress=compress) for r in range(R)]
-    rank = xp.cumsum(on, axis=1)  # rank[r, s, i]: seeds up to s in which client i takes part
+    rank = xp.cumsum(on, axis=1, dtype=xp.int32)  # rank[r, s, i]: seeds up to s with client i
     cell = xp.flatnonzero(on)  # round-major, then seed-major: r S N + s N + i
     r_idx = cell // (S * N)
     rows = cell - r_idx * (S * N)  # s N + i
