@@ -77,14 +77,15 @@ from fedtheory.validation import (
 
 Array = Any
 
-#: Default seed block on NumPy: about this many bytes per (block, N, d) client array (245 seeds
-#: on figure4_problem). Larger than one core's L2 would suggest since only participating clients
-#: compute and rounds write into the state they are given (no copy of every client's row): the
-#: fixed per-round cost of the array calls is then shared by more seeds, and the per-client
-#: GEMMs keep enough rows with less padding (measured with 1000 seeds of figure4_problem,
-#: uniform 4 of 16, K = 3, ms per seed-run at 122 / 245 seeds: FOCUS 3.07 / 2.59, SCAFFOLD
-#: 4.29 / 4.03, FedAvg 2.20 / 2.00).
-BLOCK_BYTES = 1536 * 1024
+#: Default seed block on NumPy: about this many bytes per (block, N, d) client array (327 seeds
+#: on figure4_problem, so 1000 seeds run as 4 blocks of 250). Larger than one core's L2 would
+#: suggest since only participating clients compute and rounds write into the state they are
+#: given (no copy of every client's row): the fixed per-round cost of the array calls is then
+#: shared by more seeds, and the per-client GEMMs keep enough rows with less padding (measured
+#: with 1000 seeds of figure4_problem, uniform 4 of 16, K = 3, ms per seed-run at 122 / 245
+#: seeds: FOCUS 3.07 / 2.59, SCAFFOLD 4.29 / 4.03, FedAvg 2.20 / 2.00; at 167 / 334 / 500 seeds:
+#: FOCUS 2.39 / 2.25 / 2.31, SCAFFOLD 2.79 / 2.67 / 2.63).
+BLOCK_BYTES = 2 * 1024 * 1024
 
 #: A default block keeps at least this many seeds (fewer only where the participants' work or
 #: the held state says so, :func:`default_seed_block`): below it a round's fixed cost of a few
@@ -98,12 +99,12 @@ STATE_BYTES = 64 * 1024 * 1024
 def default_seed_block(n_clients: int, dim: int, itemsize: int, per_round: int) -> int:
     """The default seed block on NumPy, a function of the run only (never of ``workers``).
 
-    :data:`BLOCK_BYTES` per (block, N, d) client array, as measured on figure4_problem (245
+    :data:`BLOCK_BYTES` per (block, N, d) client array, as measured on figure4_problem (327
     seeds there), but not below :data:`MIN_BLOCK` seeds unless the round's work, the
     ``per_round`` participants' (block, M, d) rows within :data:`BLOCK_BYTES`, or the held
     state, :data:`STATE_COPIES` (block, N, d) arrays within :data:`STATE_BYTES`, allows fewer.
-    Runs with N d <= 12288 (float64) get blocks of :data:`BLOCK_BYTES` per array; larger N get
-    blocks sized by the participants (N = 1600, M = 400, d = 20: 16 seeds, not 6;
+    Runs with N d <= 16384 (float64) get blocks of :data:`BLOCK_BYTES` per array; larger N get
+    blocks sized by the participants (N = 1600, M = 400, d = 20: 16 seeds, not 8;
     N = 10,000, M = 100: 3 seeds, the state's bound, not 1).
     """
     row = dim * itemsize
@@ -902,8 +903,8 @@ def simulate(
         Run the seeds in blocks of at most this many, one block after the other (cache
         blocking; each block is still one batched computation). Default: all seeds at once on
         a GPU; on NumPy, :func:`default_seed_block`: blocks whose (block, N, d) client arrays
-        stay near :data:`BLOCK_BYTES` (1.5 MiB) where that leaves 16 seeds or more, which
-        shares a round's fixed cost among about 245 seeds on figure4_problem (1.1-1.2x faster
+        stay near :data:`BLOCK_BYTES` (2 MiB) where that leaves 16 seeds or more, which
+        shares a round's fixed cost among up to 327 seeds on figure4_problem (1.1-1.3x faster
         than 122, under uniform 4-of-16 participation); for many clients, blocks
         sized by the participants' rows and the held state; the default blocks are an even
         number (balanced over two or four worker processes). A seed's numbers depend

@@ -94,14 +94,14 @@ def test_the_memory_estimate_counts_the_blocks_that_run_at_once(monkeypatch):
 
 
 def test_default_seed_blocks_follow_the_participants_where_the_state_leaves_few_seeds():
-    """The default block keeps the state-sized blocks of small runs (245 seeds on
+    """The default block keeps the state-sized blocks of small runs (327 seeds on
     figure4_problem's N = 16, d = 50), and sizes large ones by the participants' rows and the
-    held state: N = 1600, M = 400, d = 20 gets 16 seeds (6 by the state rule), N = 10,000,
+    held state: N = 1600, M = 400, d = 20 gets 16 seeds (8 by the state rule), N = 10,000,
     M = 100 gets 3 (the held state's bound), and never 0."""
-    assert default_seed_block(16, 50, 8, 4) == BLOCK_BYTES // (16 * 50 * 8) == 245
+    assert default_seed_block(16, 50, 8, 4) == BLOCK_BYTES // (16 * 50 * 8) == 327
     assert default_seed_block(160, 20, 8, 40) == BLOCK_BYTES // (160 * 20 * 8)
     assert default_seed_block(1600, 20, 8, 400) == 16
-    assert default_seed_block(1600, 20, 8, 1600) == 6  # full participation: the work is N rows
+    assert default_seed_block(1600, 20, 8, 1600) == 8  # full participation: the work is N rows
     assert default_seed_block(10_000, 20, 8, 100) == 3
     assert default_seed_block(10**6, 1000, 8, 10) == 1
 
@@ -109,9 +109,9 @@ def test_default_seed_blocks_follow_the_participants_where_the_state_leaves_few_
 def test_large_runs_get_the_same_default_blocks_and_bits_with_any_worker_count():
     """N d above the state rule's 16 seeds: the participant-sized blocks are a function of the
     run, so one and two worker processes give the same bits."""
-    big = random_quadratic(800, 20, seed=1)  # compressed participant layouts too
+    big = random_quadratic(1000, 20, seed=1)  # compressed participant layouts too
     kw = dict(rounds=4, seeds=40, lr=0.05, local_steps=2, clients_per_round=10)
-    assert default_seed_block(800, 20, 8, 10) == 16  # 3 blocks of 40 seeds
+    assert default_seed_block(1000, 20, 8, 10) == 16  # 3 blocks of 40 seeds, made 4 (even)
     one = simulate(big, "focus", "uniform", workers=1, **kw)
     two = simulate(big, "focus", "uniform", workers=2, **kw)
     for name, values in one.metrics.items():
