@@ -14,7 +14,7 @@ Settings (each against a per-client loop of the same algorithm written below, on
   its cluster, K = 48, FedAMSGrad server, 50 rounds.
 
 Rows per setting: the loop; the toolkit in-library (:func:`fedtheory.simulation.simulate`, the
-default call: every metric every round, one process) at 1, 100 and 1000 seeds, and at the largest
+default call: the error every round, one process) at 1, 100 and 1000 seeds, and at the largest
 count with ``workers=`` the cores this process may use (seed blocks in forked processes, the same
 bits); the whole command (``fedtheory simulate ... --json FILE`` in a subprocess: start-up,
 simulation and output; its default ``--workers`` is the number of cores) at the same seed counts,
@@ -39,7 +39,7 @@ difference over the largest error); otherwise the benchmark fails (exit 1).
 
 Targets (issue 25; a verdict line each, met / NOT MET with the numbers): in-library at 1000
 seeds <= 1.2 ms per seed-run in one process for ``focus``, ``fedavg`` and ``scaffold`` alike
-(the default call: the runner's metrics every round); the whole command at 1000 seeds (default
+(the default call: the error every round); the whole command at 1000 seeds (default
 workers) >= 40x the loop's seed-runs per second (``focus``); one seed >= 3x the loop
 (``focus``, reported). The adaptive/gossip settings are reported.
 

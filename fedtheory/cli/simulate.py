@@ -107,9 +107,9 @@ def register(subparsers: Any) -> None:
                    help="record the metrics every K rounds and at the last (the others are "
                    "null; the JSON's recorded_rounds lists them)")  # fmt: skip
     p.add_argument("--metrics", type=name_list, default=None, metavar="A,B,..",
-                   help="record only these metrics, comma separated, or 'all' (default: "
-                   "error, f_minus_f_star, grad_norm2; 'all' adds the algorithm's own, e.g. "
-                   "consensus, tracking_residual; the others are null)")  # fmt: skip
+                   help="record these metrics, comma separated, or 'all' (default: error, or "
+                   "grad_norm2 where x* is unknown; also f_minus_f_star, grad_norm2 and the "
+                   "algorithm's own, e.g. consensus, tracking_residual; the others are null)")  # fmt: skip
     p.add_argument(
         "--seeds", type=int, default=_RUN["seeds"], metavar="S", help="seeds run batched"
     )

@@ -7,9 +7,11 @@ the three of :data:`RUNNER_METRICS`, which need only ``x`` and the problem; an a
 contributes the ones that need its own state (``Algorithm.metrics``: the clients' consensus
 error for algorithms with client models, FOCUS's tracking residual), and a caller may pass its
 own (the MLP's test accuracy). The runner never reads an algorithm's field names. By default a
-run records the runner's three (they read the server model only, a few operations on (S, d)
-arrays); the algorithm's own, which read every client's row, are recorded on request (by name,
-or ``metrics="all"``), so a default round costs what its participants cost.
+run records ``error`` alone (``grad_norm2`` where x* is unknown: :func:`default_metric`), a few
+operations on the (S, d) server models; ``f_minus_f_star`` and ``grad_norm2`` (a (d, d) product
+per seed-round each, as much as a client's gradient on a quadratic) and the algorithm's own,
+which read every client's row, are recorded on request (by name, or ``metrics="all"``), so a
+default round costs what its participants cost (issue 25).
 
 One vocabulary: a metric has the same name in Python (``result.error``,
 ``simulate(metrics=["error"])``), in the JSON of ``fedtheory simulate``, in a sweep's Zarr store
@@ -83,6 +85,21 @@ def metric_attrs(name: str) -> dict[str, str]:
 #: ``metrics="all"``: every metric the run can record (the runner's and the algorithm's own).
 ALL = "all"
 
+#: Runner metrics that need an attribute a problem may not have: x*, f*.
+_UNKNOWABLE = {"error": "x_star", "f_minus_f_star": "f_star"}
+
+
+def _knows(problem: Any, name: str) -> bool:
+    return problem is None or getattr(problem, _UNKNOWABLE[name], None) is not None
+
+
+def default_metric(problem: Any) -> str:
+    """The metric a run records by default: ``error`` (||x_r - x*|| / ||x*||, a few operations
+    on the (S, d) server models) where the problem knows x*, else ``grad_norm2``. It is also
+    the divergence check's score."""
+    return "error" if _knows(problem, "error") else "grad_norm2"
+
+
 #: Earlier names of metrics -> their names now (accepted with a DeprecationWarning).
 RENAMED = {"rel_error": "error", "subopt": "f_minus_f_star", "tracking": "tracking_residual"}
 
@@ -99,17 +116,19 @@ def current_name(name: str) -> str:
 
 
 def select_metrics(
-    requested: Sequence[str] | Mapping[str, Metric] | None, algorithm: Any
+    requested: Sequence[str] | Mapping[str, Metric] | None, algorithm: Any, problem: Any = None
 ) -> tuple[dict[str, Metric], dict[str, Metric]]:
     """``(available, recorded)``: every metric a run of ``algorithm`` can record, and those asked
     for.
 
-    ``requested`` is None (the default: the runner's own, :data:`RUNNER_METRICS`, which read
-    the server model only), ``"all"`` (the runner's and the algorithm's: the clients'
-    ``consensus``, FOCUS's ``tracking_residual``, which read every client's row and cost a pass
-    over the client state each recorded round), a sequence of names among the available ones,
-    or a mapping ``name -> metric`` (exactly those, e.g. ``{"accuracy": ...}``; a name may also
-    map to None to pick the available metric of that name).
+    ``requested`` is None (the default: :func:`default_metric`, the cheap ``error`` where the
+    problem knows x*, else ``grad_norm2``), ``"all"`` (every metric the problem allows: the
+    runner's three and the algorithm's own, the clients' ``consensus`` and FOCUS's
+    ``tracking_residual``, which read every client's row each recorded round), a sequence of
+    names among the available ones, or a mapping ``name -> metric`` (exactly those, e.g.
+    ``{"accuracy": ...}``; a name may also map to None to pick the available metric of that
+    name). ``f_minus_f_star`` and ``grad_norm2`` cost a (d, d) product per seed-round each, as
+    much as a client's gradient on a quadratic: they are recorded on request.
 
     Raises
     ------
@@ -118,11 +137,12 @@ def select_metrics(
     """
     available = {**RUNNER_METRICS, **dict(getattr(algorithm, "metrics", {}) or {})}
     if requested is None:
-        return available, dict(RUNNER_METRICS)
+        name = default_metric(problem)
+        return available, {name: available[name]}
     if isinstance(requested, str):
         requested = [requested]
     if not isinstance(requested, Mapping) and list(requested) == [ALL]:
-        requested = list(available)
+        requested = [m for m in available if m not in _UNKNOWABLE or _knows(problem, m)]
     if isinstance(requested, Mapping):
         recorded = {}
         for name, fn in requested.items():

@@ -13,10 +13,11 @@
 3. :func:`simulate` wraps the recordings in a :class:`SimulationResult` (and runs large seed
    counts in cache-sized blocks).
 
-Recorded by default: the runner's ``error`` (||x_r - x*|| / ||x*||), ``f_minus_f_star``
-(f(x_r) - f*) and ``grad_norm2`` (||grad f(x_r)||^2), and the algorithm's own (``consensus``:
-(1/N) sum_i ||x_i - x_bar||^2 of the clients' latest local models; FOCUS's ``tracking_residual``:
-||y - sum_i g_prev_i||, claim C3).
+Recorded by default: the runner's ``error`` (||x_r - x*|| / ||x*||; ``grad_norm2`` where x*
+is unknown). On request (``metrics=``, or ``"all"``): ``f_minus_f_star`` (f(x_r) - f*),
+``grad_norm2`` (||grad f(x_r)||^2) and the algorithm's own (``consensus``: (1/N) sum_i ||x_i -
+x_bar||^2 of the clients' latest local models; FOCUS's ``tracking_residual``: ||y - sum_i
+g_prev_i||, claim C3).
 
 A seed whose iterate becomes non-finite or whose error grows past ``divergence_bound`` times its
 initial value is frozen at its last finite state and flagged (``diverged``, ``diverged_at``);
@@ -468,7 +469,7 @@ def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: 
 def _metrics(metrics: Any, algorithm: Algorithm, problem: Any) -> tuple[dict, dict]:
     """Step 2 of :func:`plan_run`: the metrics the run can record and those it records; a
     runner metric asked for by name needs what it reads (x*, f*)."""
-    available, recorded = select_metrics(metrics, algorithm)
+    available, recorded = select_metrics(metrics, algorithm, problem)
     if metrics is not None:
         needs = {
             "error": ("x_star", "the minimizer x*"),
@@ -892,9 +893,10 @@ def simulate(
         Record the metrics every this many rounds (and at the last round); skipped rounds
         hold NaN.
     metrics : sequence of str, mapping of str to callable, "all", or None
-        Which metrics to record: None (the runner's ``error``, ``f_minus_f_star`` and
-        ``grad_norm2``, which read the server model only), ``"all"`` (also the algorithm's own,
-        ``consensus`` and FOCUS's ``tracking_residual``, which read every client's row; see
+        Which metrics to record: None (``error``, a few operations on the server models, or
+        ``grad_norm2`` where x* is unknown), ``"all"`` (every metric the problem allows: also
+        ``f_minus_f_star``, ``grad_norm2`` and the algorithm's own, ``consensus`` and FOCUS's
+        ``tracking_residual``, which read every client's row; see
         :mod:`fedtheory.simulation.metrics`), names among those, or a mapping ``name ->
         metric(state, problem)`` of exactly the metrics wanted (a caller's own, e.g. test
         accuracy). A metric not recorded is NaN. The divergence check always runs (on

@@ -40,6 +40,7 @@ def _run(problem, name, part, rounds=15, seeds=5, **kw):
     kw.setdefault("local_steps", 3)
     if "global_lr" in info(name).settings:
         kw.setdefault("global_lr", 0.05)
+    kw.setdefault("metrics", ["error", "grad_norm2"])
     return simulate(problem, name, part, rounds=rounds, seeds=seeds, seed=7, **kw)
 
 

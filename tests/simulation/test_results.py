@@ -106,7 +106,8 @@ def test_one_metric_vocabulary_and_the_earlier_names_still_run():
     ``f_minus_f_star``, ``tracking_residual``); the earlier Python names read the same arrays,
     with a DeprecationWarning."""
     P = random_quadratic(8, 3, seed=0)
-    res = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=5, seeds=2)
+    res = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=5, seeds=2,
+                   metrics="all")  # fmt: skip
     assert {"error", "f_minus_f_star", "grad_norm2", "tracking_residual"} <= set(res.metrics)
     for old, new in (("rel_error", "error"), ("subopt", "f_minus_f_star"),
                      ("tracking", "tracking_residual")):  # fmt: skip

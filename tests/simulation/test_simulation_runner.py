@@ -12,7 +12,7 @@ import pytest
 
 from fedtheory.errors import AssumptionError
 from fedtheory.participation import make_participation
-from fedtheory.problems import random_quadratic
+from fedtheory.problems import random_logistic, random_quadratic
 from fedtheory.simulation import simulate
 from fedtheory.simulation.runner import BLOCK_BYTES, check_run_memory, default_seed_block
 
@@ -67,7 +67,7 @@ def test_a_bad_worker_count_is_named(prob, bad):
 
 def test_unrequested_metrics_are_nan_and_the_rest_unchanged(prob):
     kw = dict(rounds=20, seeds=2, seed=1, lr=0.05, local_steps=2)
-    full = simulate(prob, "focus", "full", **kw)
+    full = simulate(prob, "focus", "full", metrics="all", **kw)
     some = simulate(prob, "focus", "full", metrics=["error"], **kw)
     assert np.array_equal(full.error, some.error)
     assert np.array_equal(full.x_final, some.x_final)
@@ -117,3 +117,21 @@ def test_large_runs_get_the_same_default_blocks_and_bits_with_any_worker_count()
     for name, values in one.metrics.items():
         np.testing.assert_array_equal(values, two.metrics[name], err_msg=name)
     np.testing.assert_array_equal(one.x_final, two.x_final)
+
+
+def test_a_default_run_records_the_cheap_error_only(prob):
+    """Metrics on demand (issue 25): by default the error where x* is known (grad_norm2 where
+    it is not), each recorded round; the others on request, by name or 'all' (every metric the
+    problem allows)."""
+    kw = dict(rounds=6, seeds=2, seed=1, lr=0.05, local_steps=2)
+    res = simulate(prob, "focus", "uniform", clients_per_round=2, **kw)
+    recorded = {k for k, v in res.metrics.items() if np.isfinite(v).any()}
+    assert recorded == {"error"} and res.config["recorded_metrics"] == ["error"]
+    every = simulate(prob, "focus", "uniform", clients_per_round=2, metrics="all", **kw)
+    assert np.array_equal(every.error, res.error)
+    assert all(np.isfinite(v).all() for v in every.metrics.values())
+    nc = random_logistic(4, 10, 3, lam=0.0, ncvx=0.2, seed=0)  # no x*: the gradient norm
+    res = simulate(nc, "fedavg", "full", **kw)
+    assert res.config["recorded_metrics"] == ["grad_norm2"] and np.isfinite(res.grad_norm2).all()
+    every = simulate(nc, "fedavg", "full", metrics="all", **kw)
+    assert set(every.config["recorded_metrics"]) == {"grad_norm2", "consensus"}

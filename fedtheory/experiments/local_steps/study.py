@@ -208,7 +208,8 @@ def _run_point(
     # The study's constants apply to every algorithm of the grid that reads them.
     accepted = info(a).accepted()
     settings = {k: v for k, v in settings.items() if k in accepted}
-    res = simulate(prob, a, model, rounds=R, seeds=seeds, seed=seed, backend=backend, **settings)
+    res = simulate(prob, a, model, rounds=R, seeds=seeds, seed=seed, backend=backend,
+                   metrics=["grad_norm2"], **settings)  # fmt: skip
     g = res.grad_norm2[:, :R]  # x_1 .. x_R of the theorems (x_1 = the initial model)
     with np.errstate(all="ignore"):
         avg = np.where(res.diverged, np.nan, g.mean(axis=1))

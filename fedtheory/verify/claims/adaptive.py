@@ -90,6 +90,7 @@ def a1(ctx: Context):
         lr=0.05,
         local_steps=3,
         global_lr=0.05,
+        metrics=["grad_norm2"],
     )
     ref = simulate(prob, "fedamsgrad", part, **kw)
     afga = simulate(prob, "afga", part, resample=False, mixing=np.eye(n), **kw)
