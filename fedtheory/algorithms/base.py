@@ -361,22 +361,39 @@ def participants(mask: Array, *, compress: bool = False) -> Participants:
         src = clients[src]
     src[slots] = rows
     m = int(xp.bincount(s_idx, minlength=S).max()) if S else 0
-    valid = None
-    if m * S == rows.shape[0]:  # the same count in every seed: no padding
-        by_seed = slots.reshape(S, m).T
-        rows_by_seed = rows.reshape(S, m).T
-    else:
-        k = xp.cumsum(on, axis=1).reshape(-1)[cell] - 1
-        by_seed = xp.full((m, S), n * u, dtype=rows.dtype)
-        by_seed[k, s_idx] = slots
-        rows_by_seed = xp.repeat(xp.arange(S, dtype=rows.dtype)[None, :] * N, m, axis=0)
-        rows_by_seed[k, s_idx] = rows
-        valid = xp.zeros((m, S), dtype=bool)
-        valid[k, s_idx] = True
+    by_seed, rows_by_seed, valid = _seed_order(
+        rows, slots, s_idx, lambda: xp.cumsum(on, axis=1).reshape(-1)[cell] - 1, m, S, N, n * u
+    )
     return Participants(
         n=n, m=m, seed=(src // N).reshape(n, u), src=src.reshape(n, u), rows=rows, slots=slots,
         by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid, clients=clients, width=u,
     )  # fmt: skip
+
+
+def _seed_order(
+    rows: Array,
+    slots: Array,
+    s_idx: Array,
+    rank: Callable[[], Array],
+    m: int,
+    S: int,
+    N: int,
+    pad: int,
+) -> tuple[Array, Array, Array | None]:
+    """``(by_seed, rows_by_seed, valid)`` of :class:`Participants` from a round's participants
+    in seed-major order; ``rank()`` gives each one's rank among its seed's participants (asked
+    only for ragged counts), ``pad`` is the slot that stands in for a missing one."""
+    if m * S == rows.shape[0]:  # the same count in every seed: no padding
+        return slots.reshape(S, m).T, rows.reshape(S, m).T, None
+    xp = get_namespace(rows)
+    k = rank()
+    by_seed = xp.full((m, S), pad, dtype=rows.dtype)
+    by_seed[k, s_idx] = slots
+    rows_by_seed = xp.repeat(xp.arange(S, dtype=rows.dtype)[None, :] * N, m, axis=0)
+    rows_by_seed[k, s_idx] = rows
+    valid = xp.zeros((m, S), dtype=bool)
+    valid[k, s_idx] = True
+    return by_seed, rows_by_seed, valid
 
 
 def participants_of_rounds(masks: Array, *, compress: bool = False) -> list[Participants]:
@@ -413,24 +430,23 @@ def participants_of_rounds(masks: Array, *, compress: bool = False) -> list[Part
     src %= N  # padding: client i's row of seed 0
     src[start[r_idx] + slots] = rows
     seed = src // N
-    k_all = None
+    ranks: list = []  # each participant's rank in its seed, computed once if a round is ragged
+
+    def rank_of(a: int, b: int) -> Callable[[], Array]:
+        def rank() -> Array:
+            if not ranks:
+                ranks.append(xp.cumsum(on, axis=2).reshape(-1)[cell] - 1)
+            return ranks[0][a:b]
+
+        return rank
+
     out = []
     for r in range(R):
         n, m, a, b = n_r[r], m_r[r], poff[r], poff[r + 1]
         rws, sl = rows[a:b], slots[a:b]
-        valid = None
-        if m * S == b - a:  # the same count in every seed: no padding
-            by_seed, rows_by_seed = sl.reshape(S, m).T, rws.reshape(S, m).T
-        else:
-            if k_all is None:
-                k_all = xp.cumsum(on, axis=2).reshape(-1)[cell] - 1
-            k, s = k_all[a:b], s_idx[a:b]
-            by_seed = xp.full((m, S), n * N, dtype=rws.dtype)
-            by_seed[k, s] = sl
-            rows_by_seed = xp.repeat(xp.arange(S, dtype=rws.dtype)[None, :] * N, m, axis=0)
-            rows_by_seed[k, s] = rws
-            valid = xp.zeros((m, S), dtype=bool)
-            valid[k, s] = True
+        by_seed, rows_by_seed, valid = _seed_order(
+            rws, sl, s_idx[a:b], rank_of(a, b), m, S, N, n * N
+        )
         c, d = soff[r], soff[r + 1]
         out.append(Participants(
             n=n, m=m, seed=seed[c:d].reshape(n, N), src=src[c:d].reshape(n, N), rows=rws,
