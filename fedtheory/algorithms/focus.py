@@ -25,11 +25,19 @@ and differs from it in the last bits only.
 Only S_r computes: under partial participation with exact gradients the round works
 on the participants' rows alone, in the client-major slot layout of
 :func:`~fedtheory.algorithms.base.participants` (one GEMM per client over the seeds in which it
-takes part; Bernoulli's ragged counts are padded), and writes g_prev_i and x_i back for i in S_r.
-The arithmetic of every participant's row is the every-client path's; y's sum over S_r is taken
-in client order (tests/test_fast_paths.py: the same iterates to 1e-12). Stochastic gradients
-(SG-FOCUS on a problem that draws noise or minibatches) keep the masked every-client path, whose
-per-seed draws cover all N clients.
+takes part; Bernoulli's ragged counts are padded; with many clients, a column per client that
+takes part only), and writes g_prev_i and x_i back for i in S_r (into the given state's arrays
+when the runner donates it). y's sum over S_r is taken in client order
+(tests/algorithms/test_fast_paths.py: the same iterates to 1e-12). Stochastic gradients (SG-FOCUS
+on a problem that draws noise or minibatches) keep the masked every-client path, whose per-seed
+draws cover all N clients.
+
+On a quadratic with exact gradients the local pass takes the strategy ``affine-map``: steps
+1..K-1 are plain gradient steps on f_i tilted by g_prev_i (x_k = x_{k-1} - eta (grad f_i(x_{k-1})
+- g_prev_i)), so x_{K-1} = x T_i + c_i + g_prev_i B_i with the problem's K - 1 step maps
+(:meth:`~fedtheory.problems.QuadraticProblem.tilt_map`): two products per client, then the last
+gradient. The same iterates as ``stepwise`` to rounding (FOCUS's exact floor moves in the last
+digit).
 """
 
 from __future__ import annotations
