@@ -338,7 +338,7 @@ def participants(mask: Array, *, compress: bool = False) -> Participants:
     problem then needs ``grads_of``, :func:`slot_grads`)."""
     xp = get_namespace(mask)
     on = mask if mask.dtype == bool else xp.asarray(mask) != 0
-    S, N = on.shape
+    N = on.shape[1]
     clients = None
     if compress:
         clients = xp.nonzero(on.any(axis=0))[0]
@@ -346,111 +346,77 @@ def participants(mask: Array, *, compress: bool = False) -> Participants:
             clients = None
         else:
             on = on[:, clients]
-    u = on.shape[1]
-    # rank[s, j]: seeds up to s in which column j takes part (int32: half the time of int64)
-    rank = xp.cumsum(on, axis=0, dtype=xp.int32)
-    n = int(rank[-1].max())
-    cell = xp.flatnonzero(on)  # seed-major: (s, j) sorted by s, then j, as s u + j
-    s_idx = cell // u
-    j_idx = cell - s_idx * u
-    i_idx = j_idx if clients is None else clients[j_idx]
-    rows = s_idx * N + i_idx
-    slots = (rank.reshape(-1)[cell] - 1) * u + j_idx
-    src = xp.arange(n * u) % u  # padding: the column's client's row of seed 0
-    if clients is not None:
-        src = clients[src]
-    src[slots] = rows
-    m = int(xp.bincount(s_idx, minlength=S).max()) if S else 0
-    by_seed, rows_by_seed, valid = _seed_order(
-        rows, slots, s_idx, lambda: xp.cumsum(on, axis=1).reshape(-1)[cell] - 1, m, S, N, n * u
-    )
-    return Participants(
-        n=n, m=m, seed=(src // N).reshape(n, u), src=src.reshape(n, u), rows=rows, slots=slots,
-        by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid, clients=clients, width=u,
-    )  # fmt: skip
-
-
-def _seed_order(
-    rows: Array,
-    slots: Array,
-    s_idx: Array,
-    rank: Callable[[], Array],
-    m: int,
-    S: int,
-    N: int,
-    pad: int,
-) -> tuple[Array, Array, Array | None]:
-    """``(by_seed, rows_by_seed, valid)`` of :class:`Participants` from a round's participants
-    in seed-major order; ``rank()`` gives each one's rank among its seed's participants (asked
-    only for ragged counts), ``pad`` is the slot that stands in for a missing one."""
-    if m * S == rows.shape[0]:  # the same count in every seed: no padding
-        return slots.reshape(S, m).T, rows.reshape(S, m).T, None
-    xp = get_namespace(rows)
-    k = rank()
-    by_seed = xp.full((m, S), pad, dtype=rows.dtype)
-    by_seed[k, s_idx] = slots
-    rows_by_seed = xp.repeat(xp.arange(S, dtype=rows.dtype)[None, :] * N, m, axis=0)
-    rows_by_seed[k, s_idx] = rows
-    valid = xp.zeros((m, S), dtype=bool)
-    valid[k, s_idx] = True
-    return by_seed, rows_by_seed, valid
+    return _layouts(on[None], N, clients)[0]
 
 
 def participants_of_rounds(masks: Array, *, compress: bool = False) -> list[Participants]:
-    """The :class:`Participants` layouts of several rounds' masks ``(R, S, N)``: the same
-    layouts as :func:`participants` round by round (tested), each array a slice of arrays
-    computed once for all R rounds, so a round's layout costs a few slices instead of a dozen
-    array operations (the runner prepares them for an algorithm that asks, in chunks of rounds:
-    :attr:`Algorithm.uses_layout`). ``compress`` layouts are built round by round."""
+    """The :class:`Participants` layouts of several rounds' masks ``(R, S, N)``: the layouts of
+    :func:`participants` round by round, each array a slice of arrays computed once for all R
+    rounds, so a round's layout costs a few slices instead of a dozen array operations (the
+    runner prepares them for an algorithm that asks, in chunks of rounds:
+    :attr:`Algorithm.uses_layout`). ``compress`` layouts, whose columns differ from round to
+    round, are built round by round."""
     xp = get_namespace(masks)
     on = masks if masks.dtype == bool else xp.asarray(masks) != 0
-    R, S, N = on.shape
-    if compress or R == 0 or S == 0:
-        return [participants(on[r], compress=compress) for r in range(R)]
-    rank = xp.cumsum(on, axis=1, dtype=xp.int32)  # rank[r, s, i]: seeds up to s with client i
-    cell = xp.flatnonzero(on)  # round-major, then seed-major: r S N + s N + i
-    r_idx = cell // (S * N)
-    rows = cell - r_idx * (S * N)  # s N + i
-    s_idx = rows // N
-    i_idx = rows - s_idx * N
-    slots = (rank.reshape(-1)[cell] - 1) * N + i_idx
+    if compress:
+        return [participants(on[r], compress=True) for r in range(on.shape[0])]
+    return _layouts(on, on.shape[2], None)
+
+
+def _layouts(on: Array, N: int, clients: Array | None) -> list[Participants]:
+    """The layouts of R rounds' boolean masks ``on (R, S, u)`` whose columns are the clients
+    ``clients (u,)`` (None: every client, u = N): the one computation behind
+    :func:`participants` and :func:`participants_of_rounds`."""
+    xp = get_namespace(on)
+    R, S, u = on.shape
+    # rank[r, s, j]: seeds up to s in which column j takes part (int32: half the time of int64)
+    rank = xp.cumsum(on, axis=1, dtype=xp.int32)
+    cell = xp.flatnonzero(on)  # round-major, then seed-major: r S u + s u + j
+    r_idx = cell // (S * u)
+    rest = cell - r_idx * (S * u)  # s u + j
+    s_idx = rest // u
+    j_idx = rest - s_idx * u
+    rows = s_idx * N + (j_idx if clients is None else clients[j_idx])
+    slots = (rank.reshape(-1)[cell] - 1) * u + j_idx
     counts = on.sum(axis=2)  # (R, S) participants per seed
-    # the few numbers that set the shapes, read once for every round
-    n_r, m_r, p_r = (
-        to_numpy(a).tolist()
-        for a in (rank[:, -1, :].max(axis=1), counts.max(axis=1), counts.sum(axis=1))
-    )
-    size = [n * N for n in n_r]
+    # the numbers that set the shapes, for every round in one read of the device
+    n_r, m_r, p_r = to_numpy(
+        xp.stack([rank[:, -1, :].max(axis=1), counts.max(axis=1), counts.sum(axis=1)])
+        if S * u else xp.zeros((3, R), dtype=xp.int64)
+    ).tolist()  # fmt: skip
     soff, poff = [0], [0]
     for r in range(R):
-        soff.append(soff[-1] + size[r])
+        soff.append(soff[-1] + n_r[r] * u)
         poff.append(poff[-1] + p_r[r])
     start = xp.asarray(np.asarray(soff[:-1], dtype=np.int64))
-    src = xp.arange(soff[-1]) - xp.repeat(start, xp.asarray(np.asarray(size, dtype=np.int64)))
-    src %= N  # padding: client i's row of seed 0
+    size = xp.asarray(np.diff(np.asarray(soff, dtype=np.int64)))
+    src = (xp.arange(soff[-1]) - xp.repeat(start, size)) % u  # padding: seed 0's row of the
+    if clients is not None:  # column's client
+        src = clients[src]
     src[start[r_idx] + slots] = rows
     seed = src // N
-    ranks: list = []  # each participant's rank in its seed, computed once if a round is ragged
-
-    def rank_of(a: int, b: int) -> Callable[[], Array]:
-        def rank() -> Array:
-            if not ranks:
-                ranks.append(xp.cumsum(on, axis=2).reshape(-1)[cell] - 1)
-            return ranks[0][a:b]
-
-        return rank
-
+    ragged = any(m_r[r] * S != p_r[r] for r in range(R))
+    # each participant's rank among its seed's participants (ragged rounds only)
+    k_all = xp.cumsum(on, axis=2).reshape(-1)[cell] - 1 if ragged else None
     out = []
     for r in range(R):
-        n, m, a, b = n_r[r], m_r[r], poff[r], poff[r + 1]
+        n, m, a, b, c, d = n_r[r], m_r[r], poff[r], poff[r + 1], soff[r], soff[r + 1]
         rws, sl = rows[a:b], slots[a:b]
-        by_seed, rows_by_seed, valid = _seed_order(
-            rws, sl, s_idx[a:b], rank_of(a, b), m, S, N, n * N
-        )
-        c, d = soff[r], soff[r + 1]
+        valid = None
+        if m * S == b - a:  # the same count in every seed: no padding
+            by_seed, rows_by_seed = sl.reshape(S, m).T, rws.reshape(S, m).T
+        else:
+            k, s = k_all[a:b], s_idx[a:b]
+            by_seed = xp.full((m, S), n * u, dtype=rws.dtype)
+            by_seed[k, s] = sl
+            rows_by_seed = xp.repeat(xp.arange(S, dtype=rws.dtype)[None, :] * N, m, axis=0)
+            rows_by_seed[k, s] = rws
+            valid = xp.zeros((m, S), dtype=bool)
+            valid[k, s] = True
         out.append(Participants(
-            n=n, m=m, seed=seed[c:d].reshape(n, N), src=src[c:d].reshape(n, N), rows=rws,
-            slots=sl, by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid, width=N,
+            n=n, m=m, seed=seed[c:d].reshape(n, u), src=src[c:d].reshape(n, u), rows=rws,
+            slots=sl, by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid, clients=clients,
+            width=u,
         ))  # fmt: skip
     return out
 
