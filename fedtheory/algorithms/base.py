@@ -497,14 +497,21 @@ def participant_sum(values: Array, weights: Array, layout: Participants, x: Arra
     """
     xp = get_namespace(values)
     S, N, d = values.shape
-    idx = layout.rows_by_seed
-    D = xp.take(values.reshape(S * N, d), idx, axis=0)  # (m, S, d): a new array
+    D = xp.take(values.reshape(S * N, d), layout.rows_by_seed, axis=0)  # (m, S, d): new
     D -= x
-    w = xp.take(xp.asarray(weights, dtype=values.dtype).reshape(S * N), idx)
-    if layout.valid is not None:  # ragged counts: the padding reads a real row; weigh it 0
+    if layout.valid is not None:  # ragged counts: the padding reads a real row
         D = xp.where(layout.valid[..., None], D, 0.0)
-        w = xp.where(layout.valid, w, 0.0)
-    return weighted_sums(D, w)
+    return weighted_sums(D, participant_weights(weights, layout, values.dtype))
+
+
+def participant_weights(weights: Array, layout: Participants, dtype: Any) -> Array:
+    """The aggregation weights ``(S, N)`` of each seed's participants, ``(m, S)`` in the order
+    of ``layout.rows_by_seed`` (and of ``layout.by_seed``); 0 for the padding of ragged
+    rounds."""
+    xp = get_namespace(layout.rows_by_seed)
+    w = xp.asarray(weights, dtype=dtype)
+    w = xp.take(w.reshape(w.shape[0] * w.shape[1]), layout.rows_by_seed)
+    return w if layout.valid is None else xp.where(layout.valid, w, 0.0)
 
 
 def aggregate_deltas(

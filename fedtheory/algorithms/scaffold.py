@@ -27,6 +27,7 @@ from fedtheory.algorithms.base import (
     broadcast_clients,
     client_deltas,
     client_metrics,
+    participant_weights,
     pull,
     round_layout,
     seed_sums,
@@ -124,9 +125,7 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         xp.subtract(Y, x_s, out=dy)
         xp.divide(dy, -(K * lr), out=delta_c)
         delta_c -= c_s  # c_i+ - c_i = -c + (x - y_i) / (K eta_l)
-        w = xp.asarray(draw.weights, dtype=dy.dtype).reshape(S * N)[lay.rows_by_seed]
-        if lay.valid is not None:
-            w = xp.where(lay.valid, w, 0.0)
+        w = participant_weights(draw.weights, lay, dy.dtype)
         x = state.x + eta_g * seed_sums(buf[0], lay, w)
         c = state.c + seed_sums(buf[1], lay) / N
         c_i = state.c_i if donate else state.c_i.copy()

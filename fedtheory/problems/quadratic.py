@@ -97,27 +97,26 @@ class QuadraticProblem:
     # -- the Problem protocol ---------------------------------------------------------------
     def grads(self, X: Array, rng: Any = None) -> Array:
         """grad f_i(X[..., i, :]) for every client: ``(..., N, d) -> (..., N, d)``."""
-        xp = get_namespace(X)
         N, d = self.n_clients, self.dim
         if X.shape[-2:] != (N, d):
             raise AssumptionError(f"X must end with (clients, dim) = {(N, d)}, got {X.shape}")
-        H = self._dev.get("H", self.H, xp, X.dtype)
-        h = self._dev.get("h", self.h, xp, X.dtype)
-        lead = X.shape[:-2]
-        X3 = X if X.ndim == 3 else X.reshape((-1, N, d))
-        # One GEMM per client, (B, d) @ (d, d): rows x_i^T H_i = (H_i x_i)^T (H symmetric).
-        G = client_matmul(X3, H)
-        G -= h
-        return self._add_noise(G if X.ndim == 3 else G.reshape(lead + (N, d)), rng)
+        return self._add_noise(self._exact_grads(X, None), rng)
 
     def grads_of(self, X: Array, clients: Array) -> Array:
         """Exact gradients of a subset of the clients: row ``[..., j, :]`` of ``X (..., u, d)``
         is client ``clients[j]``'s model, and the result's is grad f_{clients[j]} there (one GEMM
         per listed client; the participants-only rounds of many clients use it, so a round
         costs what its participants cost)."""
+        return self._exact_grads(X, clients)
+
+    def _exact_grads(self, X: Array, clients: Array | None) -> Array:
+        """H_i x_i - h_i for the clients along X's client axis (every client, or ``clients``):
+        one GEMM per client, (B, d) @ (d, d), rows x_i^T H_i = (H_i x_i)^T (H symmetric)."""
         xp = get_namespace(X)
-        H = self._dev.get("H", self.H, xp, X.dtype)[clients]
-        h = self._dev.get("h", self.h, xp, X.dtype)[clients]
+        H = self._dev.get("H", self.H, xp, X.dtype)
+        h = self._dev.get("h", self.h, xp, X.dtype)
+        if clients is not None:
+            H, h = H[clients], h[clients]
         X3 = X if X.ndim == 3 else X.reshape((-1,) + X.shape[-2:])
         G = client_matmul(X3, H)
         G -= h
