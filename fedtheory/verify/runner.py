@@ -216,10 +216,11 @@ def run_claims(
 
     try:
         todo = []
-        for c in claims:  # nothing to start for a claim that does not run here
+        for c in claims:  # a claim that does not run here is answered at once, in this process
             if not_run_reason(c, ctx) is None:
                 todo.append(c)
             else:
+                bar.started(c.id)
                 report(c.id, run_claim(c, ctx))
         if scheduler is not None:
             order = longest_first(todo, ctx.tier)
