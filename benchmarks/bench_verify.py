@@ -103,7 +103,8 @@ def differences(a: dict, b: dict) -> list[str]:
 def update_costs(claims: dict[str, dict[str, float]], tier: str, run: dict) -> None:
     """Write the claims' CPU seconds into ``tier``'s entry of the costs file."""
     costs = json.loads(COSTS_FILE.read_text()) if COSTS_FILE.exists() else {}
-    costs.setdefault("meta", {})[tier] = {k: run[k] for k in ("command", "date", "wall", "cpu")}
+    keep = ("command", "date", "wall", "cpu", "workers")
+    costs.setdefault("meta", {})[tier] = {k: run[k] for k in keep}
     costs["meta"][tier]["load_before"] = run["load_before"][0]
     costs["meta"][tier]["unit"] = "CPU seconds of the claim's check (benchmarks/bench_verify.py)"
     costs[tier] = {k: round(v["cpu"], 2) for k, v in sorted(claims.items())}

@@ -6,10 +6,10 @@ grid, `verify --scheduler`).
 ``workers`` at a time, in the order given (a caller that knows the tasks' costs gives the
 longest first), each child with one BLAS thread. A child inherits everything through ``fork``
 (closures, registries, caches, arrays: nothing is pickled on the way in) and sends its result
-back through a pipe. It starts in milliseconds where Dask takes seconds: on the shared 2-core
-machine (load 2.2), two forked children that each ran claim G1 took 0.07 s from the first fork
-to the second result, a local cluster of two Dask workers 5.3 s to start and 1.2 s to close
-(``benchmarks/bench_verify.py --startup``).
+back through a pipe. It starts in a fraction of a second where Dask takes seconds: on the
+shared 2-core machine at load 14, two forked children that each ran claim G1 took 0.36-0.53 s
+from the first fork to the second result, a local cluster of two Dask workers 15.6-18.0 s to
+start and 3.8-4.2 s to close (``benchmarks/bench_verify.py --startup``, three of each).
 
 :class:`Engine` is the one place fedtheory talks to Dask. It starts a
 :class:`distributed.LocalCluster` of ``workers`` processes, each with one BLAS thread (the
