@@ -61,9 +61,15 @@ def run_verify(extra: list[str], out: Path) -> dict:
     wall, cpu, load1 = time.perf_counter() - t0, cpu_time() - c0, os.getloadavg()
     if done.returncode != 0:
         raise SystemExit(f"bench_verify: {shlex.join(cmd)} exited {done.returncode}")
-    return {"command": "FEDTHEORY_BACKEND=numpy " + shlex.join(["fedtheory", *cmd[1:-2]]),
-            "wall": wall, "cpu": cpu, "load_before": load0, "load_after": load1,
-            "date": utc_now(), "workers": available_cores()}  # fmt: skip
+    return {
+        "command": "FEDTHEORY_BACKEND=numpy " + shlex.join(["fedtheory", *cmd[1:-2]]),
+        "wall": wall,
+        "cpu": cpu,
+        "load_before": load0,
+        "load_after": load1,
+        "date": utc_now(),
+        "workers": available_cores(),
+    }
 
 
 def per_claim(report: dict) -> dict[str, dict[str, float]]:
@@ -95,8 +101,11 @@ def differences(a: dict, b: dict) -> list[str]:
     rb = {r["id"]: {k: v for k, v in r.items() if k not in TIMINGS} for r in b["results"]}
     out = [f"{i}: only in one run" for i in sorted(set(ra) ^ set(rb))]
     for i in ra.keys() & rb.keys():
-        out += [f"{i}: {k} differs ({ra[i].get(k)!r:.80} vs {rb[i].get(k)!r:.80})"
-                for k in sorted(ra[i].keys() | rb[i].keys()) if ra[i].get(k) != rb[i].get(k)]  # fmt: skip
+        out += [
+            f"{i}: {k} differs ({ra[i].get(k)!r:.80} vs {rb[i].get(k)!r:.80})"
+            for k in sorted(ra[i].keys() | rb[i].keys())
+            if ra[i].get(k) != rb[i].get(k)
+        ]
     return sorted(out)
 
 
@@ -117,8 +126,10 @@ def startup(repeat: int) -> None:
     for _ in range(repeat):
         t0 = time.perf_counter()
         list(fork_map(run_claim_task, [item, item], workers=2))
-        print(f"fork_map, 2 children: {time.perf_counter() - t0:.3f} s from the first fork to "
-              f"the second result (load {os.getloadavg()[0]:.2f})")  # fmt: skip
+        print(
+            f"fork_map, 2 children: {time.perf_counter() - t0:.3f} s from the first fork to "
+            f"the second result (load {os.getloadavg()[0]:.2f})"
+        )
     for _ in range(repeat):
         t0 = time.perf_counter()
         with Engine(workers=2) as engine:
@@ -126,8 +137,10 @@ def startup(repeat: int) -> None:
             list(engine.map(run_claim_task, [item, item], progress=False))
             t2 = time.perf_counter()
         t3 = time.perf_counter()
-        print(f"Dask local cluster, 2 workers: {t1 - t0:.2f} s to start, {t2 - t1:.2f} s for the "
-              f"two tasks, {t3 - t2:.2f} s to close (load {os.getloadavg()[0]:.2f})")  # fmt: skip
+        print(
+            f"Dask local cluster, 2 workers: {t1 - t0:.2f} s to start, {t2 - t1:.2f} s for the "
+            f"two tasks, {t3 - t2:.2f} s to close (load {os.getloadavg()[0]:.2f})"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,24 +166,30 @@ def main(argv: list[str] | None = None) -> int:
         emit_json(report, args.keep)
     claims = per_claim(report)
     inside = sum(v["cpu"] for v in claims.values())
-    print(f"{run['command']}: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU, "
-          f"{len(report['results'])} results ({report['summary']}); {run['date']}; load average "
-          f"{run['load_before'][0]:.2f} before, {run['load_after'][0]:.2f} after")  # fmt: skip
+    print(
+        f"{run['command']}: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU, "
+        f"{len(report['results'])} results ({report['summary']}); {run['date']}; load average "
+        f"{run['load_before'][0]:.2f} before, {run['load_after'][0]:.2f} after"
+    )
     print(f"{'claim':6s} {'CPU s':>7s} {'wall s':>7s} results")
     for cid, v in sorted(claims.items(), key=lambda kv: -kv[1]["cpu"]):
         print(f"{cid:6s} {v['cpu']:7.1f} {v['wall']:7.1f} {v['results']:4d}")
     w = run["workers"]
     span = lpt_makespan([v["cpu"] for v in claims.values()], w)
-    print(f"claims: {inside:.1f} s CPU; outside them: {run['cpu'] - inside:.1f} s CPU; on a quiet "
-          f"machine with {w} workers: about {span + run['cpu'] - inside:.0f} s wall (the "
-          f"longest-first schedule of the claims' CPU seconds, {span:.0f} s, plus the rest)")  # fmt: skip
+    print(
+        f"claims: {inside:.1f} s CPU; outside them: {run['cpu'] - inside:.1f} s CPU; on a quiet "
+        f"machine with {w} workers: about {span + run['cpu'] - inside:.0f} s wall (the "
+        f"longest-first schedule of the claims' CPU seconds, {span:.0f} s, plus the rest)"
+    )
     if args.update:
         update_costs(claims, tier, run)
         print(f"wrote {COSTS_FILE.relative_to(ROOT)} ({tier} tier)")
     if args.compare:
         diff = differences(report, json.loads(Path(args.compare).read_text()))
-        print(f"against {args.compare}: " + ("the same results (timings aside)" if not diff
-                                             else f"{len(diff)} differences"))  # fmt: skip
+        print(
+            f"against {args.compare}: "
+            + ("the same results (timings aside)" if not diff else f"{len(diff)} differences")
+        )
         for line in diff:
             print("  " + line)
         return 1 if diff else 0

@@ -305,7 +305,7 @@ def map_tasks(
 ) -> Iterator[tuple[int, Any]]:
     """:meth:`Engine.map` on an engine started for this map and closed after it.
 
-    ``fedtheory verify --workers N`` and ``fedtheory sweep`` both run their tasks this way.
+    ``fedtheory sweep`` and ``fedtheory verify --scheduler`` run their tasks this way.
     """
     with Engine(workers=workers, scheduler=scheduler) as engine:
         yield from engine.map(

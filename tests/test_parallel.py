@@ -31,8 +31,7 @@ def test_every_result_at_its_position_started_in_order_never_more_than_workers(n
         starts.append(i)
         outstanding.append(len(starts) - len(got))
 
-    for i, value in fork_map(lambda k: int(table[k]), range(n), workers=workers,
-                             on_start=on_start):  # fmt: skip
+    for i, value in fork_map(lambda k: int(table[k]), range(n), workers=workers, on_start=on_start):
         got[i] = value
     assert got == {k: k * k for k in range(n)}
     assert starts == list(range(n)) and max(outstanding, default=0) <= workers
@@ -41,8 +40,9 @@ def test_every_result_at_its_position_started_in_order_never_more_than_workers(n
 def test_children_are_other_processes_with_one_blas_thread_that_do_not_fork_again():
     parent = os.getpid()
     with threadpool_limits(limits=2, user_api="blas"):  # the parent's setting is not inherited
-        out = dict(fork_map(lambda _: (os.getpid(), _blas_threads(), can_fork()), range(2),
-                            workers=2))  # fmt: skip
+        out = dict(
+            fork_map(lambda _: (os.getpid(), _blas_threads(), can_fork()), range(2), workers=2)
+        )
         here = dict(fork_map(lambda _: _blas_threads(), range(2), workers=1))
     assert all(pid != parent and threads == 1 and not forks for pid, threads, forks in out.values())
     assert here == {0: 1, 1: 1}  # one worker: in this process, with one BLAS thread as well

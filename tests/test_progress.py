@@ -88,10 +88,14 @@ def test_verify_streams_a_line_per_claim_started_and_finished_to_a_redirected_st
     assert lines[3].startswith("claim 2 of 2 done: G2 holds ")
     assert "G1" in done.stdout and "verdict" in done.stdout and "claim 1 of 2" not in done.stdout
     _, lines = _verify_log(tmp_path, "--workers", "2")  # G2, the longer, starts first
-    assert lines[:2] == ["claim 1 of 2 started: G2 (running: G2)",
-                         "claim 2 of 2 started: G1 (running: G2, G1)"]  # fmt: skip
+    assert lines[:2] == [
+        "claim 1 of 2 started: G2 (running: G2)",
+        "claim 2 of 2 started: G1 (running: G2, G1)",
+    ]
     assert sorted(line.split(": ")[0] for line in lines[2:]) == [
-        "claim 1 of 2 done", "claim 2 of 2 done"]  # fmt: skip
+        "claim 1 of 2 done",
+        "claim 2 of 2 done",
+    ]
     assert sorted(line.split(": ")[1].split()[0] for line in lines[2:]) == ["G1", "G2"]
     piped = subprocess.run(
         [sys.executable, "-m", "fedtheory", "verify", "--only", "G1", "--json", "-"],

@@ -167,8 +167,9 @@ def run_claim_task(item: tuple[str, Context]) -> list[ClaimResult]:
 def longest_first(claims: list[Claim], tier: str) -> list[Claim]:
     """``claims`` by decreasing measured cost in ``tier`` (:meth:`Claim.cost`), a claim never
     measured first (it may be long), ties in the catalog's order."""
-    return sorted(claims, key=lambda c: -(c.cost(tier) if c.cost(tier) is not None
-                                          else float("inf")))  # fmt: skip
+    return sorted(
+        claims, key=lambda c: -(c.cost(tier) if c.cost(tier) is not None else float("inf"))
+    )
 
 
 def run_claims(
@@ -225,9 +226,13 @@ def run_claims(
         if scheduler is not None:
             order = longest_first(todo, ctx.tier)
             tasks = map_tasks(
-                run_claim_task, [(c.id, ctx) for c in order], scheduler=scheduler,
-                progress=False, desc="verify", describe=lambda item: item[0],
-            )  # fmt: skip
+                run_claim_task,
+                [(c.id, ctx) for c in order],
+                scheduler=scheduler,
+                progress=False,
+                desc="verify",
+                describe=lambda item: item[0],
+            )
             for i, res in tasks:
                 report(order[i].id, res)
         else:
@@ -238,8 +243,13 @@ def run_claims(
                 also = f" (running: {', '.join(running)})" if n_workers > 1 else ""
                 bar.started(f"{order[i].id}{also}")
 
-            tasks = fork_map(lambda c: run_claim(c, ctx), order, workers=n_workers,
-                             on_start=start, describe=lambda c: c.id)  # fmt: skip
+            tasks = fork_map(
+                lambda c: run_claim(c, ctx),
+                order,
+                workers=n_workers,
+                on_start=start,
+                describe=lambda c: c.id,
+            )
             for i, res in tasks:
                 running.remove(order[i].id)
                 report(order[i].id, res)

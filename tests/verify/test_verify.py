@@ -367,8 +367,10 @@ def test_results_are_the_same_bits_for_any_number_of_workers(monkeypatch):
 def test_the_most_expensive_claims_start_first(monkeypatch):
     """The runner's order: decreasing measured cost of the tier (the quick tier's where the
     tier was not measured), a claim never measured first, ties in the catalog's order."""
-    monkeypatch.setattr("fedtheory.verify.registry.measured_costs",
-                        lambda: {"quick": {"G1": 1.0, "G2": 5.0, "G3": 1.0}, "full": {"G1": 9.0}})  # fmt: skip
+    monkeypatch.setattr(
+        "fedtheory.verify.registry.measured_costs",
+        lambda: {"quick": {"G1": 1.0, "G2": 5.0, "G3": 1.0}, "full": {"G1": 9.0}},
+    )
     claims = [REGISTRY[c] for c in ("G1", "G2", "G3", "G4")]
     assert [c.id for c in longest_first(claims, QUICK)] == ["G4", "G2", "G1", "G3"]
     assert [c.id for c in longest_first(claims, FULL)] == ["G4", "G1", "G2", "G3"]
