@@ -16,8 +16,11 @@ import time
 import traceback
 from collections.abc import Iterable
 
+import numpy as np
+
 from fedtheory.analysis.stats import Effect
-from fedtheory.errors import FedTheoryError, MissingExtraError
+from fedtheory.backend import STRICT, get_backend
+from fedtheory.errors import BackendUnavailableError, FedTheoryError, MissingExtraError
 from fedtheory.extras import install_hint, missing
 from fedtheory.io import progress
 from fedtheory.parallel import cpu_time, fork_map, map_tasks
@@ -164,6 +167,16 @@ def run_claim_task(item: tuple[str, Context]) -> list[ClaimResult]:
     return run_claim(REGISTRY[claim_id], ctx)
 
 
+def on_cpu() -> bool:
+    """Whether the claims compute on the CPU (the NumPy or the strict backend, as
+    ``FEDTHEORY_BACKEND`` says): a CUDA context does not survive ``fork``, so on CuPy the
+    claims run in this process, one after the other."""
+    try:
+        return get_backend() in (np, STRICT)
+    except BackendUnavailableError:  # every claim reports the missing backend itself
+        return True
+
+
 def longest_first(claims: list[Claim], tier: str) -> list[Claim]:
     """``claims`` by decreasing measured cost in ``tier`` (:meth:`Claim.cost`), a claim never
     measured first (it may be long), ties in the catalog's order."""
@@ -193,7 +206,8 @@ def run_claims(
         Claims at once, each in a forked child (:func:`fedtheory.parallel.fork_map`), the most
         expensive first (:func:`longest_first`); default: the cores this process may use
         (:func:`~fedtheory.validation.available_cores`). 1: in this process, one after the
-        other in the catalog's order (also where ``fork`` is missing or in a daemon process).
+        other in the catalog's order (also on a GPU backend, :func:`on_cpu`, where ``fork`` is
+        missing, or in a daemon process).
     scheduler : str, optional
         The address of a running Dask scheduler: the claims run there as tasks (the engine of
         ``fedtheory sweep``; the optional extra ``fedtheory[sweep]``). Not with ``workers``.
@@ -207,6 +221,8 @@ def run_claims(
     if workers is not None and scheduler is not None:
         raise FedTheoryError("give workers or a scheduler address, not both")
     n_workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)
+    if not on_cpu():
+        n_workers = 1
     bar = progress(total=len(claims), desc="verify", unit="claim", counts="claim", disable=quiet)
     done: dict[str, list[ClaimResult]] = {}
     running: list[str] = []

@@ -364,6 +364,24 @@ def test_results_are_the_same_bits_for_any_number_of_workers(monkeypatch):
     assert all(r.cpu_seconds >= 0 and r.seconds > 0 for r in forked)
 
 
+def _pid(ctx):
+    return judge(True, os.getpid(), criterion="measured", **EX)
+
+
+def test_claims_run_in_forked_workers_on_the_cpu_and_here_on_a_gpu_backend(monkeypatch):
+    """A CUDA context does not survive fork: on a GPU backend every claim runs in this process
+    whatever ``workers`` says."""
+    all_claims()
+    for cid in ("Z1", "Z2"):
+        monkeypatch.setitem(REGISTRY, cid, Claim(cid, "test", "where it ran", _pid))
+    claims = [REGISTRY["Z1"], REGISTRY["Z2"]]
+    forked = run_claims(claims, Context(), quiet=True, workers=2)
+    assert os.getpid() not in {r.measured for r in forked}
+    monkeypatch.setattr("fedtheory.verify.runner.get_backend", lambda: object())  # a GPU module
+    here = run_claims(claims, Context(), quiet=True, workers=2)
+    assert {r.measured for r in here} == {os.getpid()}
+
+
 def test_the_most_expensive_claims_start_first(monkeypatch):
     """The runner's order: decreasing measured cost of the tier (the quick tier's where the
     tier was not measured), a claim never measured first, ties in the catalog's order."""
