@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         raise FedTheoryError(f"the step size --lr must be finite and > 0, got {args.lr}")
     if args.local_steps < 1:
         raise FedTheoryError(f"--local-steps K must be >= 1, got {args.local_steps}")
-    problem = make_problem(args.problem, path=args.problem_file, seed=args.seed)
+    problem = make_problem(args.problem, path=args.problem_file, seed=args.seed, exact=True)
     model = _participation(args, problem)
     kw = {
         "local_steps": args.local_steps, "rule": args.aggregation,
