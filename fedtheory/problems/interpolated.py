@@ -381,7 +381,7 @@ def _metadata(name: str, value: Any, where: str) -> Any:
             raise AssumptionError(f"{label} must be a string, got {value!r}")
         return value
     if kind is int:
-        return check_int(label, value, minimum=0)
+        return check_int(label, value, minimum=0 if name == "rounds" else 1)
     if name == "tau":
         return check_positive(label, value, allow_zero=True)
     out = float(_finite(name, value, where))  # the solver's value: any finite real
