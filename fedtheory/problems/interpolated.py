@@ -54,7 +54,7 @@ from fedtheory.errors import (
 )
 from fedtheory.extras import require
 from fedtheory.io import read_npz, write_atomic
-from fedtheory.validation import as_real_array, check_int, check_memory, check_positive
+from fedtheory.validation import check_finite, check_int, check_memory, check_positive
 
 Array = Any
 
@@ -230,7 +230,9 @@ class InterpolationData:
         if "clients_per_round" in meta:
             words += ["--clients-per-round", str(meta["clients_per_round"])]
         words += ["--rounds", str(meta["rounds"]), "--local-steps", str(meta["local_steps"]),
-                  "--lr", repr(meta["lr"]), "--seeds", "1"]  # fmt: skip
+                  "--lr", repr(meta["lr"])]  # fmt: skip
+        if meta.get("participation", "full") == "full":
+            words += ["--seeds", "1"]  # one path: the run is deterministic
         return " ".join(shlex.quote(w) for w in words)
 
 
@@ -257,14 +259,7 @@ def _scalar(value: Any, name: str, where: str) -> Any:
 
 
 def _finite(name: str, a: Any, where: str) -> np.ndarray:
-    arr = as_real_array(f"{_prefix(where)}{name}", a)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise AssumptionError(
-            f"{_prefix(where)}{name} has a non-finite entry {arr[idx]} at index {idx}"
-        )
-    return arr
+    return check_finite(f"{_prefix(where)}{name}", a)
 
 
 def _client_arrays(
@@ -556,10 +551,20 @@ def lowest_interpolant(
     grad : numpy.ndarray (d,)
     """
     mu, L = _class_constants(mu, L, "")
-    X = np.asarray(points, dtype=np.float64)
-    G = np.asarray(grads, dtype=np.float64)
-    F = np.asarray(values, dtype=np.float64)
-    D = X - np.asarray(x, dtype=np.float64)
+    X = np.asarray(points)
+    X, G, F, _ = _client_arrays(X[None], np.asarray(grads)[None], np.asarray(values)[None],
+                                [X.shape[0] if X.ndim else 0], "")  # fmt: skip
+    x = check_finite("x", x)
+    if x.shape != X.shape[2:]:
+        raise AssumptionError(f"x must have shape (d,) = {X.shape[2:]}, got {x.shape}")
+    return _lowest(X[0], G[0], F[0], x, mu, L)
+
+
+def _lowest(
+    X: np.ndarray, G: np.ndarray, F: np.ndarray, x: np.ndarray, mu: float, L: float
+) -> tuple[float, np.ndarray]:
+    """:func:`lowest_interpolant` on checked float64 arrays."""
+    D = X - x
     Lp = L - mu
     S = G - mu * D
     c = (S * D).sum(1) - F + 0.5 * mu * (D * D).sum(1) - (S * S).sum(1) / (2.0 * Lp)
@@ -712,7 +717,7 @@ class _Interpolant:
                 if self.solver == "clarabel":
                     out_v[u], out_g[u] = _lowest_conic(X, G, F, key[1:], d.mu, d.L)
                 else:
-                    out_v[u], out_g[u] = lowest_interpolant(X, G, F, key[1:], mu=d.mu, L=d.L)
+                    out_v[u], out_g[u] = _lowest(X, G, F, key[1:], d.mu, d.L)
             values[miss] = out_v[inverse.reshape(-1)]
             grads[miss] = out_g[inverse.reshape(-1)]
         return values, grads
