@@ -395,6 +395,9 @@ def test_rate_and_bound_refuse_an_interpolation_file_in_one_line(tmp_path, capsy
     )
     with pytest.raises(FedTheoryError, match="exact rates need a quadratic"):
         make_problem(path=tmp_path / "w.npz", exact=True)
+    code = main(["bound", "focus-thm1-rate", "--problem-file", str(tmp_path / "w.npz")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "exact rates need a quadratic" in err
 
 
 def test_writer_refuses_unknown_metadata_and_keeps_the_known():
