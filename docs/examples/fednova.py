@@ -67,6 +67,8 @@ def client_steps(local_steps: int, n_clients: int, steps: Any = None) -> np.ndar
 )
 def fednova(config: AlgorithmConfig) -> Algorithm:
     lr, eta, normalized = config.lr, config.global_lr, config.option("normalized")
+    if config.n_clients is not None:  # built for a problem: a bad ``steps`` is refused now
+        client_steps(config.local_steps, config.n_clients, config.option("steps"))
 
     def init(problem: Any, x0: Any) -> FedNovaState:
         return FedNovaState(x=x0)

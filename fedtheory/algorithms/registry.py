@@ -606,9 +606,11 @@ def reference_file(text: Any) -> str | None:
 
 
 def _split_reference(text: str) -> tuple[str, str] | None:
-    """``(head, NAME)`` of ``head:NAME`` (NAME an identifier), or None for a plain name."""
+    """``(head, NAME)`` of ``head:NAME`` (NAME an identifier or a registry name such as
+    ``sg-focus``), or None for a plain name."""
     head, sep, attr = text.rpartition(":")
-    return (head, attr) if sep and head and attr.isidentifier() else None
+    ok = attr.replace("-", "_").isidentifier()
+    return (head, attr) if sep and head and ok else None
 
 
 def _is_file(head: str) -> bool:

@@ -576,6 +576,13 @@ def diagnose_round(
         return np.linalg.norm(v, axis=1)
 
     base = go(z, alone, alone.astype(float))
+    bad = ~np.isfinite(base).all(axis=1)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        return (
+            f"the round's result is not finite ({who[j]}, round 0): the exact oracle probes "
+            "every draw, an empty one included"
+        )
     later = go(z, alone, alone.astype(float), r=1)
     e = rel(later, base)
     if e.max() > rtol:
