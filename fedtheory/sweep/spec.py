@@ -210,7 +210,9 @@ class Spec:
 
     Swept and zipped keys hold tuples, the others scalars; ``values["zip"]`` is the tuple of
     zipped keys (or None), ``values["algorithms"]`` maps each algorithm to its table (or None;
-    ``values["algorithm"]`` is then the tuple of their names). Build one with :func:`normalize`
+    ``values["algorithm"]`` is then the tuple of their names), ``values["options"]`` is the
+    ``[options]`` table (or None). An algorithm is held as another process names it: a registry
+    name, or the absolute ``FILE.py:NAME`` of a user's file. Build one with :func:`normalize`
     or :func:`load_spec`; ``values`` is then validated.
     """
 

@@ -378,6 +378,7 @@ def test_a_module_and_an_entry_point_load_by_name(tmp_path, monkeypatch, own_alg
     assert "my_fl_algos" not in sys.modules
     found = resolve_algorithm("EP-ALG")
     assert found == ("ep-alg", "ep-alg", None) and "my_fl_algos" in sys.modules
+    assert resolve_algorithm("my_fl_algos:cell_alg") == ("ep-alg", "my_fl_algos:cell_alg", None)
     monkeypatch.delitem(sys.modules, "my_fl_algos")
 
 

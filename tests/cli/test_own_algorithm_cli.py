@@ -184,8 +184,19 @@ def test_a_sweep_spec_names_algorithms_relative_to_itself(tmp_path, examples):
     assert list(spec.hashable()["algorithm_files"]) == [f"{tmp_path / 'my_algos.py'}:fednova"]
     with pytest.raises(FedTheoryError, match=r"unknown algorithm 'fedavgg' \(did you mean"):
         normalize({**raw, "algorithm": "fedavgg"})
-    with pytest.raises(FedTheoryError, match="options are not swept"):
-        normalize({**raw, "options": {"steps": {"a": 1}}}, base_dir=tmp_path)
+    # the hash covers the file's contents: an edited file is another spec, not an extension
+    old = {**spec.to_dict(), "algorithm_files": spec.hashable()["algorithm_files"]}
+    before = spec.hash
+    with open(tmp_path / "my_algos.py", "a") as f:
+        f.write("# edited\n")
+    with pytest.warns(UserWarning, match="'fednova' registered again"):  # imported again
+        edited = normalize(raw, base_dir=tmp_path)
+    assert edited.hash != before and edited.differences(old) == ["algorithm_files"]
+    assert edited.growth(old) is None
+    one = normalize({**raw, "lr": [0.02]}, base_dir=tmp_path)
+    two = normalize({**raw, "lr": [0.02, 0.03]}, base_dir=tmp_path)
+    stored = {**one.to_dict(), "algorithm_files": one.hashable()["algorithm_files"]}
+    assert two.growth(stored) == ["lr 1 -> 2"]  # the same file: the store may grow
 
 
 def test_a_sweep_refuses_an_algorithm_of_this_session_only(own_algorithms):
