@@ -23,7 +23,7 @@ from typing import Any
 from fedtheory.bounds import DEFAULT_SEARCH, check, load_spec, paper_bounds
 from fedtheory.cli.common import add_json, add_parser, human_stream, write_json
 from fedtheory.errors import FedTheoryError
-from fedtheory.io import check_output_dir
+from fedtheory.io import check_output_dir, working
 from fedtheory.problems import BUILTIN_PROBLEMS
 
 
@@ -79,6 +79,19 @@ def _spec_path(text: str) -> str:
     )
 
 
+def _what_runs(spec: Any, args: argparse.Namespace) -> str:
+    """The work a check does, for its progress line: the named instance (exact value and
+    simulation) and the class search."""
+    parts = []
+    named = args.problem or args.problem_file or spec.problem or spec.problem_file
+    if named:
+        parts.append(f"the instance {named}")
+    if spec.instance_class is not None and args.search != 0:
+        n = DEFAULT_SEARCH if args.search is None else args.search
+        parts.append(f"a search of {n} draws over the class")
+    return " and ".join(parts) or "the spec"
+
+
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(_spec_path(args.spec))
     if args.search is not None and args.search < 0:
@@ -89,9 +102,10 @@ def run(args: argparse.Namespace) -> int:
     if out_dir is None:
         out_dir = Path(args.json).parent if args.json not in (None, "-") else Path.cwd()
     out_dir = check_output_dir(out_dir)
-    res = check(spec, search=args.search, seed=args.seed, problem=args.problem,
-                problem_file=args.problem_file, measure_seeds=args.seeds,
-                out_dir=out_dir, name=Path(spec.path).stem)  # fmt: skip
+    with working(f"checking {Path(spec.path).stem}: {_what_runs(spec, args)}"):
+        res = check(spec, search=args.search, seed=args.seed, problem=args.problem,
+                    problem_file=args.problem_file, measure_seeds=args.seeds,
+                    out_dir=out_dir, name=Path(spec.path).stem)  # fmt: skip
     out = human_stream(args)
     title = spec.title or Path(spec.path).stem
     print(f"{title}: {spec.quantity} <= {spec.bound}"

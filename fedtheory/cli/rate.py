@@ -44,6 +44,7 @@ from fedtheory.cli.common import (
     write_json,
 )
 from fedtheory.errors import FedTheoryError
+from fedtheory.io import working
 from fedtheory.participation import load_vector, make_participation, model_names
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 
@@ -192,7 +193,10 @@ def run(args: argparse.Namespace) -> int:
     options = algorithm_options(args)
     if options:
         kw["options"] = options
-    res = exact_rates(problem, args.algorithm, model, lr=args.lr, **kw)
+    unit = (f"exact rates of {args.algorithm} on {args.problem_file or args.problem} "
+            f"({args.participation} participation, K = {args.local_steps}, lr = {args.lr:g})")  # fmt: skip
+    with working(unit):  # the round's extraction and the eigen-solves: a heartbeat in a log
+        res = exact_rates(problem, args.algorithm, model, lr=args.lr, **kw)
     if args.noise and not res.noise:  # the round never drew the gradient noise
         raise FedTheoryError(
             f"{res.algorithm} uses exact gradients: --noise (the gradient-noise sigma) does not "
@@ -202,9 +206,10 @@ def run(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {}
     if args.largest_stable_lr:
         kw.pop("tol")
-        extra["largest_stable_lr"] = largest_stable_lr(
-            problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8, **kw
-        ).as_dict()
+        with working(f"largest stable step of {args.algorithm} (bisection from {args.lr:g})"):
+            extra["largest_stable_lr"] = largest_stable_lr(
+                problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8, **kw
+            ).as_dict()
     rates = {"mean": res.mean_rate, "mean-square": res.mean_square_rate}
     above = {k: v for k, v in rates.items() if v is not None and v >= 1}  # NaN: not computed
     out = {

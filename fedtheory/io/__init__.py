@@ -27,9 +27,13 @@ nothing, never a string such as ``"nan"`` and never the invalid JSON token ``NaN
 from __future__ import annotations
 
 from fedtheory.io.bars import (
+    HEARTBEAT,
     LineProgress,
+    duration,
+    heartbeat_seconds,
     notebook_front_end,
     progress,
+    working,
 )
 from fedtheory.io.figures import (
     check_figure_path,
@@ -64,6 +68,7 @@ from fedtheory.io.writing import (
 )
 
 __all__ = [
+    "HEARTBEAT",
     "LineProgress",
     "OutputTarget",
     "STREAM_FOLDERS",
@@ -72,10 +77,12 @@ __all__ = [
     "check_output_dir",
     "check_output_path",
     "dumps",
+    "duration",
     "emit_json",
     "figure_bytes",
     "figure_formats",
     "git_commit",
+    "heartbeat_seconds",
     "jsonable",
     "library_versions",
     "notebook_front_end",
@@ -87,5 +94,6 @@ __all__ = [
     "save_figure",
     "temporary_directory",
     "utc_now",
+    "working",
     "write_atomic",
 ]
