@@ -39,11 +39,12 @@ from __future__ import annotations
 import math
 import os
 import re
+import textwrap
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import sympy
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
@@ -86,13 +87,75 @@ PARTICIPATION = ("full", "uniform", "weighted", "bernoulli")
 #: Default violation tolerance, relative to the stated value (docs/bounds.md, "Tolerance").
 TOLERANCE = 1e-6
 
-_TOP_KEYS = (
-    "title", "source", "stated", "algorithm", "participation", "clients", "clients_per_round",
-    "p", "local_steps", "lr", "quantity", "bound", "condition", "constant", "constant_value",
-    "epsilon", "tolerance", "aggregation", "empty", "global_lr", "prox_mu", "noise",
-    "problem", "problem_file", "topology", "seeds", "rounds", "class", "options",
-)  # fmt: skip
-_CLASS_KEYS = ("dim", "L", "mu", "heterogeneity", "p_range")
+
+class SpecKey(NamedTuple):
+    """One key of a bound spec: what it is, and a value to show in the template."""
+
+    meaning: str
+    example: Any = None
+
+
+#: Every key of a bound spec, what it is and an example value: the one table that
+#: ``fedtheory bound --help``, the template (:func:`template`) and the spec's refusal of
+#: unknown keys read (defaults come from :class:`BoundSpec`'s fields).
+KEYS: dict[str, SpecKey] = {
+    "algorithm": SpecKey("an affine algorithm (fedtheory rate --help lists them), or your own "
+                         "'FILE.py:NAME' (relative to the spec) or 'module:NAME'", "fedavg"),
+    "participation": SpecKey(f"who takes part in a round: {', '.join(PARTICIPATION)}", "full"),
+    "clients": SpecKey("N, or a list the class search draws from (needed with [class])", 4),
+    "clients_per_round": SpecKey("M, or a list (uniform and weighted participation)", 2),
+    "p": SpecKey("fixed probabilities: Bernoulli p_i, or weighted sampling's draw weights",
+                 [0.5, 0.5, 0.9, 0.2]),
+    "local_steps": SpecKey("K, or a list the search draws from", 1),
+    "lr": SpecKey("the step size: a number or an expression of the constants (not eta)",
+                  "1/L_f"),
+    "quantity": SpecKey(f"what is bounded: {', '.join(QUANTITIES)}", "mean_square_rate"),
+    "bound": SpecKey("the bound, an expression of the constants (^ is a power too)",
+                     "(1 - eta*mu_f)**2"),
+    "condition": SpecKey("the theorem's condition: inequalities joined by 'and', or a list",
+                         "eta <= 1/L_f"),
+    "constant": SpecKey("the name of the bound's free constant (c of an O(.) shape): the "
+                        "check reports the constant the instances imply", "c"),
+    "constant_value": SpecKey("the paper's value of the free constant, where known", 1.0),
+    "epsilon": SpecKey("the accuracy factor of rounds_to", 1e-6),
+    "tolerance": SpecKey("the violation tolerance, relative to the stated value", TOLERANCE),
+    "aggregation": SpecKey("mean, weighted or unbiased aggregation of the participants",
+                           "mean"),
+    "empty": SpecKey("Bernoulli participation's policy for a round nobody joins", "redraw"),
+    "global_lr": SpecKey("the server step size", 1.0),
+    "prox_mu": SpecKey("FedProx's proximal weight", 0.1),
+    "noise": SpecKey("the gradient noise's standard deviation sigma", 0.1),
+    "problem": SpecKey("a built-in problem to check the bound on (one named instance)",
+                       "quadratic"),
+    "problem_file": SpecKey("an .npz problem file to check the bound on (one named instance)",
+                            "counterexample.npz"),
+    "topology": SpecKey("a gossip graph on the N clients: gives the constant rho", "ring"),
+    "seeds": SpecKey("simulation seeds on the named instance (0: no simulation)", 32),
+    "rounds": SpecKey("simulation rounds on the named instance and the horizon of rounds_to's "
+                      "exact transient (default: from the exact rate)", 500),
+    "title": SpecKey("a title for the report", "my bound"),
+    "source": SpecKey("where the bound is stated (paper, theorem, line)", "paper, Theorem 1"),
+    "stated": SpecKey("what the paper states, in words", "linear convergence"),
+    "class": SpecKey("[class] table: the instance class the search draws from"),
+    "options": SpecKey("[options] table: the algorithm's own options (server_momentum = 0.9)"),
+}  # fmt: skip
+#: The keys a spec must give.
+REQUIRED = ("algorithm", "lr", "quantity", "bound")
+#: The keys of the ``[class]`` table (quadratic least-squares clients), what each is and an
+#: example value.
+CLASS_KEYS: dict[str, SpecKey] = {
+    "dim": SpecKey("the dimension d, or a list", 3),
+    "L": SpecKey("every client's smoothness is at most L", 10.0),
+    "mu": SpecKey("every client's strong convexity is at least mu (0 < mu <= L)", 1.0),
+    "heterogeneity": SpecKey("the client optima spread over the box z +- heterogeneity", 1.0),
+    "p_range": SpecKey(
+        "[low, high]: drawn participation weights (where the spec gives no p)", [0.05, 1.0]
+    ),
+}
+#: The keys ``[class]`` must give.
+CLASS_REQUIRED = ("dim", "L", "mu")
+_TOP_KEYS = tuple(KEYS)
+_CLASS_KEYS = tuple(CLASS_KEYS)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FORBIDDEN = re.compile(r"__|[;\[\]{}'\"\\@:`$#!?]|\blambda\b|\.[A-Za-z_]")
 
@@ -229,7 +292,7 @@ class InstanceClass:
             raise UnknownOptionError(
                 f"unknown key(s) {', '.join(bad)} in [class]; accepted: {', '.join(_CLASS_KEYS)}"
             )
-        for key in ("dim", "L", "mu"):
+        for key in CLASS_REQUIRED:
             if key not in d:
                 raise AssumptionError(f"[class] needs {key} (accepted: {', '.join(_CLASS_KEYS)})")
         L = _float("[class] L", d["L"], positive=True, allow_zero=False)
@@ -306,7 +369,7 @@ class BoundSpec:
                 f"unknown key(s) {', '.join(bad)} in the bound spec; accepted: "
                 f"{', '.join(_TOP_KEYS)}"
             )
-        for key in ("algorithm", "lr", "quantity", "bound"):
+        for key in REQUIRED:
             if key not in d:
                 raise AssumptionError(f"the bound spec needs {key!r}")
         kw: dict[str, Any] = {"path": path}
@@ -501,3 +564,143 @@ def load_spec(path: str | os.PathLike) -> BoundSpec:
         return BoundSpec.from_dict(data, path=given)
     except FedTheoryError as exc:
         raise type(exc)(f"{given}: {exc}") from None
+
+
+# -- what the tool says about the format: --help and --template --------------------------------
+#: Per quantity, the template's worked example: what it shows (a fact of the example, checked
+#: by tests/bounds/test_bound_template.py) and the keys it sets beyond :data:`TEMPLATE_KEYS`.
+TEMPLATES: dict[str, tuple[str, dict[str, Any]]] = {
+    "mean_square_rate": (
+        "gradient descent (FedAvg, full participation, K = 1) at eta = 1/L_f contracts "
+        "E||x - x*||^2 by at most (1 - eta mu_f)^2 per round, with equality on the worst "
+        "instance: the bound holds, with ratio 1",
+        {},
+    ),
+    "mean_rate": (
+        "gradient descent at eta = 1/L_f contracts ||E x_r - x*|| by 1 - eta mu_f per round on "
+        "the worst instance: the bound holds, with ratio 1",
+        {"bound": "1 - eta*mu_f"},
+    ),
+    "stationary_mse": (
+        "under gradient noise of standard deviation sigma, FedAvg keeps a floor lim "
+        "E||x_r - x*||^2 > 0; the check reports the smallest constant c for which "
+        "c eta sigma^2 / mu_f bounds it on every instance drawn",
+        {"lr": "0.5/L_f", "noise": 0.1, "bound": "c*eta*sigma^2/mu_f", "constant": "c"},
+    ),
+    "rounds_to": (
+        "gradient descent at eta = 1/L_f reaches E||x_r - x*||^2 <= epsilon ||x_0 - x*||^2 "
+        "within ceiling(kappa_f log(1/epsilon) / 2) rounds, since (1 - 1/kappa_f)^(2r) <= "
+        "exp(-2r/kappa_f): the bound holds",
+        {"bound": "ceiling(kappa_f*log(1/epsilon)/2)"},
+    ),
+}
+#: The keys every template sets (with :data:`KEYS`' examples unless :data:`TEMPLATES` says).
+TEMPLATE_KEYS = ("algorithm", "participation", "clients", "local_steps", "lr", "quantity", "bound",
+                 "condition")  # fmt: skip
+
+
+def _default(key: str, owner: type) -> Any:
+    """The default of ``key`` in dataclass ``owner`` (None when it has none or it is None)."""
+    name = "instance_class" if key == "class" else key
+    for f in fields(owner):
+        if f.name == name:
+            if f.default is not MISSING:
+                value = f.default
+            elif f.default_factory is not MISSING:
+                value = f.default_factory()
+            else:
+                return None
+            if isinstance(value, tuple):  # (1,): one value of a list key
+                value = value[0] if len(value) == 1 else list(value)
+            return value if value not in (None, "", {}, []) else None
+    return None
+
+
+def _toml(value: Any) -> str:
+    """A TOML value: strings double-quoted, lists in brackets, numbers as Python writes them."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+def key_help(width: int = 100) -> str:
+    """The spec's keys, the ``[class]`` keys, the constants and the functions, as
+    ``fedtheory bound --help`` lists them (from :data:`KEYS`, :data:`CLASS_KEYS`,
+    :data:`~fedtheory.bounds.constants.CONSTANTS` and :data:`FUNCTIONS`)."""
+
+    def block(title: str, table: dict[str, str]) -> list[str]:
+        pad = max(map(len, table)) + 2
+        out = [title]
+        for name, text in table.items():
+            out += textwrap.wrap(text, width, initial_indent=f"  {name:<{pad}}",
+                                 subsequent_indent=" " * (pad + 2))  # fmt: skip
+        return out
+
+    def described(keys: dict[str, SpecKey], owner: type, required: tuple) -> dict[str, str]:
+        out = {}
+        for k, key in keys.items():
+            d = _default(k, owner)
+            tail = "; required" if k in required else ("" if d is None else f"; default {d!r}")
+            out[k] = key.meaning + tail
+        return out
+
+    lines = block(f"spec keys (TOML; required: {', '.join(REQUIRED)}):",
+                  described(KEYS, BoundSpec, REQUIRED))  # fmt: skip
+    lines += block(f"[class] keys (quadratic least-squares clients; required: "
+                   f"{', '.join(CLASS_REQUIRED)}):",
+                   described(CLASS_KEYS, InstanceClass, CLASS_REQUIRED))  # fmt: skip
+    lines += block("constants (computed from each instance; a bound, a condition and lr may "
+                   "use them, lr all but eta):", CONSTANTS)  # fmt: skip
+    lines += block("quantities:", QUANTITIES)
+    lines += textwrap.wrap(f"functions: {', '.join(FUNCTIONS)}", width)
+    return "\n".join(lines)
+
+
+def template(quantity: str = "mean_square_rate") -> str:
+    """A commented bound spec for ``quantity`` to start from (``fedtheory bound --template``):
+    every key of :data:`KEYS` with its meaning, those of the worked example set (it runs as
+    is: saved as ``spec.toml``, ``fedtheory bound spec.toml`` checks it), the others commented
+    out with an example value; the constants and functions a bound may use.
+
+    Raises
+    ------
+    AssumptionError
+        An unknown quantity (naming the accepted ones).
+    """
+    if quantity not in TEMPLATES:
+        raise AssumptionError(f"quantity {quantity!r}: choose one of {', '.join(QUANTITIES)}")
+    what, extra = TEMPLATES[quantity]
+    values = {k: KEYS[k].example for k in TEMPLATE_KEYS} | {"quantity": quantity} | extra
+    wrap = lambda text: textwrap.wrap(text, 98, initial_indent="# ", subsequent_indent="# ")  # noqa: E731
+    lines = [
+        f"# A bound spec for `fedtheory bound` (made by `fedtheory bound --template {quantity}`;",
+        "# docs/bounds.md has the format). Saved as a file it runs as is: fedtheory bound FILE",
+        *wrap(f"The example: {what}."),
+        "# Replace the algorithm, the setting and the bound by the theorem you read; keys",
+        "# commented out are optional (their default, or an example value).",
+        "#",
+        "# Constants a bound, a condition or lr may use (lr: all but eta), computed per instance:",
+        *[f"#   {name:<8} {text}" for name, text in CONSTANTS.items()],
+        *wrap(f"Functions: {', '.join(FUNCTIONS)}; ^ is a power, as typed from a PDF."),
+        "",
+    ]
+
+    def entry(key: str, spec: SpecKey, owner: type, required: tuple, given: dict) -> list[str]:
+        d = _default(key, owner)
+        note = "required" if key in required else ("" if d is None else f"default {d!r}")
+        head = wrap(spec.meaning + (f"; {note}" if note else ""))
+        if key in given:
+            return [*head, f"{key} = {_toml(given[key])}"]
+        return [*head, f"# {key} = {_toml(spec.example if d is None else d)}"]
+
+    for key, spec in KEYS.items():
+        if key not in ("class", "options"):
+            lines += entry(key, spec, BoundSpec, REQUIRED, values)
+    lines += ["", *wrap(KEYS["options"].meaning), "# [options]", ""]
+    lines += [*wrap(KEYS["class"].meaning), "[class]"]
+    given = {k: CLASS_KEYS[k].example for k in CLASS_REQUIRED}
+    for key, spec in CLASS_KEYS.items():
+        lines += entry(key, spec, InstanceClass, CLASS_REQUIRED, given)
+    return "\n".join(lines) + "\n"

@@ -3,6 +3,7 @@
 Contract (other tools rely on it)::
 
     fedtheory bound SPEC.toml [--search N] [--seed S] [--json OUT]
+    fedtheory bound --template [QUANTITY]
 
 prints a short table and one sentence; ``--json`` writes an object with ``violated`` (bool),
 ``worst`` {``stated``, ``exact``, ``ratio``, ``eta``, ``problem_file``}, ``instances`` (list of
@@ -20,7 +21,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fedtheory.bounds import DEFAULT_SEARCH, check, load_spec, paper_bounds
+from fedtheory.bounds import DEFAULT_SEARCH, QUANTITIES, check, load_spec, paper_bounds
+from fedtheory.bounds.spec import key_help, template
 from fedtheory.cli.common import add_json, add_parser, human_stream, write_json
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import check_output_dir, working
@@ -46,9 +48,18 @@ def register(subparsers: Any) -> None:
             "fedtheory bound my-theorem.toml --search 200 --json out.json",
             "fedtheory bound focus-thm1-rate --problem figure4",
             "fedtheory bound spec.toml --problem-file counterexample.npz --seeds 64",
+            "fedtheory bound --template rounds_to > spec.toml && fedtheory bound spec.toml",
         ],
     )
-    p.add_argument("spec", metavar="SPEC.toml", help="a bound spec (or a shipped bound's name)")
+    p.epilog = (f"{key_help()}\n\nThe format in full: docs/bounds.md; 'fedtheory bound --template "
+                f"QUANTITY' prints a commented spec to start from.\n\n{p.epilog}")  # fmt: skip
+    p.add_argument("spec", metavar="SPEC.toml", nargs="?",
+                   help="a bound spec (or a shipped bound's name); --template prints one")  # fmt: skip
+    p.add_argument("--template", nargs="?", const="mean_square_rate", choices=list(QUANTITIES),
+                   metavar="QUANTITY",
+                   help="print a commented spec to start from, bounding QUANTITY (one of "
+                   f"{', '.join(QUANTITIES)}; default mean_square_rate), and exit: saved as a "
+                   "file it runs as is")  # fmt: skip
     p.add_argument("--search", type=int, default=None, metavar="N",
                    help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
                    "0: none); the worst three are refined with N/4 more evaluations")  # fmt: skip
@@ -93,6 +104,16 @@ def _what_runs(spec: Any, args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.template is not None:
+        if args.spec is not None:
+            raise FedTheoryError("--template prints a spec and exits: give no SPEC.toml with it")
+        print(template(args.template), end="")
+        return 0
+    if args.spec is None:
+        raise FedTheoryError(
+            "give a bound spec SPEC.toml or a shipped bound's name (fedtheory bound --template "
+            "prints a spec to start from; fedtheory bound --help lists the keys)"
+        )
     spec = load_spec(_spec_path(args.spec))
     if args.search is not None and args.search < 0:
         raise FedTheoryError(f"--search N must be >= 0, got {args.search}")
