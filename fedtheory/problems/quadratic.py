@@ -450,6 +450,7 @@ def figure4_problem(dtype: Any = None) -> LeastSquaresProblem:
     prob = LeastSquaresProblem(A, b, 0.0, dtype=dtype)
     prob.participation_p = p
     prob.x_o = x_o
+    prob.name = "figure4"  # the built-in name (problems.registry)
     return prob
 
 

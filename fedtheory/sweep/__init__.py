@@ -64,6 +64,7 @@ import numpy as np
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError
 from fedtheory.parallel import Engine, map_tasks, require
+from fedtheory.simulation.metrics import MODEL_AXIS
 from fedtheory.sweep.spec import KEYS, Spec, Task, load_spec, normalize
 from fedtheory.sweep.store import (
     FILE_BYTES,
@@ -118,7 +119,7 @@ def estimate(spec: Spec, dim: int) -> dict:
     S, R = spec.values["seeds"], spec.values["rounds"]
     points = spec.n_tasks // len(spec.seed_blocks())
     per_seed = sum(
-        np.dtype(var.dtype).itemsize * {"round": R + 1, "component": dim, None: 1}[var.extra]
+        np.dtype(var.dtype).itemsize * {"round": R + 1, MODEL_AXIS: dim, None: 1}[var.extra]
         for var in VARIABLES.values()
     )
     files = spec.n_tasks * len(VARIABLES)

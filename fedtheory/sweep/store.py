@@ -76,7 +76,7 @@ import numpy as np
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
 from fedtheory.parallel import require
-from fedtheory.simulation.metrics import METRIC_ATTRS
+from fedtheory.simulation.metrics import DIMENSION_ATTRS, METRIC_ATTRS, MODEL_AXIS, RESULT_ATTRS
 from fedtheory.sweep.spec import ALGORITHM_FILES, KEYS, PATH_KEYS, Spec, Task, from_stored
 from fedtheory.sweep.task import TaskResult
 
@@ -107,33 +107,33 @@ class Variable(NamedTuple):
     description: str
 
 
-#: The store's variables.
+#: The store's variables (their CF attributes those of an xarray result:
+#: :data:`~fedtheory.simulation.metrics.RESULT_ATTRS`).
+def _var(name: str, extra: str | None, dtype: Any, fill: Any, description: str) -> Variable:
+    attrs = RESULT_ATTRS[name]
+    return Variable(extra, dtype, fill, attrs["long_name"], attrs["units"], description)
+
+
 VARIABLES = {
     "error": Variable("round", np.float64, np.nan, METRIC_ATTRS["error"]["long_name"],
                       METRIC_ATTRS["error"]["units"], "the runner's error metric, x_0 = 0"),
-    "x_final": Variable("component", np.float64, np.nan, "final server model", "1",
-                        "the server model x_R after the last round"),
-    "diverged": Variable(None, np.bool_, False, "seed diverged", "1",
-                         "the seed diverged and was frozen"),
-    "diverged_at": Variable(None, np.int64, -1, "round of divergence", "rounds",
-                            "round of divergence (-1: none)"),
-    "diverging": Variable(None, np.bool_, False, "seed diverging", "1",
-                          "the error grew by the divergence growth factor within the "
-                          "divergence window to above its start (the seed kept running)"),
-    "diverging_at": Variable(None, np.int64, -1, "round flagged as diverging", "rounds",
-                             "round the seed was flagged as diverging (-1: none)"),
+    "x_final": _var("x_final", MODEL_AXIS, np.float64, np.nan,
+                    "the server model x_R after the last round"),
+    "diverged": _var("diverged", None, np.bool_, False, "the seed diverged and was frozen"),
+    "diverged_at": _var("diverged_at", None, np.int64, -1, "round of divergence (-1: none)"),
+    "diverging": _var("diverging", None, np.bool_, False,
+                      "the error grew by the divergence growth factor within the "
+                      "divergence window to above its start (the seed kept running)"),
+    "diverging_at": _var("diverging_at", None, np.int64, -1,
+                         "round the seed was flagged as diverging (-1: none)"),
     "checksum": Variable(None, np.uint64, 0, "checksum of the seed's values", "1",
                          "BLAKE2b-64 of the seed's values and place (0: none)"),
     "complete": Variable(None, np.bool_, False, "task complete", "1",
                          "the task holding this seed has written its data"),
 }  # fmt: skip
 
-#: CF attributes of the dimensions that are not spec keys.
-DIMENSIONS = {
-    "seed": {"long_name": "seed (child of the root seed)", "units": "1"},
-    "round": {"long_name": "communication round", "units": "rounds"},
-    "component": {"long_name": "component of the model", "units": "1"},
-}
+#: CF attributes of the dimensions that are not spec keys (those of an xarray result).
+DIMENSIONS = DIMENSION_ATTRS
 
 #: The variables a seed's checksum covers, in the order they are hashed.
 DATA = ("error", "x_final", "diverged", "diverged_at", "diverging", "diverging_at")
@@ -328,7 +328,7 @@ def _skeleton(target: Path, spec: Spec, dim: int, attrs: dict) -> None:
     for axis in axes:
         for key in axis.keys:
             coords[key] = xr.Variable(axis.name, _coordinate(key, axis.values(key)), attrs=_cf(key))
-    lengths = {"seed": S, "round": R + 1, "component": dim}
+    lengths = {"seed": S, "round": R + 1, MODEL_AXIS: dim}
     for name, cf in DIMENSIONS.items():
         coords[name] = xr.Variable(name, np.arange(lengths[name]), attrs=cf)
     base_dims = (*(a.name for a in axes), "seed")
