@@ -92,6 +92,53 @@ def summary(results: list[ClaimResult]) -> str:
     return f"claims about the papers: {paper or 'none'}" + ("; " + ", ".join(rest) if rest else "")
 
 
+#: The verdicts a reviewer reads first (:func:`findings`), in this order, crashes before them.
+FIRST = ("fails", "inconclusive")
+#: The width of a line of :func:`findings`.
+FINDINGS_WIDTH = 118
+
+
+def headline(r: ClaimResult, width: int = FINDINGS_WIDTH - 16) -> str:
+    """A result in one line: a crash's error, an inconclusive row's reason, else the first
+    clause of its measurement (up to the first ';'), cut at a word to ``width``."""
+    if r.crashed:
+        text = (r.error or "").splitlines()[0] if r.error else "the check crashed"
+    elif r.verdict == "inconclusive" and r.reason:
+        text = f"{_cell(r.measured).split(';')[0]} ({r.reason})"
+    else:
+        text = _cell(r.measured).split(";")[0]
+    return textwrap.shorten(text, width, placeholder=" ...")
+
+
+def findings(results: list[ClaimResult], *, seconds: float | None = None,
+             tier: str | None = None) -> str:  # fmt: skip
+    """What a reviewer reads first: the count line (:func:`summary`), then the crashed, failing
+    and inconclusive results grouped by verdict, one line each (:func:`headline`); the full
+    table (:func:`format_table`) follows them in ``fedtheory verify``'s output."""
+    took = "" if seconds is None else f" in {seconds:.1f} s"
+    where = "" if tier is None else f" ({tier} tier)"
+    lines = [f"{len(results)} results{took}{where}: {summary(results)}"]
+    groups = [("CRASHED", [r for r in results if r.crashed])]
+    groups += [(v, [r for r in results if r.verdict == v and r.ran]) for v in FIRST]
+    for title, rows in groups:
+        if rows:
+            lines += ["", f"{title} ({len(rows)}):"]
+            lines += [f"  {r.id:<13} {headline(r)}" for r in rows]
+    if not any(rows for _, rows in groups):
+        lines += ["", "No claim fails, none is inconclusive and no check crashed."]
+    return "\n".join(lines)
+
+
+def claim_seconds(results: list[ClaimResult]) -> dict[str, float]:
+    """Each claim's wall seconds (the sum over its results, which share them): the seconds its
+    progress line said when it finished."""
+    out: dict[str, float] = {}
+    for r in results:
+        claim = r.id.split("/")[0]
+        out[claim] = out.get(claim, 0.0) + float(r.seconds or 0.0)
+    return out
+
+
 #: The version of the layout of :func:`to_json` (bumped when a key changes meaning).
 JSON_SCHEMA = 2
 
@@ -287,7 +334,8 @@ CATALOG_END = "<!-- END claim catalog -->"
 
 def to_markdown(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
     """The verdict table as a Markdown page (``fedtheory verify --markdown docs/verdicts.md``):
-    the table ``fedtheory verify`` prints, its summary line and the run's provenance."""
+    what ``fedtheory verify`` prints (the findings first, then the table and its summary line)
+    and the run's provenance."""
     prov = provenance()
     return "\n".join([
         "# Verdicts, as `make run` prints them",
@@ -299,6 +347,10 @@ def to_markdown(results: list[ClaimResult], *, tier: str, seconds: float) -> str
         "result, not an error.",
         "",
         "```",
+        findings(results, tier=tier),
+        "",
+        f"The full table ({len(results)} results):",
+        "",
         format_table(results),
         "",
         f"{len(results)} results ({tier} tier): {summary(results)}",

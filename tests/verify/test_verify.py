@@ -293,8 +293,11 @@ def test_markdown_page_holds_the_printed_table(extra_claims, tmp_path, capsys):
     assert main(["verify", "--only", "Z5", "--markdown", str(page)]) == 0
     printed = capsys.readouterr().out
     text = page.read_text()
-    table = printed.split("\n\n")[0]
+    findings, _, rest = printed.partition("The full table (1 results):\n\n")
+    table = rest.split("\n\n")[0]
     assert table in text and "Z5" in table and "fails" in table and "1 results" in text
+    assert findings.split("\n\n", 1)[1].strip() in text  # the findings first, there too
+    assert text.index("fails (1):") < text.index(table)
     assert f"fedtheory {__version__}" in text and "quick tier" in text
     assert main(["verify", "--only", "Z5", "--markdown", str(tmp_path)]) == 2  # a folder
 
