@@ -1,0 +1,1 @@
+"""Performance estimation of federated rounds (worst cases over smooth strongly convex clients)."""
