@@ -41,7 +41,7 @@ from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
 from fedtheory.bounds.constants import instance_constants
 from fedtheory.bounds.instances import Draw, Instance, draw_instance, named_instance
-from fedtheory.bounds.spec import QUANTITIES, BoundSpec, load_spec
+from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec, load_spec
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.simulation import simulate
 from fedtheory.validation import available_cores, check_int, check_seed
@@ -151,6 +151,12 @@ def exact_value(spec: BoundSpec, inst: Instance, eta: float, *, verify: bool = T
         r = exact_rates(inst.problem, spec.algorithm, part, mean_square="skip",
                         stationary=False, verify=verify, **kw)  # fmt: skip
         return r.mean_rate, r.methods["mean rate"]
+    if q in AFTER_ROUNDS:  # from x_0 = 0; E (x_R - x*)^T W (x_R - x*) on a quadratic
+        H = np.asarray(inst.problem.H, dtype=np.float64).mean(axis=0)
+        W = {"distance2": None, "f_minus_f_star": H / 2, "grad_norm2": H @ H}[AFTER_ROUNDS[q]]
+        curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=spec.rounds,
+                                weight=W, verify=verify, **kw)  # fmt: skip
+        return float(curve[-1]), f"exact transient: {QUANTITIES[q]}, x_0 = 0"
     r = exact_rates(inst.problem, spec.algorithm, part, stationary=q != "mean_square_rate",
                     verify=verify, tol=tol, **kw)  # fmt: skip
     if q == "mean_square_rate":
@@ -533,8 +539,10 @@ def check(
     name: str | None = None,
     workers: int | None = None,
     refine: bool = True,
+    functions: str | None = None,
 ) -> BoundCheck:
-    """Check a stated bound on one instance and/or over an instance class.
+    """Check a stated bound on one instance and/or over an instance class of quadratic
+    clients (:func:`fedtheory.bounds.check_classes` checks the smooth strongly convex class).
 
     Parameters
     ----------
@@ -559,6 +567,8 @@ def check(
         per 100 draws).
     refine : bool
         Refine the worst draws by Nelder-Mead (default True).
+    functions : {"quadratic"}, optional
+        The class (default the spec's ``[class] functions``): this search is the quadratic one.
 
     Returns
     -------
@@ -586,6 +596,11 @@ def check(
         spec = BoundSpec.from_dict(spec)
     elif not isinstance(spec, BoundSpec):
         spec = load_spec(spec)
+    if (functions or spec.functions) != "quadratic":
+        raise AssumptionError(
+            f"check searches quadratic clients; the class {functions or spec.functions!r} is "
+            "checked by fedtheory.bounds.check_classes (fedtheory bound --class)"
+        )
     seed = check_seed(seed)
     has_named = problem is not None or problem_file is not None or (
         spec.problem is not None or spec.problem_file is not None)  # fmt: skip

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -288,7 +289,9 @@ def _solve_with(tr: Trace, metric: Quad, conditions: list, mu: float, L: float,
     pep, P, E = _build(tr, metric, conditions, mu, L)
     name = settings["solver"]
     try:
-        dual = pep.solve(wrapper="cvxpy", verbose=0, **settings)
+        with warnings.catch_warnings():  # an inaccurate status is recorded, not printed
+            warnings.simplefilter("ignore", UserWarning)
+            dual = pep.solve(wrapper="cvxpy", verbose=0, **settings)
     except cvxpy.error.SolverError as exc:
         return {"name": name, "status": f"failed ({str(exc).split('.')[0]})", "value": None,
                 "primal": None}  # fmt: skip

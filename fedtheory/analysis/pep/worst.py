@@ -36,7 +36,17 @@ import numpy as np
 
 from fedtheory.algorithms.base import Algorithm
 from fedtheory.analysis.exact.extract import build_algorithm
-from fedtheory.analysis.pep.program import Quad, Sizes, Solution, leaf_vectors, scalar_values, solve
+from fedtheory.analysis.pep.program import (
+    MAX_CONSTRAINTS,
+    MAX_GRAM,
+    PepSizeError,
+    Quad,
+    Sizes,
+    Solution,
+    leaf_vectors,
+    scalar_values,
+    solve,
+)
 from fedtheory.analysis.pep.trace import (
     G_STAR,
     GRAD,
@@ -57,6 +67,8 @@ METRICS = {
     "f_minus_f_star": "E f(x_R) - f*",
     "grad_norm2": "E||grad f(x_R)||^2",
 }
+#: A program estimated past this many times the cap is refused before it is traced.
+PRECHECK = 4
 #: Most participation paths traced (C(N, M)^R under M-of-N sampling) before any work.
 MAX_PATHS = 4096
 #: The class's heterogeneity bound in words (named when a worst case is unbounded without it).
@@ -109,7 +121,8 @@ class WorstCase:
         """The worst-case clients as interpolation data (original units, vectors compressed to
         the Gram's numerical rank): ``points``, ``grads`` (N, P, r), ``values`` (N, P),
         ``counts`` (N,) (client i's rows are x* then its queries, the first counts[i]),
-        ``x0`` (r,) (the start of the run; for a floor the fixed point), ``x_star`` (r,).
+        ``x0`` (r,) and ``x_star`` (r,), translated so that x0 = 0 (the start of the run; for
+        a floor the fixed point).
 
         Raises
         ------
@@ -132,9 +145,10 @@ class WorstCase:
             points[i, 1 : len(q) + 1] = tr.point[q] @ V.T
             grads[i, 1 : len(q) + 1] = tr.grad[q] @ V.T
             values[i, 1 : len(q) + 1] = tr.value[q] @ F
-        first = tr.start["x"][0] if "x" in tr.start else tr.start["u"][0, 0]
+        x0 = (tr.start["x"][0] if "x" in tr.start else tr.start["u"][0, 0]) @ V.T
+        points -= x0  # translated so that x0 = 0 (the toolkit's start; nothing else moves)
         return {"points": points, "grads": grads, "values": values, "counts": counts,
-                "x0": first @ V.T, "x_star": xs}  # fmt: skip
+                "x0": np.zeros_like(x0), "x_star": xs - x0}  # fmt: skip
 
 
 class _Clients:
@@ -171,6 +185,43 @@ def paths_of(participation: Any, n_clients: int, rule: str, rounds: int) -> Path
             "M (C(N, M) subsets per round)"
         )
     return participation_paths(model, rule, rounds)
+
+
+def estimate_sizes(paths: Paths, n_clients: int, calls: int, *, start: int = 1,
+                   extra: int = 0) -> Sizes:  # fmt: skip
+    """The program's sizes before any trace: every path prefix of every round a distinct model,
+    each participant asking ``calls`` gradients (K for the local-steps algorithms): queries
+    ~ calls sum_{r < R} (distinct prefixes at r) E|S|, a Gram of queries + N + ``start``
+    (+ ``extra`` evaluations), client i with P_i ~ 1 + its share of the queries."""
+    N = int(n_clients)
+    k = paths.masks.shape[1] ** (1.0 / paths.rounds) if paths.rounds else 1.0
+    size = float(paths.masks[0].sum(axis=1) @ paths.prob) if paths.rounds else 0.0
+    queries = calls * size * sum(k**r for r in range(paths.rounds)) + extra
+    P = 1.0 + queries / N
+    return Sizes(int(round(queries)) + N + start, int(round(N * P * (P - 1))))
+
+
+def _precheck(
+    paths: Paths,
+    N: int,
+    alg: Algorithm,
+    what: str,
+    reduce: str,
+    max_gram: int | None,
+    max_constraints: int | None,
+    extra: int = 0,
+) -> None:
+    """Refuse before tracing a program whose estimated sizes exceed :data:`PRECHECK` times the
+    cap (the trace itself is then the cost); closer ones are traced and checked exactly."""
+    est = estimate_sizes(paths, N, alg.config.local_steps, extra=extra)
+    g = PRECHECK * (MAX_GRAM if max_gram is None else max_gram)
+    c = PRECHECK * (MAX_CONSTRAINTS if max_constraints is None else max_constraints)
+    if est.gram > g or est.constraints > c:
+        raise PepSizeError(
+            f"{what}: the performance-estimation program would have a Gram matrix of about "
+            f"{est.gram} and about {est.constraints} constraints ({paths.n_paths} participation "
+            f"path(s)), far past the cap that solves in seconds here; reduce {reduce}"
+        )
 
 
 def _class(mu: float, L: float, D2: float | None, zeta2: float | None) -> tuple:
@@ -281,6 +332,10 @@ def worst_after_rounds(
     N = check_int("the clients N", n_clients, minimum=1)
     alg = built(algorithm, N, **settings)
     paths = paths_of(participation, N, rule, R)
+    what = f"{alg.name} after {R} round(s) on {N} clients"
+    reduce = "the rounds R, the local steps K or the clients N (or M)"
+    _precheck(paths, N, alg, what, reduce, max_gram, max_constraints,
+              extra=0 if metric == "distance2" else N * paths.n_paths)  # fmt: skip
     tr = trace(alg, N, paths, evaluate_end=metric != "distance2", verify=verify)
     _, roots, vals = _metric(tr, metric, paths.prob)
     keep, het = _heterogeneity(tr.prune([*roots, tr.start["x"]], vals), zeta2)
@@ -288,9 +343,8 @@ def worst_after_rounds(
     x0 = keep.start["x"][0] - keep.x_star
     conditions = [("D2", Quad.norm2(x0), D2), *het]
     mu_s, L_s = _tight(mu, L, tau)
-    sol = solve(keep, form, conditions, mu=mu_s, L=L_s, cross_check=cross_check,
-                what=f"{alg.name} after {R} round(s) on {N} clients",
-                max_gram=max_gram, max_constraints=max_constraints)  # fmt: skip
+    sol = solve(keep, form, conditions, mu=mu_s, L=L_s, cross_check=cross_check, what=what,
+                reduce=reduce, max_gram=max_gram, max_constraints=max_constraints)  # fmt: skip
     setting = _setting(alg, N, R, mu, L, D2, zeta2, participation, rule, paths, tau, L_s)
     return _finish(metric, sol, keep, setting, zeta2, mu)
 
@@ -549,6 +603,9 @@ def lyapunov_contraction(
         raise AssumptionError(f"the client weights must be finite and >= 0, got {b}")
     alg = built(algorithm, N, **settings)
     paths = paths_of(participation, N, rule, 1)
+    what = f"the Lyapunov contraction of {alg.name}"
+    reduce = "the local steps K or the clients N (or M)"
+    _precheck(paths, N, alg, what, reduce, max_gram, max_constraints)
     tr = _one_round_from_state(alg, N, paths, verify)
     tr, het = _heterogeneity(tr.prune([tr.outputs["u"], tr.outputs["V"]]), zeta2)
     nu, nv = tr.start["u"].shape[1], tr.start["V"].shape[2]
@@ -570,8 +627,7 @@ def lyapunov_contraction(
     start = form(tr.start["u"][:1], tr.start["V"][:1], np.ones(1))
     end = form(tr.outputs["u"], tr.outputs["V"], paths.prob)
     sol = solve(tr, end, [("V(z0)", start, 1.0), *het], mu=mu, L=L,
-                cross_check=cross_check, what=f"the Lyapunov contraction of {alg.name}",
-                reduce="the local steps K or the clients N (or M)", max_gram=max_gram,
+                cross_check=cross_check, what=what, reduce=reduce, max_gram=max_gram,
                 max_constraints=max_constraints)  # fmt: skip
     setting = _setting(alg, N, 1, mu, L, None, zeta2, participation, rule, paths, 0.0, L)
     setting.update(weight_x=a, weight_clients=b.tolist())
@@ -583,6 +639,7 @@ __all__ = [
     "WorstCase",
     "built",
     "eliminate",
+    "estimate_sizes",
     "lyapunov_contraction",
     "paths_of",
     "rate_estimate",
