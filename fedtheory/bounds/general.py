@@ -172,8 +172,11 @@ class GeneralCheck:
         """One sentence: what the check found over the general class."""
         spec, n = self.spec, len(self.instances)
         met = sum(e.condition_met for e in self.instances)
-        skip = f" ({len(self.skipped)} setting(s) past the size cap not solved)" if (
+        skip = f" ({len(self.skipped)} setting(s) not solved: see skipped)" if (
             self.skipped) else ""  # fmt: skip
+        if not self.instances:
+            why = self.skipped[0]["reason"] if self.skipped else "no setting"
+            return f"Not checked over smooth strongly convex clients: {why}."
         if self.implied is not None and spec.constant_value is None:
             v = self.implied["value"]
             if self.violated or v is None or not math.isfinite(v):
@@ -336,8 +339,14 @@ def check_general(
         no setting solved (with ``refuse_unsolved``), a missing extra ``pep`` (one line).
     """
     t0 = time.perf_counter()
-    _check_spec(spec)
     tol = max(spec.tolerance, TOLERANCE)
+    try:
+        _check_spec(spec)
+    except AssumptionError as exc:
+        if refuse_unsolved:
+            raise
+        return GeneralCheck(spec, False, None, [], [], [{"label": "every setting",
+                            "reason": str(exc)}], None, {}, time.perf_counter() - t0, tol)  # fmt: skip
     evals: list[Evaluation] = []
     cases: list[WorstCase] = []
     case_of: dict[int, WorstCase] = {}

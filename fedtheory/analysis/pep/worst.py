@@ -249,7 +249,7 @@ def _tight(mu: float, L: float, tau: float) -> tuple[float, float]:
 def _heterogeneity(tr: Trace, zeta2: float | None) -> tuple[Trace, list]:
     """The trace to solve (pinned: x* = 0, f_i(x*) = 0, :meth:`Trace.pinned`) and the
     constraint (1/N) sum_i ||g_i*||^2 <= zeta2, when given; zeta2 = 0 (a common minimizer) is
-    imposed linearly instead, every g_i* = 0 (a constraint that leaves no interior)."""
+    imposed linearly instead, every g_i* = 0 (fewer leaves, no constraint without interior)."""
     tr = tr.pinned()
     if zeta2 is None:
         return tr, []
