@@ -233,6 +233,14 @@ def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True,
                           inst.sizes(), inst.label, consts, defined=False, instance=inst)  # fmt: skip
     consts["eta"] = eta
     exact, how = exact_value(spec, inst, eta, verify=verify, tol=tol)
+    return scored(spec, consts, exact, eta, inst.sizes(), inst.label, how, instance=inst)
+
+
+def scored(spec: BoundSpec, consts: dict, exact: float, eta: float, sizes: dict, label: str,
+           how: str, instance: Instance | None = None) -> Evaluation:  # fmt: skip
+    """The :class:`Evaluation` of an exact (or worst) value ``exact`` on an instance (or a
+    class setting) with constants ``consts``: stated, condition, ratio, the free constant's
+    c_i and what the search maximizes."""
     c_i, direction = (None, 0)
     if spec.constant is not None:
         c_i, direction = _solve_constant(spec, consts, exact)
@@ -249,9 +257,9 @@ def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True,
         objective = rat if math.isfinite(rat) or math.isinf(rat) else -math.inf
     if not (met and defined):
         objective = -math.inf
-    return Evaluation(stated, exact, met, rat, eta, c_i, objective, inst.sizes(), inst.label,
-                      consts, defined=defined, exact_method=how, direction=direction,
-                      instance=inst)  # fmt: skip
+    return Evaluation(stated, exact, met, rat, eta, c_i, objective, sizes, label, consts,
+                      defined=defined, exact_method=how, direction=direction,
+                      instance=instance)  # fmt: skip
 
 
 def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = None,
@@ -682,8 +690,11 @@ def _named_report(spec: BoundSpec, ev: Evaluation, measured: dict | None) -> dic
     return rep
 
 
-def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
-    tol = spec.tolerance
+def verdict(spec: BoundSpec, evals: list[Evaluation],
+            tol: float) -> tuple[list, dict | None, Evaluation | None, bool]:  # fmt: skip
+    """``(pool, implied, worst, violated)`` of evaluated instances: those that meet the
+    condition, the implied constant (the shape then evaluated at it), the worst one (of the
+    violating ones when violated) and the verdict at relative tolerance ``tol``."""
     implied = None
     pool = [e for e in evals if e.condition_met and e.defined]
     if spec.constant is not None:
@@ -701,6 +712,11 @@ def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
         violated = any(violates(e, tol) for e in pool)
         if violated:
             worst = max((e for e in pool if violates(e, tol)), key=lambda e: e.objective)
+    return pool, implied, worst, bool(violated)
+
+
+def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
+    pool, implied, worst, violated = verdict(spec, evals, spec.tolerance)
     files: dict[str, dict] = {}
     if out_dir is not None:
         stem = name or (Path(spec.path).stem if spec.path else "bound")

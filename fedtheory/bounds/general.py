@@ -44,7 +44,7 @@ from fedtheory.analysis.pep import (
     worst_floor,
 )
 from fedtheory.analysis.pep.program import PepSizeError
-from fedtheory.bounds.check import Evaluation, _implied, _solve_constant, ratio, violates
+from fedtheory.bounds.check import Evaluation, scored, verdict
 from fedtheory.bounds.instances import participation_model
 from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec
 from fedtheory.errors import AssumptionError
@@ -384,44 +384,12 @@ def check_general(
 def _evaluation(spec: BoundSpec, case: WorstCase, consts: dict, eta: float, N: int, K: int,
                 M: int | None, label: str) -> Evaluation:  # fmt: skip
     exact = math.inf if case.unbounded else float(case.value)
-    c_i, direction = (None, 0)
-    if spec.constant is not None:
-        c_i, direction = _solve_constant(spec, consts, exact)
-    stated = (spec.stated_value(consts) if spec.constant_value is not None or not spec.constant
-              else math.nan)  # fmt: skip
-    met = spec.condition_met(consts)
-    defined = bool(spec.constant and spec.constant_value is None) or math.isfinite(stated)
-    rat = ratio(stated, exact, spec.is_rate) if math.isfinite(stated) else math.nan
-    if spec.constant is not None and spec.constant_value is None:
-        c_val = c_i if c_i is not None else math.nan
-        objective = (-math.inf if math.isnan(c_val) and direction >= 0 else
-                     math.inf if math.isnan(c_val) else direction * c_val)  # fmt: skip
-    else:
-        objective = rat if math.isfinite(rat) or math.isinf(rat) else -math.inf
-    if not (met and defined):
-        objective = -math.inf
     how = f"performance estimation over F_(mu,L) ({case.solver['name']} {case.solver['status']})"
-    return Evaluation(stated, exact, met, rat, eta, c_i, objective,
-                      {"N": N, "d": None, "K": K, "M": M}, label, consts, defined=defined,
-                      exact_method=how, direction=direction)  # fmt: skip
+    return scored(spec, consts, exact, eta, {"N": N, "d": None, "K": K, "M": M}, label, how)
 
 
 def _finish(spec, evals, cases, case_of, skipped, tol, out_dir, name, t0) -> GeneralCheck:
-    pool = [e for e in evals if e.condition_met and e.defined]
-    implied = None
-    if spec.constant is not None:
-        implied = _implied(spec, pool)
-        if spec.constant_value is None and implied["value"] is not None:
-            for e in evals:
-                e.stated = spec.stated_value(e.constants, implied["value"])
-                e.ratio = ratio(e.stated, e.exact, spec.is_rate)
-    worst = max(pool, key=lambda e: e.objective, default=None)
-    if spec.constant is not None and spec.constant_value is None:
-        violated = implied["value"] is None or not math.isfinite(implied["value"])
-    else:
-        violated = any(violates(e, tol) for e in pool)
-        if violated:
-            worst = max((e for e in pool if violates(e, tol)), key=lambda e: e.objective)
+    _, implied, worst, violated = verdict(spec, evals, tol)
     files: dict[str, dict] = {}
     if out_dir is not None:
         stem = name or (Path(spec.path).stem if spec.path else "bound")
