@@ -187,7 +187,7 @@ def test_the_floor_by_a_linear_fixed_point():
     assert worst_floor("fedavg", 2, zeta2=4.0, **kw).value == pytest.approx(4 * w.value, rel=1e-5)
     for name, K in (("focus", 2), ("scaffold", 2), ("fedavg", 1)):
         v = worst_floor(name, 2, zeta2=1.0, mu=MU, L=L, lr=0.05, local_steps=K).value
-        assert abs(v) < 1e-6 * w.value * 100
+        assert abs(v) < 1e-4 * w.value  # zero to the solver's accuracy
     # above every quadratic of the class: the exact oracle's floor on class instances
     rng = np.random.default_rng(3)
     for _ in range(4):
