@@ -279,6 +279,8 @@ def _algorithm_settings(spec: BoundSpec, eta: float, K: int) -> dict:
         kw["global_lr"] = spec.global_lr
     if spec.prox_mu is not None:
         kw["prox_mu"] = spec.prox_mu
+    if spec.options:
+        kw["options"] = dict(spec.options)
     return kw
 
 
@@ -430,7 +432,8 @@ def write_counterexample(spec: BoundSpec, e: Evaluation, path: Path) -> dict:
         what = q
     data = case.instance()
     meta: dict[str, Any] = {"lr": e.eta, "local_steps": K, "rounds": rounds,
-                            "algorithm": spec.algorithm, "participation": spec.participation}  # fmt: skip
+                            "algorithm": spec.algorithm_source or spec.algorithm,
+                            "participation": spec.participation}  # fmt: skip
     if M is not None:
         meta["clients_per_round"] = M
     written = write_interpolation_file(
