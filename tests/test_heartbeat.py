@@ -48,7 +48,7 @@ DRIVER = textwrap.dedent("""
         slowed(m, "exact_rates")
     elif what == "bound":
         import fedtheory.cli.bound as m
-        slowed(m, "check")
+        slowed(m, "check_classes")
     from fedtheory.cli import main
     sys.exit(main(argv))
 """)

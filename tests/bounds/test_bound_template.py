@@ -58,7 +58,11 @@ def test_the_default_template_saved_as_a_file_runs_as_is(tmp_path, capsys, monke
     assert "The example: gradient descent" in text and "with ratio 1" in text
 
 
-@pytest.mark.parametrize("quantity", ["mean_rate", "stationary_mse", "rounds_to"])
+@pytest.mark.parametrize(
+    "quantity",
+    ["mean_rate", "stationary_mse", "rounds_to", "mse_after_rounds",
+     "f_minus_f_star_after_rounds", "grad_norm2_after_rounds"],
+)  # fmt: skip
 def test_each_template_runs_and_does_what_it_says(quantity, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path, text = _saved(tmp_path, capsys, quantity)
