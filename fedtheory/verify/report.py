@@ -235,7 +235,7 @@ _COLORS = {
 
 
 def _row(r: ClaimResult) -> str:
-    color = "#f4a0a0" if r.crashed else _COLORS.get(r.verdict, "#e8e8e8")
+    color = _color(r)
     anchor = html.escape(r.id.replace("/", "-"))
     return (
         "<tr>"
@@ -246,9 +246,24 @@ def _row(r: ClaimResult) -> str:
     )
 
 
-def _details(r: ClaimResult, seen: dict) -> str:
+def is_finding(r: ClaimResult) -> bool:
+    """A result a reviewer reads first: a crash, a ``fails`` or an ``inconclusive``."""
+    return r.crashed or (r.ran and r.verdict in FIRST)
+
+
+def _took(r: ClaimResult, results: list[ClaimResult]) -> str:
+    """The seconds of ``r``'s claim, all its results together (what its progress line said)."""
+    claim = r.id.split("/")[0]
+    mine = [x for x in results if x.id.split("/")[0] == claim]
+    took = claim_seconds(mine).get(claim, 0.0)
+    return f"{took:.1f} s" + (f" (claim {claim}: its {len(mine)} results together)"
+                              if len(mine) > 1 else "")  # fmt: skip
+
+
+def _details(r: ClaimResult, seen: dict, took: str) -> str:
     """One claim's evidence: the decision in a few lines, the figure, and the raw evidence in a
-    collapsed ``<details>``."""
+    collapsed ``<details>``; a finding's (:func:`is_finding`) is open, its figure in view.
+    ``took``: the claim's seconds (:func:`_took`)."""
     anchor = html.escape(r.id.replace("/", "-"))
     extra = "".join(
         f"<p><b>{k}:</b> {html.escape(str(v))}</p>"
@@ -260,7 +275,7 @@ def _details(r: ClaimResult, seen: dict) -> str:
             ("test", r.test),
             ("uncertainty", r.uncertainty),
             ("reason", r.reason),
-            ("seconds", f"{r.seconds:.2f}"),
+            ("seconds", took if r.ran or r.crashed else ""),
         )
         if v
     )
@@ -269,20 +284,49 @@ def _details(r: ClaimResult, seen: dict) -> str:
     n = body.count("\n") + 1
     raw = (f"<details><summary>evidence ({n} lines of JSON)</summary>"
            f"<pre>{html.escape(body)}</pre></details>") if r.evidence else ""  # fmt: skip
+    opened = " open" if is_finding(r) else ""
     return (
-        f'<details class=claim id="{anchor}"><summary><b>{html.escape(r.id)}</b>: '
+        f'<details class=claim id="{anchor}"{opened}><summary><b>{html.escape(r.id)}</b>: '
         f"{html.escape(verdict_label(r))} &middot; {html.escape(str(r.stated))}</summary>"
         f"{extra}{err}{_img(r, seen)}{raw}</details>"
     )
 
 
+def _findings_html(results: list[ClaimResult]) -> str:
+    """The page's first section: the findings as a list, one line each, linking to their open
+    evidence just below."""
+    rows = [r for r in results if is_finding(r)]
+    if not rows:
+        return ("<h2>Findings</h2>\n<p>No claim fails, none is inconclusive and no check "
+                "crashed.</p>")  # fmt: skip
+    items = "\n".join(
+        f'<li><a href="#{html.escape(r.id.replace("/", "-"))}">{html.escape(r.id)}</a> '
+        f'<span class=verdict style="background:{_color(r)}">{html.escape(verdict_label(r))}'
+        f"</span> {html.escape(headline(r))}</li>"
+        for r in sorted(
+            rows, key=lambda r: (not r.crashed, FIRST.index(r.verdict) if r.verdict in FIRST else 0)
+        )  # fmt: skip
+    )
+    return (f"<h2>Findings</h2>\n<p>{len(rows)} of {len(results)} results fail, are "
+            f"inconclusive or crashed; each one's evidence follows, open.</p>\n"
+            f"<ul class=findings>\n{items}\n</ul>")  # fmt: skip
+
+
+def _color(r: ClaimResult) -> str:
+    return "#f4a0a0" if r.crashed else _COLORS.get(r.verdict, "#e8e8e8")
+
+
 def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
-    """A self-contained HTML page (viewport-ready): per section (the papers' claims; the
-    implementation invariants and unstated formulas; the claims not run), a table, then each
-    claim's evidence collapsed in a ``<details>`` with its figure inline (alt text saying what
-    it shows)."""
+    """A self-contained HTML page (viewport-ready) that opens on the findings: the crashed,
+    failing and inconclusive results listed one line each, then their evidence open with the
+    figures in view; then per section (the papers' claims; the measurements, implementation
+    invariants and unstated formulas; the claims not run) a table and every other claim's
+    evidence collapsed in a ``<details>``, figures inline (alt text saying what they show).
+    A claim's seconds are its results' together, as its progress line said."""
     seen: dict = {}
-    parts = []
+    found = [r for r in results if is_finding(r)]
+    parts = [_findings_html(results)]
+    parts += [_details(r, seen, _took(r, results)) for r in found]
     for title, keep in HTML_SECTIONS:
         rows = [r for r in results if keep(r)]
         if not rows:
@@ -292,7 +336,7 @@ def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
             "<th>stated</th><th>measured</th><th>verdict</th></tr>\n"
             + "\n".join(_row(r) for r in rows)
             + "\n</table>\n"
-            + "\n".join(_details(r, seen) for r in rows)
+            + "\n".join(_details(r, seen, _took(r, results)) for r in rows if not is_finding(r))
         )
     body = "\n".join(parts)
     return f"""<!DOCTYPE html>
@@ -305,6 +349,7 @@ table{{border-collapse:collapse;margin-bottom:1em}}
 td,th{{border:1px solid #bbb;padding:4px 8px;vertical-align:top}}
 pre{{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}}pre.err{{background:#fde}}
 details.claim{{border-top:1px solid #ddd;padding:4px 0}}summary{{cursor:pointer}}
+ul.findings li{{margin:0.2em 0}}span.verdict{{padding:0 6px;border-radius:3px}}
 img{{max-width:100%;height:auto}}
 </style></head><body>
 <h1>fedtheory verify</h1>
