@@ -456,6 +456,19 @@ def _read_root(path: Path) -> tuple[dict | None, str]:
         return None, text
 
 
+def stored_spec(path: str | os.PathLike) -> dict | None:
+    """The spec a store at ``path`` was made from (its hashable dict, files' digests
+    included), or None when there is no store there or its metadata cannot say (opening it
+    then says why)."""
+    try:
+        attrs, _ = _read_root(Path(path))
+        spec = json.loads(attrs["fedtheory_spec"])
+        spec.update(json.loads(attrs.get("fedtheory_spec_files", "{}")))
+    except (FedTheoryError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return spec if isinstance(spec, dict) else None
+
+
 def _check_format(path: Path, attrs: dict) -> None:
     kind = attrs.get("fedtheory_store")
     if kind == STORE_FORMAT:
@@ -720,10 +733,13 @@ def _resume_metadata(path: Path, spec: Spec, dim: int) -> tuple[list[str], list[
             if keys:  # else only the hash attribute is damaged: rewritten below
                 grown = spec.growth(old) or []
                 if not grown:  # no extension: refused as any store of another spec
+                    hint = spec.seeds_hint(old) or (
+                        "give another --store, or the spec it was made from (its attribute "
+                        "fedtheory_spec)"
+                    )
                     raise StoreError(
                         f"the store {path} was made from a different spec (it differs in "
-                        f"{', '.join(keys)}): give another --store, or the spec it was made from "
-                        "(its attribute fedtheory_spec)"
+                        f"{', '.join(keys)}): {hint}"
                     )
                 before = _stored_dim(text)
                 if before != dim:
