@@ -23,6 +23,7 @@ from fedtheory.errors import FedTheoryError
 from fedtheory.io import LineProgress, bars, duration, heartbeat_seconds, working
 from fedtheory.problems import figure4_problem
 from fedtheory.simulation import simulate
+from fedtheory.verify import Claim, runner
 
 BEAT = 0.5  # the heartbeat of the slowed runs (seconds)
 SLOW = 6 * BEAT  # how long the slowed unit of work sleeps
@@ -214,3 +215,28 @@ def test_the_heartbeat_setting_is_read_or_refused(monkeypatch):
     assert [duration(s) for s in (4.25, 45, 130, 3600 + 300)] == [
         "4.2 s", "45 s", "2 min 10 s", "1 h 5 min",
     ]  # fmt: skip
+
+
+def test_verify_estimates_the_time_left_from_the_costs_at_the_runs_own_pace(monkeypatch):
+    """Costs 10, 20 and 30 s on 2 workers: before any claim ends the pace is the machine's
+    load per core; once one ends, its seconds over its cost; a claim past its estimate leaves
+    the estimate unknown rather than zero."""
+    now = [0.0]
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(runner, "_load_per_core", lambda: 2.0)
+    claims = [Claim(cid, "test", "t", lambda ctx: None) for cid in ("Q1", "Q2", "Q3")]
+    clock = runner.Clock(claims, "quick", workers=2)
+    clock.cost = {"Q1": 10.0, "Q2": 20.0, "Q3": 30.0}
+    clock.started("Q3")
+    clock.started("Q2")
+    now[0] = 10.0  # pace 2 (the load): Q3 has 50 s left, Q2 30 s, Q1 20 s waiting
+    assert clock.time_left() == pytest.approx(max(50.0, (50 + 30 + 20) / 2))
+    assert clock.status() == "claims running: Q3 10 s, Q2 10 s; 0 of 3 done"
+    now[0] = 30.0
+    clock.finished("Q2")  # 30 s for a cost of 20: pace 1.5
+    clock.started("Q1")
+    assert clock.time_left() == pytest.approx(max(45.0 - 30.0, 15.0, (15.0 + 15.0) / 2))
+    now[0] = 60.0  # both past their estimates
+    assert clock.time_left() is None
+    clock.cost["Q1"] = None  # never measured: no estimate
+    assert clock.time_left() is None

@@ -12,6 +12,7 @@ from one).
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from collections.abc import Iterable
@@ -285,8 +286,9 @@ class Clock:
     The time left is estimated from the claims' measured costs (:meth:`Claim.cost`, CPU seconds
     on one BLAS thread, counted as at least :attr:`FLOOR` seconds: a fork and the result's way
     back cost that much) scaled by this run's own pace: the wall seconds the finished claims
-    took over their costs, at least 1 (before any finished: the slowest running claim's seconds
-    so far over its cost). Each running claim has its scaled cost less the time it has run left,
+    took over their costs, at least 1 (before any finished: the load average per core, at
+    least 1, or the slowest running claim's seconds so far over its cost, whichever is
+    larger: on a shared machine a claim takes its cost times the processes per core). Each running claim has its scaled cost less the time it has run left,
     each waiting claim its scaled cost; the run ends no sooner than the longest of these and no
     sooner than their sum spread over the workers. Unknown (None) while a claim left was never
     measured, or when every claim left has run past its estimate.
@@ -335,12 +337,21 @@ class Clock:
         cost = {c: max(self.cost[c], self.FLOOR) for c in [*dict(running), *waiting]}
         if self.expected > 0:
             pace = max(1.0, self.spent / self.expected)
-        else:  # nothing finished yet: the slowest running claim so far
-            pace = max([1.0] + [(now - t0) / cost[c] for c, t0 in running])
+        else:  # nothing finished yet: the machine's load, the slowest running claim so far
+            pace = max([_load_per_core()] + [(now - t0) / cost[c] for c, t0 in running])
         rest = [max(cost[c] * pace - (now - t0), 0.0) for c, t0 in running]
         rest += [cost[c] * pace for c in waiting]
         left = max(max(rest, default=0.0), sum(rest) / self.workers)
         return left if left > 0 or not running else None
+
+
+def _load_per_core() -> float:
+    """The one-minute load average per core this process may use, at least 1 (1 where the
+    platform has no load average)."""
+    try:
+        return max(1.0, os.getloadavg()[0] / available_cores())
+    except (OSError, AttributeError):  # pragma: no cover - no load average here
+        return 1.0
 
 
 def finished(results: list[ClaimResult]) -> list[str]:
