@@ -178,7 +178,7 @@ def generate(
     try:
         for name in names:
             bar.started(f"figure {name}")  # a line in a log; the heartbeat names it meanwhile
-            bar.set_postfix_str(f"figure {name}")
+            bar.set_postfix_str(name)
             t0 = time.perf_counter()
             try:
                 r = generate_one(name, out_dir)
