@@ -240,8 +240,10 @@ for regime, reg in data.regimes.items():
                if f["rounds_to_1e-10"] is not None}
     order = sorted(reached, key=reached.get)
     lead = ", ".join(f"{display_name(a)} {reached[a]}" for a in order)
-    never = ", ".join(f"{display_name(a)} {f['median']:.1e}" for a, f in reg.final.items()
-                      if f["rounds_to_1e-10"] is None)
+    never = ", ".join(
+        f"{display_name(a)} " + (f"{f['median']:.1e}" if f["median"] is not None
+                                 else f"(all {f['diverged']} seeds diverged)")
+        for a, f in reg.final.items() if f["rounds_to_1e-10"] is None)
     first = display_name(order[0]) if order else "none"
     print(f"{regime}: first below 1e-10: {first}; rounds to 1e-10: {lead or '-'}; "
           f"never (final median): {never or '-'}")""",
