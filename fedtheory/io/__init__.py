@@ -19,7 +19,7 @@ Output never destroys anything (:func:`write_atomic`, which :func:`emit_json` an
   operating-system error (permission denied, disk full) is re-raised with that path too.
 
 JSON convention (every JSON fedtheory writes): a non-finite number, i.e. NaN or +-inf (a
-diverged seed, a metric that was not recorded), is written as ``null``. Reading it back with
+diverged seed, a round that ``record_every`` skipped), is written as ``null``. Reading it back with
 ``np.array(d["error"], dtype=float)`` gives NaN there; a reader in any language gets a number or
 nothing, never a string such as ``"nan"`` and never the invalid JSON token ``NaN``.
 """
