@@ -276,14 +276,18 @@ def test_html_report_is_self_contained(extra_claims, tmp_path):
     assert "data:image/png;base64," in text and "Z5" in text and "fails" in text
     assert "<img" in text and 'src="http' not in text
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
-    # each claim's evidence is collapsed; the figure's alt text says what it shows
-    assert text.count('<details class=claim id="') == 4 and "<details open" not in text
+    # the failing claim's evidence is open, first; every other claim's collapsed; the figure's
+    # alt text says what it shows
+    assert text.count('<details class=claim id="') == 4
+    assert text.count(" open>") == 1 and '<details class=claim id="Z5" open>' in text
     assert 'alt="Figure of claim Z4 (test): the measurement behind' in text
     assert 'alt="Z4.png"' not in text
-    # the invariants have their own section, after the papers' claims
+    # the findings open the page; the invariants have their own section, after the papers'
+    findings = text.index("<h2>Findings</h2>")
     papers = text.index("<h2>Claims about the papers</h2>")
     invariants = text.index("<h2>Implementation invariants")
-    assert papers < text.index('id="Z5"') < invariants < text.index('id="Z6-inv"')
+    assert findings < text.index('id="Z5"') < papers < text.index('id="Z4"') < invariants
+    assert invariants < text.index('id="Z6-inv"')
 
 
 def test_markdown_page_holds_the_printed_table(extra_claims, tmp_path, capsys):
