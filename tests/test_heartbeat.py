@@ -50,6 +50,9 @@ DRIVER = textwrap.dedent("""
     elif what == "bound":
         import fedtheory.cli.bound as m
         slowed(m, "check_classes")
+    elif what == "start":  # the command's imports (verify: the claim catalog)
+        import fedtheory.cli as m
+        slowed(m, "build_parser")
     from fedtheory.cli import main
     sys.exit(main(argv))
 """)
@@ -124,6 +127,17 @@ def test_bound_says_what_it_checks_while_it_checks(tmp_path):
     assert text[0] == f"{unit} ..."
     assert max(_gaps(lines, unit)) <= LIMIT, text
     assert sum(line.startswith(f"{unit} running ") for line in text) >= 2
+
+
+def test_a_slow_start_is_heard_of_and_a_quick_one_says_nothing():
+    lines = _slowed("start", "verify", "--only", "G1", "--workers", "1")
+    text = [line for _, line in lines]
+    beats = [line for line in text if line.startswith("fedtheory verify: starting running ")]
+    assert len(beats) >= 2 and max(_gaps(lines, beats[0])) <= LIMIT, text
+    env = {k: v for k, v in _env().items() if k != "FEDTHEORY_HEARTBEAT"}  # 10 s: a quick start
+    quick = subprocess.run([sys.executable, "-m", "fedtheory", "spectral", "ring", "-N", "8"],
+                           capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    assert quick.stderr == ""
 
 
 def test_ctrl_c_stops_the_heartbeat_and_the_command_at_once():

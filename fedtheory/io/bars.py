@@ -432,15 +432,25 @@ def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0,
                         status=status, eta=eta)  # fmt: skip
 
 
+def lines_only() -> bool:
+    """Whether :func:`progress` would write plain lines here (stderr neither a terminal nor a
+    notebook's widget, progress not silenced)."""
+    if os.environ.get("FEDTHEORY_NO_PROGRESS") or notebook_front_end():
+        return False
+    return not (sys.stderr is not None and sys.stderr.isatty())
+
+
 @contextlib.contextmanager
-def working(what: str, *, disable: bool = False, eta: Callable[[], float | None] | None = None
-            ) -> Iterator:  # fmt: skip
+def working(what: str, *, disable: bool = False, eta: Callable[[], float | None] | None = None,
+            announce: bool = True) -> Iterator:  # fmt: skip
     """One unit of work without a count (an eigen-solve, a bound search, a store's set-up): a
     line ``what ...`` when it starts, the heartbeat while it runs (``what running 45 s``, a
     bar's clock on a terminal), ``what: done in 52 s`` when it ends (in a log).
 
     Yields the progress object: ``set_postfix_str(text)`` says what the unit is at now (the
     heartbeat's line carries it). Nothing at all when ``disable`` or ``FEDTHEORY_NO_PROGRESS``.
+    ``announce=False``: no start and end lines and no bar, only the heartbeat's lines in a log
+    when the unit outlasts :data:`HEARTBEAT` (a command's start-up: silent when it is quick).
 
     Examples
     --------
@@ -448,9 +458,11 @@ def working(what: str, *, disable: bool = False, eta: Callable[[], float | None]
     ...     unit.set_postfix_str("mean-square eigen-solve")
     ...     rates = exact_rates(...)
     """
+    if not announce:
+        disable = disable or not lines_only()
     bar = progress(total=None, desc=what, disable=disable, eta=eta,
                    bar_format="{desc}: {elapsed}{postfix}")  # fmt: skip
-    line = isinstance(bar, LineProgress)
+    line = isinstance(bar, LineProgress) and announce
     t0 = time.perf_counter()
     if line:
         bar.write(f"{what} ...")
