@@ -47,16 +47,16 @@ def _measured(r: ClaimResult) -> str:
 def format_table(results: list[ClaimResult]) -> str:
     """A fixed-width table (claim, source, stated, measured, verdict), long cells wrapped.
 
-    Verdicts about the papers come first; implementation invariants and formulas the available
-    text does not state follow in a block of their own.
+    Verdicts about the papers come first; measurements (quantities no outcome of which could
+    contradict a claim), implementation invariants and formulas the available text does not
+    state follow in a block of their own.
     """
     paper = [r for r in results if r.about_paper and not r.skipped]
     other = [r for r in results if not r.about_paper]
     skipped = [r for r in results if r.skipped]
     lines = _rows(paper)
     if other:
-        lines += ["", "Not verdicts about the papers (implementation invariants; formulas the "
-                  "available text does not state):", *_rows(other)]  # fmt: skip
+        lines += ["", f"{NOT_VERDICTS}:", *_rows(other)]
     if skipped:
         lines += ["", "Not run here (thorough tier only, or an optional extra is missing):",
                   *_rows(skipped)]  # fmt: skip
@@ -78,8 +78,15 @@ def _rows(results: list[ClaimResult]) -> list[str]:
     return lines
 
 
+#: The heading of the results that are not verdicts about the papers (table and HTML).
+NOT_VERDICTS = ("Not verdicts about the papers (measurements no outcome of which could contradict "
+                "a claim; implementation invariants; formulas the available text does not state)")  # fmt: skip
+
+
 def summary(results: list[ClaimResult]) -> str:
-    """Counts per verdict: the papers' claims first, then invariants, not stated, crashes."""
+    """Counts per verdict: the verdicts about the papers first (only those the measurement could
+    have turned the other way, :data:`~fedtheory.verify.result.PAPER_VERDICTS`), then, besides
+    them, measurements, invariants, not stated, not run and crashes."""
     counts: dict[str, int] = {}
     for r in results:
         counts[verdict_label(r)] = counts.get(verdict_label(r), 0) + 1
@@ -89,7 +96,8 @@ def summary(results: list[ClaimResult]) -> str:
         rest.append(f"{counts[NOT_RUN]} not run")
     if counts.get("CRASHED"):
         rest.append(f"{counts['CRASHED']} CRASHED")
-    return f"claims about the papers: {paper or 'none'}" + ("; " + ", ".join(rest) if rest else "")
+    head = f"claims about the papers: {paper or 'none'}"
+    return head + ("; besides them: " + ", ".join(rest) if rest else "")
 
 
 #: The version of the layout of :func:`to_json` (bumped when a key changes meaning).
@@ -170,7 +178,7 @@ def _img(r: ClaimResult, seen: dict) -> str:
 HTML_SECTIONS = (
     ("Claims about the papers", lambda r: r.about_paper and not r.skipped),
     (
-        "Implementation invariants and formulas the available text does not state",
+        "Measurements, implementation invariants and formulas the available text does not state",
         lambda r: not r.about_paper,
     ),
     ("Not run here (thorough tier only, or an optional extra is missing)", lambda r: r.skipped),
@@ -181,6 +189,7 @@ _COLORS = {
     "fails": "#f8d0d0",
     "inconclusive": "#e6e6f8",
     "outside assumptions": "#fff1c2",
+    "measured": "#e9f2e4",
     "invariant": "#dfeff7",
     "not stated": "#eeeeee",
     NOT_RUN: "#f4f4f4",
@@ -231,7 +240,8 @@ def _details(r: ClaimResult, seen: dict) -> str:
 
 def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
     """A self-contained HTML page (viewport-ready): per section (the papers' claims; the
-    implementation invariants and unstated formulas; the claims not run), a table, then each
+    measurements, implementation invariants and unstated formulas; the claims not run), a
+    table, then each
     claim's evidence collapsed in a ``<details>`` with its figure inline (alt text saying what
     it shows)."""
     seen: dict = {}

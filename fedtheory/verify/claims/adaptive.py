@@ -38,6 +38,7 @@ from fedtheory.problems.quadratic import random_quadratic
 from fedtheory.simulation import simulate
 from fedtheory.verify.claims._common import decisive, fmt, interval, plan, save
 from fedtheory.verify.regime import (
+    REGIME_AT_EDGE,
     REGIME_NOT_REACHED,
     log_slope,
     rate_text,
@@ -178,7 +179,9 @@ def a2(ctx: Context):
     that fast) or the ratio metric / shape grows with K (97.5% jackknife intervals, Bonferroni
     over the two tests). Per point: ``fails`` when contradicted, ``holds`` when the log-slope's
     interval lies below +1/2, else ``inconclusive``. Per sigma_g: the common verdict of the
-    constants in the regime (``inconclusive`` when they differ or none is in it). The row
+    constants in the regime (``inconclusive`` when they differ or none is in it, and when a
+    constant's R exponent has its interval below 0 but containing -1/4: the regime's edge,
+    :func:`~fedtheory.verify.regime.rate_verdict`). The row
     ``holds`` when every sigma_g holds and ``fails`` when one fails (``inconclusive`` with the
     reason "regime not reached" when no point is in the regime).
     """
@@ -207,9 +210,10 @@ def a2(ctx: Context):
     top = {c: sweep[(SIGMA_G[-1], c)]["effect"] for c in CONSTANTS}
     dilemma = unanimous([verdict_of(e, claimed=1) for e in top.values()])
     kd = decisive(top, dilemma)
-    per_sg, inside = {}, {}
+    per_sg, inside, why = {}, {}, {}
     for sg in SIGMA_G:
-        per_sg[sg], inside[sg], _ = rate_verdict({c: sweep[(sg, c)]["read"] for c in CONSTANTS})
+        per_sg[sg], inside[sg], why[sg] = rate_verdict({c: sweep[(sg, c)]["read"]
+                                                        for c in CONSTANTS})  # fmt: skip
     rate = all_of(list(per_sg.values()))
     rate_items = {(sg, c): sweep[(sg, c)]["read"].shape.slope for sg in SIGMA_G
                   for c in (inside[sg] or CONSTANTS)}  # fmt: skip
@@ -217,6 +221,9 @@ def a2(ctx: Context):
     rate_reason = None
     if not any(inside.values()):
         rate_reason = f"{REGIME_NOT_REACHED} at any sigma_g and step-size constant"
+    edges = [f"sigma_g {sg:g}: {w}" for sg, w in why.items() if w and REGIME_AT_EDGE in w]
+    if edges:
+        rate_reason = "; ".join(edges)
     n = _seeds(ctx)
     return [
         combined(
@@ -309,7 +316,10 @@ def a3(ctx: Context):
     the regime: ``fails`` when the data contradict the shape, ``holds`` when they do not and
     the metric falls with K (log-slope interval below 0), else ``inconclusive``; the row's
     verdict is the common one over the constants inside the regime (``inconclusive`` when they
-    differ), and ``inconclusive`` with the reason "regime not reached" when no constant is.
+    differ), and ``inconclusive`` with the reason "regime not reached" when no constant is, or
+    "regime at its threshold's edge" when a constant's R exponent has its interval below 0 but
+    containing -1/4 (these seeds do not say whether it is in the regime; the thorough tier's
+    may). Every interval is read beyond the simulation's accuracy (``regime.slope_floor``).
     """
     Ks = _ks(ctx)
     metric = {"afga": (window_mean, "second-half average"),
@@ -527,7 +537,8 @@ def a7(ctx: Context):
     rho_max > m/(m+n) (named); else per c in the regime ``fails`` when contradicted, ``holds``
     when not and the metric falls with K, ``inconclusive`` otherwise; the row's verdict is the
     common one over the constants in the regime, ``inconclusive`` (regime not reached) when none
-    is in it.
+    is in it, and ``inconclusive`` (regime at its threshold's edge) when a constant's R
+    exponent has its interval below 0 but containing -1/4.
     """
     return [
         _rate_row(
