@@ -303,7 +303,7 @@ def a5(ctx: Context):
         out.append(
             combined(verdict, text, sub=r, stated=stated, criterion=criterion, effect=e,
                      seeds=comp.n, test=test, reason=reason, confirmation=comp.confirmation,
-                     evidence=ev)
+                     null=margin if kind == "non-inferiority" else 0.0, evidence=ev)
         )  # fmt: skip
     return out
 
@@ -440,6 +440,7 @@ def a9(ctx: Context):
         out.append(
             combined(verdict, text, sub=r, stated=stated, criterion=criterion, effect=e,
                      seeds=comp.n, test=test, reason=reason, confirmation=comp.confirmation,
+                     null=margin if kind == "non-inferiority" else 0.0,
                      evidence={**ev_common, "differences": comp.values,
                                "seed_ids": comp.seed_ids, "history": comp.history})
         )  # fmt: skip
