@@ -24,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from fedtheory.algorithms.registry import display_name
+from fedtheory.analysis.accuracy import absolute_floor
 from fedtheory.analysis.stats import Effect, sequential
 from fedtheory.experiments.local_steps import (
     gradient_curves,
@@ -589,48 +590,108 @@ def a8(ctx: Context):
     return out
 
 
+#: A12: the grid in M, and the M whose schedule values every grid point runs (participation is
+#: the only thing that changes along the grid).
+A12_MS, A12_M0 = (5, 10, 20, 25), 5
+
+
 @claim(
     "A12",
-    source="000 Cor. 4.7; 004 Cor. 5.11, Fig. 2a",
+    source="000 Cor. 4.7; 004 Cor. 5.11, Rem. 5.9, Fig. 2a",
     stated="AFGA/HA-Fed ~ 1/sqrt(R K M): more participating clients help (an upper bound in M: "
-    "a M^(-1/2) + b)",
+    "a M^(-1/2) + b); 004 Rem. 5.9: at rho_max = 0 partial participation of HA-Fed equals full",
 )
 def a12(ctx: Context):
-    """The M exponent of 000 Cor. 4.7 (AFGA) and 004 Cor. 5.11 (HA-Fed; Fig. 2a: "a larger
-    participation ratio p slightly improves the convergence"), each with its theorem's schedule
-    (AFGA: eta = c N sqrt(K)/M; HA-Fed: eta = c sqrt(K M)), on the complete graph (rho = 0,
-    inside both conditions), N = 50 (HA-Fed: 5 clusters of 10, m = M/5), K = 2, R = 200
-    (>= K M at every M, and R/2 = 100 > K M for the regime runs), M in {5, 10, 20, 25}, c in
-    {0.01, 0.02, 0.05}, 12 / 30 seeds, sigma_g = 1. Metric: AFGA, the second-half average of
-    E||grad f(x_r)||^2; HA-Fed, its second-half min_r (Cor. 5.11).
+    """The M of 000 Cor. 4.7 (AFGA) and 004 Cor. 5.11 (HA-Fed; Fig. 2a: "a larger
+    participation ratio p slightly improves the convergence") as a statement about
+    participation: every grid point runs the step sizes its theorem's schedule gives at
+    M = 5 (AFGA: eta = c N sqrt(K)/M; HA-Fed: eta = c sqrt(K M); eta_l = c_l/sqrt(R K^2) and
+    c_l/sqrt(R K)), so that only the number of participating clients changes along the grid.
+    (With the schedule evaluated at each M, HA-Fed's server step grows like sqrt(M) and AFGA's
+    falls like 1/M: the metric's trend in M would then measure the step, not participation.)
+    Complete graph (rho = 0, inside both conditions), N = 50 (HA-Fed: 5 clusters of 10,
+    m = M/5), K = 2, R = 200 (>= K M at every M, and R/2 = 100 > K M for the regime runs),
+    M in {5, 10, 20, 25}, c in {0.01, 0.02, 0.05}, 12 / 30 seeds (the same seed ids at every
+    grid point), sigma_g = 1. Metric: AFGA, the second-half average of E||grad f(x_r)||^2;
+    HA-Fed, its second-half min_r (Cor. 5.11).
 
-    Read as A3 (:mod:`fedtheory.verify.regime`), in M: regime per c (R/2 and R at M = 25: the
-    metric's exponent in R has its 95% jackknife interval below 0, its estimate at most -1/4),
-    inside it the shape a M^(-1/2) + b (a, b >= 0), contradicted when the log-slope in M lies
-    above 0 (the metric grows with M) or the ratio metric / shape grows with M (97.5% intervals).
+    ``A12/AFGA``, ``A12/HA-Fed``: read as A3 (:mod:`fedtheory.verify.regime`), in M: regime per
+    c (R/2 and R at M = 25, the same held steps: the metric's exponent in R has its 95%
+    jackknife interval below 0, its estimate at most -1/4; an interval below 0 that contains
+    -1/4 is the regime's edge), inside it the shape a M^(-1/2) + b (a, b >= 0), contradicted
+    when the log-slope in M lies above 0 (the metric grows with M) or the ratio metric / shape
+    grows with M (97.5% intervals), every interval read beyond the simulation's accuracy
+    (``regime.slope_floor``: R K rounding steps). Criterion per algorithm: per c in the regime
+    ``fails`` when contradicted, ``holds`` when not and the metric falls with M,
+    ``inconclusive`` otherwise (a metric flat in M included: it neither helps nor contradicts
+    the upper bound); the row's verdict is the common one over the constants in the regime,
+    ``inconclusive`` when none is in it or one is at the regime's edge.
 
-    Criterion per algorithm (``A12/AFGA``, ``A12/HA-Fed``): per c in the regime ``fails`` when
-    contradicted, ``holds`` when not and the metric falls with M, ``inconclusive`` otherwise;
-    the row's verdict is the common one over the constants in the regime, ``inconclusive``
-    (regime not reached) when none is in it.
+    ``A12/HA-Fed-rem5.9`` (004 Rem. 5.9: with rho_max = 0, "picking a part of the clients
+    (inside each cluster) for global aggregation is the same as picking all the clients"):
+    HA-Fed with the complete graph in every cluster at M in {5, 10, 20, 25} and at M = N = 50
+    (full participation), the same held steps, seeds and c as above. Criterion: ``holds`` when
+    at every c, seed, M and round ||grad f(x_r)||^2 equals the full-participation value within
+    the simulation's accuracy at the problem's scale, ``absolute_floor(max_r of the seed's
+    full-participation curve, steps = R K)`` (:func:`fedtheory.analysis.accuracy.
+    absolute_floor`); ``fails`` otherwise, naming the largest difference.
     """
-    Ms = (5, 10, 20, 25)
-    return [
+    out = [
         _rate_row(
             ctx,
             alg,
             "complete",
             variable="M",
-            values=Ms,
+            values=A12_MS,
             stat=stat,
             K=2,
+            steps_at={"M": A12_M0},
             sub=display_name(alg),
             metric_name=name,
-            stated=f"{display_name(alg)} on the complete graph: metric <= a M^(-1/2) + b "
-            "(O(1/sqrt(R K M)))",
+            stated=f"{display_name(alg)} on the complete graph, steps held at their M = "
+            f"{A12_M0} values: more participating clients help (metric <= a M^(-1/2) + b)",
         )  # fmt: skip
         for alg, stat, name in (
             ("afga", window_mean, "second-half average"),
             ("hafed", window_min, "second-half min of the seed-mean curve"),
         )
     ]
+    return [*out, _a12_partial_equals_full(ctx)]
+
+
+def _a12_partial_equals_full(ctx: Context):
+    """``A12/HA-Fed-rem5.9``: HA-Fed's curves at M < N against M = N at rho_max = 0 (the rule
+    is in :func:`a12`'s docstring)."""
+    n, R, K, N = _seeds(ctx), R_STUDY, 2, 50
+    worst, per_c = 0.0, {}
+    for c in CONSTANTS:
+        cur = gradient_curves("hafed", variable="M", values=(*A12_MS, N), K=K, R=R,
+                              topology="complete", c=c, seeds=n, seed=ctx.seed,
+                              steps_at={"M": A12_M0})  # fmt: skip
+        full = cur.curves[-1]  # (seeds, R)
+        floor = np.array([absolute_floor(np.nanmax(f), steps=R * K) for f in full])
+        diffs = [np.nanmax(np.abs(g - full), axis=1) for g in cur.curves[:-1]]  # per seed
+        over = [float(np.max(d / floor)) for d in diffs]
+        per_c[c] = {"max_abs_difference": [float(d.max()) for d in diffs],
+                    "largest_difference_over_floor": over, "floor_per_seed": floor}  # fmt: skip
+        worst = max(worst, *over)
+    ok = worst <= 1.0
+    big = max(max(v["max_abs_difference"]) for v in per_c.values())
+    return judge(
+        ok,
+        f"largest |difference| of ||grad f(x_r)||^2 between M in {{{', '.join(map(str, A12_MS))}}} "
+        f"and M = N = {N}: {fmt(big)} ({worst:.2g} x the accuracy floor) over "
+        f"{len(CONSTANTS)} constants, {n} seeds, {R} rounds",
+        sub="HA-Fed-rem5.9",
+        stated="004 Rem. 5.9: at rho_max = 0 partially participated HA-Fed equals fully "
+        "participated HA-Fed",
+        criterion="every curve at M < N equals the M = N curve within absolute_floor(max of the "
+        "seed's full-participation curve, steps = R K) at every c, seed, M and round (larger: "
+        "fails)",
+        effect=Effect.exact(worst, "largest |difference| / accuracy floor"),
+        seeds=n,
+        test="every seed, round, M and c compared (an equality: one difference beyond the floor "
+        "is a counter-example)",
+        evidence={"M": [*A12_MS, N], "steps_held_at_M": A12_M0, "K": K, "R": R,
+                  "per_constant": {str(c): v for c, v in per_c.items()}},
+    )  # fmt: skip
