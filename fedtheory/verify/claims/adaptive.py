@@ -80,7 +80,12 @@ def a1(ctx: Context):
     """AFGA (re-sampling off, W = I) against FedAMSGrad on a noisy heterogeneous quadratic
     (N = 12, uniform 4 of 12, K = 3, 30 rounds, gradient noise: the same stream for both).
 
-    Criterion: the iterates are bit-identical for every seed (max |difference| == 0).
+    Criterion: the iterates and the ||grad f||^2 curves are equal for every seed up to the
+    computation's accuracy at their scale: max |difference| of the final iterates at most
+    ``absolute_floor(max |x|, steps = R K)`` and of the curves at most
+    ``absolute_floor(max ||grad f||^2, steps = R K)`` (:func:`fedtheory.analysis.accuracy.
+    absolute_floor`; an equality compared with zero by its rounding, not by bits). Larger:
+    ``fails``.
     """
     n = 12
     prob = random_quadratic(n, 4, heterogeneity=2.0, noise=0.5, seed=ctx.seed)
@@ -100,15 +105,25 @@ def a1(ctx: Context):
     diff = float(np.abs(np.asarray(afga.x_final) - np.asarray(ref.x_final)).max())
     curve = float(np.nanmax(np.abs(np.asarray(afga.grad_norm2) - np.asarray(ref.grad_norm2))))
     control = float(np.abs(np.asarray(gossip.x_final) - np.asarray(ref.x_final)).max())
+    steps = int(ref.rounds) * kw["local_steps"]
+    floor_x = absolute_floor(float(np.abs(np.asarray(ref.x_final)).max()), steps=steps)
+    floor_g = absolute_floor(float(np.nanmax(np.asarray(ref.grad_norm2))), steps=steps)
     return judge(
-        diff == 0 and curve == 0,
+        diff <= floor_x and curve <= floor_g,
         f"max |x_AFGA - x_FedAMSGrad| = {diff:g} over {ref.seeds} seeds x {ref.rounds} rounds "
-        f"(control: with a ring instead of I, {fmt(control)})",
-        criterion="bit-identical final iterates and ||grad f||^2 curves",
+        f"(accuracy floor {floor_x:.2g}; control: with a ring instead of I, {fmt(control)})",
+        criterion="final iterates and ||grad f||^2 curves equal up to absolute_floor at their "
+        "scale (R K rounding steps)",
         effect=Effect.exact(diff, "max |x_AFGA - x_FedAMSGrad|"),
         seeds=int(ref.seeds),
         test="every seed and round compared (an identity: any difference is a counter-example)",
-        evidence={"max_abs_diff": diff, "curve_diff": curve, "ring_control_diff": control},
+        evidence={
+            "max_abs_diff": diff,
+            "curve_diff": curve,
+            "ring_control_diff": control,
+            "floor_x": floor_x,
+            "floor_curve": floor_g,
+        },
     )
 
 
