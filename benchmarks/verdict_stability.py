@@ -3,9 +3,9 @@
 A verdict must not hinge on the base seed (issue 22): across base seeds 0-4 no row may say
 ``holds`` at one seed and ``fails`` at another. This script runs the claims (default: the quick
 tier, every claim) at each base seed in this process, prints one line per result id with its
-verdict per seed (H holds, F fails, I inconclusive, O outside assumptions, V invariant, S not
-stated, - not run) and marks the rows where holds and fails both occur. Exit status 1 when a
-row flips between holds and fails, else 0.
+verdict per seed (H holds, F fails, I inconclusive, O outside assumptions, M measured, V
+invariant, S not stated, - not run) and marks the rows where holds and fails both occur. Exit
+status 1 when a row flips between holds and fails, else 0.
 
 It runs the whole tier once per seed: about five quick tiers (10-25 minutes on two shared
 cores); BLAS single-threaded is faster on a shared machine (``OPENBLAS_NUM_THREADS=1``).
@@ -30,6 +30,7 @@ SHORT = {
     "fails": "F",
     "inconclusive": "I",
     "outside assumptions": "O",
+    "measured": "M",
     "invariant": "V",
     "not stated": "S",
     "not run": "-",
