@@ -16,7 +16,13 @@ from fedtheory.errors import FedTheoryError
 from fedtheory.extras import install_hint
 from fedtheory.io import jsonable, provenance, utc_now, write_atomic
 from fedtheory.verify.registry import FULL, QUICK, Claim, all_claims
-from fedtheory.verify.result import NOT_RUN, PAPER_VERDICTS, VERDICTS, ClaimResult
+from fedtheory.verify.result import (
+    INCONCLUSIVE,
+    NOT_RUN,
+    PAPER_VERDICTS,
+    VERDICTS,
+    ClaimResult,
+)
 
 COLUMNS = (("claim", 13), ("source", 17), ("stated", 38), ("measured", 46), ("verdict", 19))
 
@@ -35,13 +41,18 @@ def _cell(value) -> str:
 
 def _measured(r: ClaimResult) -> str:
     """The measured cell, with the exact value next to it where one is computed, the estimate
-    on fresh seeds after a sequential stop, or why the claim was not run."""
+    on fresh seeds after a sequential stop, why an ``inconclusive`` row decides nothing, or why
+    the claim was not run."""
     if r.skipped:
         return f"not run: {r.reason}"
     text = _cell(r.measured)
     if r.confirmation and r.confirmation.get("estimate") is not None:
         text += f"; on fresh seeds after the stop: {_effect_text(r.confirmation)}"
-    return f"{text}; exact: {r.exact}" if r.exact else text
+    if r.exact:
+        text += f"; exact: {r.exact}"
+    if r.verdict == INCONCLUSIVE and r.reason:
+        text += f"; inconclusive: {r.reason}"
+    return text
 
 
 def format_table(results: list[ClaimResult]) -> str:

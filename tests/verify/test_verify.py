@@ -41,6 +41,7 @@ from fedtheory.verify import (
     replicated,
     run,
 )
+from fedtheory.verify.report import _measured as measured_cell
 
 EX = dict(effect=Effect.exact(1.0, "unit"), test="exact")
 
@@ -188,6 +189,12 @@ def _invariant_broken(ctx):
     return invariant(False, 1e-3, criterion="residual < 1e-10", **EX)
 
 
+def _unconfirmed(ctx):
+    return combined(HOLDS, "13.4 rounds ahead", criterion="c", test="paired t",
+                    effect=Effect(13.4, 3.1, 23.7, "rounds", 0.99, 60),
+                    confirmation=Effect(6.7, -11.8, 25.2, "rounds", 0.95, 20))  # fmt: skip
+
+
 def _measurement(ctx):
     return measurement("c <= 2.5 over 250 instances", criterion="none: a constant always exists",
                        effect=Effect.exact(2.5, "implied constant c"), test="exact")  # fmt: skip
@@ -208,7 +215,7 @@ def extra_claims(monkeypatch):
     all_claims()  # register the catalog first
     claims = (("Z1", _crash), ("Z2", _missing), ("Z3", _regimes), ("Z4", _figure), ("Z5", _fails),
               ("Z6", _invariant_ok), ("Z7", _invariant_broken),
-              ("Z8", _measurement))  # fmt: skip
+              ("Z8", _measurement), ("Z9", _unconfirmed))  # fmt: skip
     for cid, fn in claims:
         monkeypatch.setitem(REGISTRY, cid, Claim(cid, "test", f"test claim {cid}", fn))
 
@@ -489,3 +496,17 @@ def test_figures_without_the_extra_draw_the_others_and_exit_two(monkeypatch, tmp
     assert (tmp_path / "participation.png").exists() and not (tmp_path / "nn_n1.png").exists()
     assert [line for line in err if "nn_n1" in line] == err[-1:]
     assert "pip install 'fedtheory[nn]'" in err[-1] and "Traceback" not in captured.err
+
+
+def test_the_table_says_why_a_row_is_inconclusive(extra_claims, capsys):
+    """A decision its fresh seeds do not reproduce reads, in the printed table, with the fresh
+    estimate and the reason next to the measurement."""
+    assert main(["verify", "--only", "Z9", "--json", "-"]) == 0
+    (z9,) = json.loads(capsys.readouterr().out)["results"]
+    assert z9["verdict"] == INCONCLUSIVE and "fresh-seed check" in z9["reason"]
+    (r,) = run("Z9")
+    cell = measured_cell(r)
+    assert "on fresh seeds after the stop: 6.7 [-11.8, 25.2] rounds" in cell
+    assert cell.endswith(f"inconclusive: {r.reason}")
+    assert main(["verify", "--only", "Z9"]) == 0
+    assert "inconclusive:" in capsys.readouterr().out  # the wrapped table shows it
