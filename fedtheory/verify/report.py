@@ -141,8 +141,10 @@ def to_json(
     dict
         ``{"version", "schema", "seed", "date", "tier", "seconds", "summary", "results"}``:
         ``version`` is fedtheory's, ``results`` a list of objects with at least ``id``,
-        ``verdict``, ``stated``, ``measured`` (plus ``reason``, ``effect``, ``seeds``,
-        ``test``, ``figure``, ...: :class:`~fedtheory.verify.result.ClaimResult`).
+        ``verdict`` (one of :data:`~fedtheory.verify.result.VERDICTS`, ``measured`` among
+        them, or ``not run``), ``stated``, ``measured`` (plus ``reason``, ``effect``,
+        ``seeds``, ``test``, ``figure``, ...: :class:`~fedtheory.verify.result.ClaimResult`);
+        ``summary`` counts the verdicts about the papers, then the others "besides them".
     """
     when = date or utc_now()
     return {
