@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 EXTRAS := test,nn,sweep,pep
 # Runs a command with a line on stdout every 15 s while it runs, so that a log of `make run`
-# (CI, Slurm) is never silent while pip installs; the loop ends with the shell that started it.
+# (CI, Slurm) is never silent while the virtual environment is made (ensurepip: 24 s in a fresh
+# clone on the shared machine) and pip installs; the loop ends with the shell that started it.
 HEARTBEAT = ( while sleep 15 && kill -0 $$$$ 2>/dev/null; do \
 	  echo "make: still installing ($$(date +%H:%M:%S))"; done ) & beat=$$!; \
 	trap 'kill $$beat 2>/dev/null' EXIT INT TERM;
@@ -14,7 +15,7 @@ HEARTBEAT = ( while sleep 15 && kill -0 $$$$ 2>/dev/null; do \
 
 $(BIN)/python:
 	@echo "make: creating the virtual environment $(VENV) with $(PYTHON), then upgrading pip in it"
-	$(PYTHON) -m venv $(VENV)
+	@$(HEARTBEAT) $(PYTHON) -m venv $(VENV)
 	@$(HEARTBEAT) $(BIN)/python -m pip install --progress-bar off --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python

@@ -117,15 +117,30 @@ FIRST = ("fails", "inconclusive")
 FINDINGS_WIDTH = 118
 
 
+def first_clause(text: str) -> str:
+    """``text`` up to its first ';' outside brackets: a ';' inside ``(...)`` or ``[...]``
+    separates the parts of a parenthesis ("K exponent on the ring (rho 0.995; c = 0.01, ...)"),
+    not the measurement's clauses."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(depth - 1, 0)
+        elif ch == ";" and depth == 0:
+            return text[:i]
+    return text
+
+
 def headline(r: ClaimResult, width: int = FINDINGS_WIDTH - 16) -> str:
     """A result in one line: a crash's error, an inconclusive row's reason, else the first
-    clause of its measurement (up to the first ';'), cut at a word to ``width``."""
+    clause of its measurement (:func:`first_clause`), cut at a word to ``width``."""
     if r.crashed:
         text = (r.error or "").splitlines()[0] if r.error else "the check crashed"
     elif r.verdict == "inconclusive" and r.reason:
-        text = f"{_cell(r.measured).split(';')[0]} ({r.reason})"
+        text = f"{first_clause(_cell(r.measured))} ({r.reason})"
     else:
-        text = _cell(r.measured).split(";")[0]
+        text = first_clause(_cell(r.measured))
     return textwrap.shorten(text, width, placeholder=" ...")
 
 
@@ -139,10 +154,13 @@ def findings(results: list[ClaimResult], *, seconds: float | None = None,
     lines = [f"{len(results)} results{took}{where}: {summary(results)}"]
     groups = [("CRASHED", [r for r in results if r.crashed])]
     groups += [(v, [r for r in results if r.verdict == v and r.ran]) for v in FIRST]
+    # the ids in one column, as wide as the longest shown (13 at least), the lines within width
+    shown = [r.id for _, rows in groups for r in rows]
+    col = max([13, *map(len, shown)])
     for title, rows in groups:
         if rows:
             lines += ["", f"{title} ({len(rows)}):"]
-            lines += [f"  {r.id:<13} {headline(r)}" for r in rows]
+            lines += [f"  {r.id:<{col}} {headline(r, FINDINGS_WIDTH - col - 3)}" for r in rows]
     if not any(rows for _, rows in groups):
         lines += ["", "No claim fails, none is inconclusive and no check crashed."]
     return "\n".join(lines)

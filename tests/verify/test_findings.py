@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fedtheory.analysis.stats import Comparison, Effect
 from fedtheory.cli import main
 from fedtheory.verify import REGISTRY, Claim, all_claims, judge, judge_effect
 from fedtheory.verify.claims._common import ordered_text
 from fedtheory.verify.regime import ShapeTest
-from fedtheory.verify.report import FINDINGS_WIDTH, claim_seconds, findings
+from fedtheory.verify.report import FINDINGS_WIDTH, claim_seconds, findings, first_clause
 from fedtheory.verify.result import ClaimResult
 
 EX = dict(effect=Effect.exact(1.0, "unit"), test="exact")
@@ -82,6 +84,32 @@ def test_findings_are_one_short_line_each_and_say_when_there_are_none():
     assert all(len(line) <= FINDINGS_WIDTH for line in text.splitlines())
     assert [line.split()[0] for line in text.splitlines()[3:]] == ["Q0", "Q1", "Q2"]
     assert "No claim fails" in findings([row(1, "holds", "ok")])
+
+
+def test_a_finding_is_cut_at_the_measurements_first_clause_never_inside_a_parenthesis():
+    # A11 and A5/adapted-complete: a ';' inside the parenthesis is not the end of the clause
+    a11 = "K exponent on the ring (rho 0.995; c = 0.01, 0.02): +0.18 [-0.06, +0.41]; control, -0.4"
+    assert (
+        first_clause(a11)
+        == "K exponent on the ring (rho 0.995; c = 0.01, 0.02): +0.18 [-0.06, +0.41]"
+    )
+    measured = "X / Y ratio 4.48 [1.95, 10.3] (margin 1.25; 8 of 8 seeds); Z"
+    long_id = ClaimResult(
+        id="A5/adapted-complete", source="s", stated="t", verdict="fails", measured=measured
+    )
+    short = ClaimResult(id="C8", source="s", stated="t", verdict="fails", measured="a " * 80)
+    lines = findings([long_id, short]).splitlines()[3:]
+    assert (
+        lines[0]
+        == "  A5/adapted-complete X / Y ratio 4.48 [1.95, 10.3] (margin 1.25; 8 of 8 seeds)"
+    )
+    assert lines[1].index("a a") == lines[0].index("X /")  # one column for the ids
+    assert all(len(line) <= FINDINGS_WIDTH for line in lines)
+
+
+@given(st.text(alphabet="ab ;,", max_size=40))
+def test_without_brackets_the_first_clause_ends_at_the_first_semicolon(text):
+    assert first_clause(text) == text.split(";")[0]
 
 
 def test_a_claims_seconds_are_its_results_together():
