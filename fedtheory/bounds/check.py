@@ -482,6 +482,31 @@ class BoundCheck:
             out["instance"] = self.named
         return out
 
+    def worst_line(self) -> str | None:
+        """The worst instance in one line: its label, N, M, K, d and step size (None: none)."""
+        w = self.worst
+        if w is None:
+            return None
+        sizes = [f"{k} = {w.sizes[k]}" for k in ("N", "M", "K", "d") if w.sizes.get(k) is not None]
+        return f"worst instance: {w.label}: {', '.join(sizes)}, eta = {w.eta:.6g}"
+
+    def reproduce(self) -> str | None:
+        """The ``fedtheory rate`` command that recomputes the worst instance's exact value: on
+        its saved file (a violation's counterexample, the implied constant's argmax), else on
+        the named problem or file; None for a search draw that was not saved (the bound holds
+        on it and it sets no implied constant)."""
+        w = self.worst
+        if w is None:
+            return None
+        if "command" in self.files.get("worst", {}):
+            return self.files["worst"]["command"]
+        if (self.implied or {}).get("argmax") is w and "command" in self.files.get("implied", {}):
+            return self.files["implied"]["command"]
+        inst = w.instance
+        if inst is not None and (inst.problem_name is not None or inst.problem_path is not None):
+            return inst.rate_command(self.spec, w.eta, {"problem_file": inst.problem_path})
+        return None
+
     def sentence(self) -> str:
         """One sentence: what the check found."""
         spec = self.spec

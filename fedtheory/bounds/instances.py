@@ -114,10 +114,17 @@ class Instance:
                 else str(p_file)}  # fmt: skip
 
     def rate_command(self, spec: BoundSpec, eta: float, files: dict) -> str:
-        """The ``fedtheory rate`` command line that recomputes the exact value on the file."""
-        words = ["fedtheory", "rate", "--problem-file", files["problem_file"], "--algorithm",
-                 spec.algorithm_source or spec.algorithm, "--participation",
-                 spec.participation]  # fmt: skip
+        """The ``fedtheory rate`` command line that recomputes the exact value on the file
+        (``files["problem_file"]``), or on the built-in problem the instance is when no file is
+        given."""
+        if files.get("problem_file") is not None:
+            source = ["--problem-file", files["problem_file"]]
+        elif self.problem_name is not None:
+            source = ["--problem", self.problem_name]
+        else:
+            raise AssumptionError(f"{self.label}: neither a problem file nor a built-in problem")
+        words = ["fedtheory", "rate", *source, "--algorithm", spec.algorithm_source or
+                 spec.algorithm, "--participation", spec.participation]  # fmt: skip
         if self.clients_per_round is not None and self.p is None:
             words += ["--clients-per-round", str(self.clients_per_round)]
         if spec.participation == "weighted":

@@ -144,7 +144,7 @@ KEYS: dict[str, SpecKey] = {
     "problem_file": SpecKey("an .npz problem file to check the bound on (one named instance)",
                             "counterexample.npz"),
     "topology": SpecKey("a gossip graph on the N clients: gives the constant rho", "ring"),
-    "seeds": SpecKey("simulation seeds on the named instance (0: no simulation)", 32),
+    "seeds": SpecKey("simulation seeds on the named instance (the flag --seeds 0: none)", 32),
     "rounds": SpecKey("simulation rounds on the named instance and the horizon of rounds_to's "
                       "exact transient (default: from the exact rate)", 500),
     "title": SpecKey("a title for the report", "my bound"),

@@ -6,7 +6,9 @@ Contract (other tools rely on it)::
                               [--seed S] [--json OUT]
     fedtheory bound --template [QUANTITY]
 
-prints a short table and one sentence per class; ``--json`` writes an object with ``violated``
+prints a short table and one sentence per class, then (quadratic clients) the worst instance's
+N, M, K, d and eta and the ``fedtheory rate`` command that reproduces its exact value, each
+spec key a flag replaces said on stderr in one line; ``--json`` writes an object with ``violated``
 (bool), ``worst`` {``stated``, ``exact``, ``ratio``, ``eta``, ``problem_file``}, ``instances``
 (list of {``stated``, ``exact``, ``condition_met``}), with a free constant
 ``implied_constant`` {``value``, ``problem_file``}, and per class ``class``, ``unbounded`` and
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +132,43 @@ def _what_runs(spec: Any, args: argparse.Namespace) -> str:
     return " and ".join(parts) or "the spec"
 
 
+def _replaced(spec: Any, args: argparse.Namespace) -> list[str]:
+    """One line per spec key a flag replaces (the flag wins)."""
+    lines = []
+    flag = (("--problem", args.problem) if args.problem is not None else
+            ("--problem-file", args.problem_file) if args.problem_file is not None else None)  # fmt: skip
+    for key in ("problem", "problem_file"):
+        if flag is not None and getattr(spec, key) is not None:
+            lines.append(f"{flag[0]} {flag[1]} replaces the spec's {key} = {getattr(spec, key)}")
+    if args.seeds is not None and args.seeds != spec.seeds:
+        default = next(f.default for f in fields(spec) if f.name == "seeds")
+        lines.append(f"--seeds {args.seeds} replaces the spec's seeds = {spec.seeds}"
+                     + (" (the default)" if spec.seeds == default else ""))  # fmt: skip
+    cls = spec.instance_class
+    if args.functions is not None and cls is not None and args.functions != cls.functions:
+        lines.append(f"--class {args.functions} replaces the spec's [class] functions = "
+                     f"{cls.functions}")  # fmt: skip
+    return lines
+
+
+def _named_sizes(spec: Any, check: Any) -> str | None:
+    """One line when the named instance does not take the spec's sizes as written: N is the
+    problem's own (the spec's ``clients`` is the [class] search's), M and K the first of a
+    list."""
+    if check is None or check.named is None or not check.instances:
+        return None
+    e = check.instances[0]
+    parts = []
+    if spec.clients is not None and tuple(spec.clients) != (e.sizes.get("N"),):
+        parts.append(f"N = {e.sizes.get('N')} (its own; the spec's clients = "
+                     f"{list(spec.clients)} are the [class] search's)")  # fmt: skip
+    for key, size, given in (("clients_per_round", "M", spec.clients_per_round),
+                             ("local_steps", "K", spec.local_steps)):  # fmt: skip
+        if given is not None and len(given) > 1:
+            parts.append(f"{size} = {e.sizes.get(size)} (the first of {key} = {list(given)})")
+    return f"the instance {e.label} is checked with {', '.join(parts)}" if parts else None
+
+
 def run(args: argparse.Namespace) -> int:
     if args.template is not None:
         if args.spec is not None:
@@ -148,11 +189,16 @@ def run(args: argparse.Namespace) -> int:
     if out_dir is None:
         out_dir = Path(args.json).parent if args.json not in (None, "-") else Path.cwd()
     out_dir = check_output_dir(out_dir)
+    for line in _replaced(spec, args):
+        print(f"fedtheory: {line}", file=sys.stderr)
     with working(f"checking {Path(spec.path).stem}: {_what_runs(spec, args)}"):
         res = check_classes(spec, functions=args.functions, search=args.search, seed=args.seed,
                             problem=args.problem, problem_file=args.problem_file,
                             measure_seeds=args.seeds, out_dir=out_dir,
                             name=Path(spec.path).stem)  # fmt: skip
+    sizes = _named_sizes(spec, res.quadratic)
+    if sizes:
+        print(f"fedtheory: {sizes}", file=sys.stderr)
     out = human_stream(args)
     title = spec.title or Path(spec.path).stem
     print(f"{title}: {spec.quantity} <= {spec.bound}"
@@ -163,6 +209,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"-- {label}", file=out)
             print(r.table(), file=out)
             print(r.sentence(), file=out)
+            if r is res.quadratic:
+                for line in (r.worst_line(), r.reproduce()):
+                    if line:
+                        print(line if line.startswith("worst") else f"reproduce: {line}",
+                              file=out)  # fmt: skip
     if res.functions == "both" and res.by_setting():
         row = max(res.by_setting(), key=lambda r: r["general"])
         print(f"general / quadratic worst: {row['ratio']:.6g}", file=out)
