@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -169,6 +170,18 @@ def _named_sizes(spec: Any, check: Any) -> str | None:
     return f"the instance {e.label} is checked with {', '.join(parts)}" if parts else None
 
 
+def _rerun(args: argparse.Namespace) -> str:
+    """The command that draws the same search again (a worst draw on which the bound holds is
+    not saved as a file; instance i depends only on (seed, i))."""
+    words = ["fedtheory", "bound", args.spec, "--seed", str(args.seed)]
+    if args.search is not None:
+        words += ["--search", str(args.search)]
+    if args.functions is not None:
+        words += ["--class", args.functions]
+    return (" ".join(shlex.quote(w) for w in words)
+            + "  (the same draws; the worst is saved as a file only when it breaks the bound)")  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     if args.template is not None:
         if args.spec is not None:
@@ -209,11 +222,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"-- {label}", file=out)
             print(r.table(), file=out)
             print(r.sentence(), file=out)
-            if r is res.quadratic:
-                for line in (r.worst_line(), r.reproduce()):
-                    if line:
-                        print(line if line.startswith("worst") else f"reproduce: {line}",
-                              file=out)  # fmt: skip
+            if r is res.quadratic and r.worst is not None:
+                print(r.worst_line(), file=out)
+                print(f"reproduce: {r.reproduce() or _rerun(args)}", file=out)
     if res.functions == "both" and res.by_setting():
         row = max(res.by_setting(), key=lambda r: r["general"])
         print(f"general / quadratic worst: {row['ratio']:.6g}", file=out)

@@ -80,3 +80,18 @@ def test_a_spec_that_every_flag_agrees_with_is_not_told_anything(tmp_path, capsy
     assert main(["bound", str(spec), "--seeds", "2", "--json", str(tmp_path / "o.json")]) == 0
     err = capsys.readouterr().err
     assert "replaces" not in err and "is checked with" not in err
+
+
+def test_a_search_draw_on_which_the_bound_holds_is_reproduced_by_the_same_search(tmp_path, capsys):
+    spec = tmp_path / "t.toml"
+    assert main(["bound", "--template"]) == 0
+    spec.write_text(capsys.readouterr().out)
+    first = tmp_path / "a.json"
+    assert main(["bound", str(spec), "--search", "12", "--seed", "3", "--json", str(first)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("reproduce: "))
+    words = shlex.split(line[11:].split("  (")[0])
+    assert words == ["fedtheory", "bound", str(spec), "--seed", "3", "--search", "12"]
+    again = tmp_path / "b.json"
+    assert main([*words[1:], "--json", str(again)]) == 0
+    a, b = (json.loads(f.read_text())["worst"] for f in (first, again))
+    assert a == b and a["problem_file"] is None
