@@ -14,12 +14,12 @@ import argparse
 import numpy as np
 
 from fedtheory.algorithms.registry import info
-from fedtheory.backend import BACKENDS
 from fedtheory.cli.common import (
     add_clients,
     add_clients_per_round,
     add_json,
     add_parser,
+    add_settings,
     algorithm_names,
     human_stream,
     int_list,
@@ -70,14 +70,11 @@ def register(subparsers) -> None:
     add_clients(p, default=50)
     per = p.add_mutually_exclusive_group()
     per.add_argument("--participation", type=float, default=0.1, help="fraction per round")
-    add_clients_per_round(per, help="clients per round M (instead of --participation)")
+    add_clients_per_round(per, note="; instead of --participation")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--alpha", type=float, default=0.6, help="Dirichlet alpha")
     g.add_argument("--iid", action="store_true", help="i.i.d. split instead of Dirichlet")
-    p.add_argument(
-        "--rounds", "-R", type=int, default=100, metavar="R", help="communication rounds"
-    )
-    p.add_argument("--local-steps", "-K", type=int, default=10, metavar="K", help="local steps K")
+    add_settings(p, "rounds", "local_steps", rounds=100, local_steps=10)
     p.add_argument("--batch-size", type=int, default=50, help="minibatch per client and step")
     p.add_argument("--hidden", type=int_list, default=[64, 64], metavar="W,W,..",
                    help="hidden widths, comma separated")  # fmt: skip
@@ -87,8 +84,7 @@ def register(subparsers) -> None:
                    "comma separated")  # fmt: skip
     p.add_argument("--kernel", type=int, default=5, help="convolution width")
     p.add_argument("--stride", type=int, default=2, help="convolution stride")
-    p.add_argument("--seeds", type=int, default=3, help="seeds run batched")
-    p.add_argument("--seed", type=int, default=0, help="root seed")
+    add_settings(p, "seeds", "seed", seeds=3, table_defaults=True)
     p.add_argument("--samples", type=int, default=5000, help="MNIST-1D samples (80%% train)")
     p.add_argument("--data", default=None, metavar="FILE.npz",
                    help="your own data instead of MNIST-1D: arrays x (n, F), y (n,) and "
@@ -98,8 +94,7 @@ def register(subparsers) -> None:
                    help="local step size of one algorithm, e.g. --lr AFGA=0.05 (repeatable)")  # fmt: skip
     p.add_argument("--global-lr", action="append", default=[], metavar="ALG=VALUE",
                    help="server step size of one algorithm (repeatable)")  # fmt: skip
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="array backend")
-    p.add_argument("--float32", action="store_true", help="single precision instead of float64")
+    add_settings(p, "backend", "float32")
     add_json(p)
     p.add_argument("--plot", action="store_true", help="draw figures/nn_n1.png and .pdf")
     p.add_argument("--out", default="figures", help="folder for --plot")

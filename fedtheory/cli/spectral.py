@@ -76,8 +76,8 @@ def register(subparsers: Any) -> None:
     src = p.add_argument_group("graph")
     add_clients(
         src,
-        help="number of nodes (clients) n (required with a TOPOLOGY; with --edges, default = "
-        "largest node id + 1)",
+        note=": the graph's nodes n (required with a TOPOLOGY; with --edges, default = largest "
+        "node id + 1)",
         aliases=("--n",),
     )
     src.add_argument(

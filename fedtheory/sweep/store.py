@@ -77,7 +77,15 @@ from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
 from fedtheory.parallel import require
 from fedtheory.simulation.metrics import METRIC_ATTRS
-from fedtheory.sweep.spec import ALGORITHM_FILES, KEYS, PATH_KEYS, Spec, Task, from_stored
+from fedtheory.sweep.spec import (
+    ALGORITHM_FILES,
+    KEYS,
+    PATH_KEYS,
+    TEXT_KINDS,
+    Spec,
+    Task,
+    from_stored,
+)
 from fedtheory.sweep.task import TaskResult
 
 try:
@@ -365,8 +373,7 @@ def _cf(key: str) -> dict:
 def _coordinate(key: str, values: tuple) -> np.ndarray:
     """A key's values along an axis as a coordinate: strings as plain (object) strings, an
     unset value (an algorithm that leaves the key unset) as NaN, or "" for strings."""
-    kind = KEYS[key].kind
-    if kind in ("str", "path"):
+    if KEYS[key].kind in TEXT_KINDS:
         return np.array(["" if v is None else v for v in values], dtype=object)
     if any(v is None for v in values):
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)

@@ -33,7 +33,7 @@ from fedtheory.simulation import simulate
 from fedtheory.sweep import Engine, load_spec, map_tasks, normalize
 from fedtheory.sweep import open as open_sweep
 from fedtheory.sweep import run as run_sweep
-from fedtheory.sweep.spec import KEYS
+from fedtheory.sweep.spec import KEYS, LATER_KEYS
 
 xr = pytest.importorskip("xarray")
 zarr = pytest.importorskip("zarr")
@@ -117,7 +117,10 @@ def test_spec_defaults_order_and_hash():
     assert c.hash != a.hash
     d = normalize({**b.to_dict(), "lr": 0.1})  # a scalar is not a one-point sweep
     assert d.hash != normalize({**b.to_dict(), "lr": [0.1]}).hash
-    assert set(a.to_dict()) == set(KEYS)
+    # every key but those added after the first stores, which a spec holds only when set
+    assert set(a.to_dict()) == set(KEYS) - set(LATER_KEYS)
+    skip = normalize({**a.to_dict(), "participation": "bernoulli", "empty": "skip"})
+    assert skip.to_dict()["empty"] == "skip" and skip.hash != a.hash
 
 
 def test_spec_files_are_hashed_by_content_and_relative_to_the_toml(tmp_path):
