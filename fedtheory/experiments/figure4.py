@@ -34,6 +34,7 @@ from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_problem
 from fedtheory.simulation import simulate
+from fedtheory.simulation.spec import build_participation
 
 ALGORITHMS = ("focus", "fedavg", "scaffold", "fedau", "mifa", "scaffnew")
 #: regime -> (participation name, clients per round, step size) as in the authors' notebook.
@@ -155,8 +156,7 @@ def run_figure4(
     }
     for regime in regimes:
         name, m, lr = REGIMES[regime]
-        p = problem.participation_p if name == "weighted" else None
-        model = make_participation(name, problem.n_clients, m, p)
+        model = build_participation(name, problem, clients_per_round=m).model  # p: figure4's
         n_seeds = 1 if name == "full" else seeds
         reg: dict[str, Any] = {
             "lr": lr,
@@ -275,8 +275,7 @@ def rounds_to_tolerance(
         raise ValueError(f"baselines must be 'paper' or 'notebook', got {baselines!r}")
     problem = figure4_problem()
     name, m, lr = REGIMES[regime]
-    p = problem.participation_p if name == "weighted" else None
-    model = make_participation(name, problem.n_clients, m, p)
+    model = build_participation(name, problem, clients_per_round=m).model  # p: figure4's
     ids = [0] if name == "full" else list(seed_ids if seed_ids is not None else [0])
     out = {}
     for alg in algorithms:

@@ -32,10 +32,8 @@ step size just past stability grows tenfold in 30 rounds and never nears the cei
 from __future__ import annotations
 
 import math
-import multiprocessing
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -58,6 +56,7 @@ from fedtheory.errors import AssumptionError
 from fedtheory.extras import require
 from fedtheory.io import dumps
 from fedtheory.io import progress as progress_bar
+from fedtheory.parallel import fork_all
 from fedtheory.participation import ParticipationModel
 from fedtheory.simulation.metrics import (
     RENAMED,
@@ -1002,8 +1001,10 @@ def simulate(
         n_blocks += 1
     bounds = np.linspace(0, len(ids), n_blocks + 1).round().astype(int)  # balanced blocks
     job = _Blocks(problem, algorithm, ids, bounds, spec, config)
-    if workers > 1 and _can_fork(backend):
-        return _said(_concatenate(job.in_processes(min(workers, n_blocks), progress)), built)
+    if workers > 1 and get_backend(backend) is np:  # a GPU context does not survive fork
+        parts = fork_all(job.run, range(n_blocks), workers=workers, progress=progress,
+                         desc="seed blocks")  # fmt: skip
+        return _said(_concatenate(parts), built)
     return _said(_concatenate([job.run(k, progress) for k in range(n_blocks)]), built)
 
 
@@ -1018,7 +1019,9 @@ def _said(result: SimulationResult, built: Any) -> SimulationResult:
 @dataclass
 class _Blocks:
     """The seed blocks of one :func:`simulate` call: block k is seeds ``ids[bounds[k]:bounds[k +
-    1]]``, run by :meth:`run` in this process or by :meth:`in_processes` in forked ones."""
+    1]]``, run by :meth:`run` in this process or in forked ones
+    (:func:`~fedtheory.parallel.fork_all`: the children inherit the job, whose algorithm holds
+    closures that do not pickle)."""
 
     problem: Any
     algorithm: Any
@@ -1037,42 +1040,6 @@ class _Blocks:
         )  # fmt: skip
         plan = plan_run(self.problem, self.algorithm, block, **self.config)
         return _result(plan, *run_rounds(plan, progress=progress))
-
-    def in_processes(self, workers: int, progress: bool) -> list[SimulationResult]:
-        """Every block's result, computed by ``workers`` forked processes.
-
-        The children inherit this job through ``fork`` (an algorithm holds closures, which do
-        not pickle); only block numbers go to them and results come back.
-        """
-        global _JOB
-        _JOB = self
-        n = len(self.bounds) - 1
-        try:
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
-                done = pool.map(_run_block, range(n))
-                return list(progress_bar(done, total=n, desc="seed blocks", disable=not progress))
-        finally:
-            _JOB = None
-
-
-#: The job a forked worker runs (set by :meth:`_Blocks.in_processes` just before forking).
-_JOB: _Blocks | None = None
-
-
-def _run_block(k: int) -> SimulationResult:
-    assert _JOB is not None, "a block worker must be forked from _Blocks.in_processes"
-    return _JOB.run(k)
-
-
-def _can_fork(backend: str | None) -> bool:
-    """Whether seed blocks may run in forked processes here: NumPy (a GPU context does not
-    survive ``fork``), a platform with ``fork``, and a process allowed children."""
-    return (
-        get_backend(backend) is np
-        and "fork" in multiprocessing.get_all_start_methods()
-        and not multiprocessing.current_process().daemon
-    )
 
 
 def _result(
