@@ -43,7 +43,6 @@ core package never needs it.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import multiprocessing
 import os
@@ -58,6 +57,7 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 
 from fedtheory.errors import FedTheoryError
+from fedtheory.extras import import_extra
 
 try:
     import resource
@@ -84,14 +84,10 @@ NO_WORKER_ENV = ("MALLOC_TRIM_THRESHOLD_",)
 CONNECT_TIMEOUT = "20s"
 
 
-def require(module: str) -> ModuleType:
-    """Import a module of the optional sweep extra, or say in one line how to install it."""
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        raise FedTheoryError(
-            f"fedtheory sweep needs {exc.name or module}: pip install 'fedtheory[sweep]'"
-        ) from None
+def sweep_module(module: str) -> ModuleType:
+    """Import a module of the optional sweep extra (dask, zarr, xarray), or say in one line how
+    to install it (:func:`fedtheory.extras.import_extra`)."""
+    return import_extra(module, "sweep", "fedtheory sweep")
 
 
 class Engine:
@@ -153,8 +149,8 @@ class Engine:
         return f"local Dask cluster, {self.workers} worker process(es)"
 
     def __enter__(self) -> Engine:
-        dask = require("dask")
-        dd = self._dd = require("distributed")
+        dask = sweep_module("dask")
+        dd = self._dd = sweep_module("distributed")
         if self.scheduler is not None:
             try:
                 self.client = dd.Client(self.scheduler, timeout=CONNECT_TIMEOUT)

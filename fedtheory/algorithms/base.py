@@ -28,6 +28,7 @@ import numpy as np
 
 from fedtheory.backend import get_namespace, row_dots, to_numpy
 from fedtheory.errors import AssumptionError
+from fedtheory.io import renamed
 from fedtheory.validation import check_int, check_positive, check_seed
 
 Array = Any
@@ -129,7 +130,9 @@ class AlgorithmConfig:
             )
         return self.options[name]
 
-    def as_dict(self) -> dict[str, Any]:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict[str, Any]:
         """The hyper-parameters as a flat dict (options inlined; ``n_clients`` left out)."""
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "options"}
         out.pop("n_clients")

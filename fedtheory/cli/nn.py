@@ -173,7 +173,7 @@ def main(args) -> int:
             f"{n} {100 * v['mean']:.2f} +- {100 * v['std']:.2f}" for n, v in summ.items()
         ), file=out)  # fmt: skip
         print("ordering (best first): " + " > ".join(res.ordering()), file=out)
-    write_json(res.as_dict(), args)
+    write_json(res.to_dict(), args)
     if args.plot and res.results:
         for path in save_n1_figure(res, args.out):
             print(f"wrote {path}", file=out)

@@ -177,17 +177,17 @@ def run(args: argparse.Namespace) -> int:
         kw.pop("tol")
         extra["largest_stable_lr"] = largest_stable_lr(
             problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8, **kw
-        ).as_dict()
+        ).to_dict()
     rates = {"mean": res.mean_rate, "mean-square": res.mean_square_rate}
     above = {k: v for k, v in rates.items() if v is not None and v >= 1}  # NaN: not computed
     out = {
-        **res.as_dict(),
+        **res.to_dict(),
         "diverging": bool(above),
         "problem": args.problem_file or args.problem,
         "probabilities_from": built.probabilities_from,
         "n_clients": problem.n_clients,
         "dim": problem.dim,
-        "constants": problem_constants(problem).as_dict(args.lr, args.local_steps),
+        "constants": problem_constants(problem).to_dict(args.lr, args.local_steps),
         **extra,
     }
     # the summary is printed with --json OUT too (stderr when stdout carries the JSON)

@@ -128,7 +128,7 @@ def check(args: argparse.Namespace) -> int:
             f"--check reads the store's own spec and runs nothing: leave out {', '.join(given)}"
         )
     report = check_store(args.check)
-    out = report.as_dict()
+    out = report.to_dict()
     write_json(out, args)
     stream = human_stream(args)
     if report.problem or report.metadata:

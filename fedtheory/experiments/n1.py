@@ -23,7 +23,7 @@ from fedtheory.algorithms.registry import display_name, info
 from fedtheory.backend import get_backend, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.experiments.nn_training import TrainResult, train
-from fedtheory.io import pyplot, save_figure
+from fedtheory.io import pyplot, renamed, save_figure
 from fedtheory.problems.nn.conv import Conv1DNet
 from fedtheory.problems.nn.data import (
     federated_from_arrays,
@@ -212,7 +212,9 @@ class N1Result:
         s = self.summary()
         return sorted(s, key=lambda k: -s[k]["mean"])
 
-    def as_dict(self) -> dict[str, Any]:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict[str, Any]:
         return {
             "claim": "N1",
             "setting": self.setting,

@@ -222,7 +222,7 @@ def nn_n1_figure(cfg: dict):
     (``N1_TUNING_SEED``). Slow: a few minutes on two cores."""
     res = run_n1(rounds=cfg["rounds"], seeds=cfg["seeds"], seed=cfg["seed"],
                  seed_block=cfg["seed_block"], eval_every=cfg["eval_every"])  # fmt: skip
-    data = res.as_dict()
+    data = res.to_dict()
     for curve in data.get("curves", {}).values():
         curve.pop("wall_time", None)  # not data: differs run to run
     return plot_n1(res), data

@@ -83,6 +83,10 @@ from fedtheory.validation import (
 
 Array = Any
 
+#: The name of the model's axis (the components of x) in every result and store: a
+#: :meth:`SimulationResult.to_xarray` and a sweep store's ``x_final``.
+MODEL_DIM = "component"
+
 _D = defaults()
 #: simulate's keywords that are not a run's settings (RunSpec's fields).
 _NOT_RUN_SETTINGS = ("problem", "algorithm", "config", "seed_block", "workers", "progress")
@@ -289,7 +293,8 @@ class SimulationResult:
         xarray.Dataset
             One variable per metric with dims ``(seed, round)``; ``diverged``, ``diverged_at``,
             ``diverging``, ``diverging_at`` with dim ``seed``; ``x_final`` (and ``x_mean``)
-            with dims ``(seed, coordinate)``, ``x_star`` with dim ``coordinate``. Coordinates:
+            with dims ``(seed, component)``, ``x_star`` with dim ``component``
+            (:data:`MODEL_DIM`, as in a sweep store). Coordinates:
             ``seed`` holds the seed ids, ``round`` 0..R (0 is the initial model). Attributes:
             algorithm, participation, rounds, root seed, dtype, wall time, the fedtheory
             version, the run's configuration as JSON text (``config``) and each of its plain
@@ -312,11 +317,11 @@ class SimulationResult:
             v = getattr(self, k)
             if v is not None:
                 data[k] = (("seed",), np.asarray(v))
-        data["x_final"] = (("seed", "coordinate"), np.asarray(self.x_final))
+        data["x_final"] = (("seed", MODEL_DIM), np.asarray(self.x_final))
         if self.x_mean is not None:
-            data["x_mean"] = (("seed", "coordinate"), np.asarray(self.x_mean))
+            data["x_mean"] = (("seed", MODEL_DIM), np.asarray(self.x_mean))
         if self.x_star is not None:
-            data["x_star"] = (("coordinate",), np.asarray(self.x_star))
+            data["x_star"] = ((MODEL_DIM,), np.asarray(self.x_star))
         plain = {
             f"config_{k}": v
             for k, v in self.config.items()
@@ -1064,7 +1069,7 @@ def _result(
         x_mean=None if x_sum is None else to_numpy(x_sum / max(n_avg, 1)),
         wall_time=wall,
         config={
-            **algorithm.config.as_dict(),
+            **algorithm.config.to_dict(),
             "aggregation": plan.aggregation,
             "divergence_growth": plan.divergence_growth,
             "divergence_window": plan.divergence_window,

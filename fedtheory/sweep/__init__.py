@@ -63,7 +63,8 @@ import numpy as np
 
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError
-from fedtheory.parallel import Engine, map_tasks, require
+from fedtheory.parallel import Engine, map_tasks, sweep_module
+from fedtheory.simulation.runner import MODEL_DIM
 from fedtheory.sweep.spec import KEYS, Spec, Task, load_spec, normalize
 from fedtheory.sweep.store import (
     FILE_BYTES,
@@ -118,7 +119,7 @@ def estimate(spec: Spec, dim: int) -> dict:
     S, R = spec.values["seeds"], spec.values["rounds"]
     points = spec.n_tasks // len(spec.seed_blocks())
     per_seed = sum(
-        np.dtype(var.dtype).itemsize * {"round": R + 1, "component": dim, None: 1}[var.extra]
+        np.dtype(var.dtype).itemsize * {"round": R + 1, MODEL_DIM: dim, None: 1}[var.extra]
         for var in VARIABLES.values()
     )
     files = spec.n_tasks * len(VARIABLES)
@@ -242,7 +243,7 @@ def run(
     dim = check_spec(spec)
     size = _check_size(spec, dim, path, max_tasks)
     for module in ("zarr", "xarray", "dask"):  # a missing extra is one line, before anything
-        require(module)
+        sweep_module(module)
     tasks = spec.tasks()
     with SweepStore.open_or_create(path, spec, dim) as st:
         try:
