@@ -49,8 +49,9 @@ Two more strategies compute in one pass:
 "Exact" means ``rng is None`` or a problem that says its gradients ignore ``rng``
 (``problem.stochastic`` is False; without that attribute a problem counts as stochastic).
 
-FOCUS's inner loop (gradient tracking, 003 Algorithm 1) is not a plain gradient step; it lives
-in :mod:`fedtheory.algorithms.focus`.
+FOCUS's gradient tracking (003 Algorithm 1) is a configuration too: its steps 1..K-1 are
+``correction = -g_prev_i`` (the client's stored gradient), then one more gradient
+(:mod:`fedtheory.algorithms.focus`).
 """
 
 from __future__ import annotations
