@@ -3,7 +3,7 @@
 A bound file names an algorithm and its setting, the quantity bounded, the bound as a sympy
 expression of named constants (:data:`~fedtheory.bounds.constants.CONSTANTS`), the theorem's
 step-size condition, and optionally a free constant (``c`` of an O(.) shape). The minimal
-file (issue 21)::
+file::
 
     algorithm = "fedavg"
     participation = "full"

@@ -77,7 +77,7 @@ def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> 
     )
     add_setting(p, "backend")
     add_json(p, "every run and fit")
-    p.add_argument("--plot", metavar="OUT.png", default=None, help="draw the study")  # fmt: skip
+    p.add_argument("--plot", metavar="OUT.png", default=None, help="draw the study")
 
 
 def register(subparsers: Any) -> None:
@@ -121,8 +121,15 @@ def register(subparsers: Any) -> None:
         dest="Ks",
         help="local steps, comma separated",
     )
-    ls.add_argument("--rounds", "-R", "--R", type=int_list, default=[200], dest="Rs",
-                    help="rounds, comma separated")  # fmt: skip
+    ls.add_argument(
+        "--rounds",
+        "-R",
+        "--R",
+        type=int_list,
+        default=[200],
+        dest="Rs",
+        help="rounds, comma separated",
+    )
     add_clients_per_round(
         ls, type=int_list, default=[5], aliases=("--M",), note="; comma separated: one per study"
     )
@@ -135,8 +142,9 @@ def register(subparsers: Any) -> None:
         examples=["fedtheory study rho --algorithms afga --topologies complete,torus,ring -K 8"],
     )
     _common(rho, algorithms="afga", topologies="complete,complete-random,random,torus,ring")
-    rho.add_argument("--local-steps", "-K", "--K", type=int, default=8, dest="K",
-                     help="local steps K")  # fmt: skip
+    rho.add_argument(
+        "--local-steps", "-K", "--K", type=int, default=8, dest="K", help="local steps K"
+    )
     rho.add_argument("--rounds", "-R", "--R", type=int, default=200, dest="R", help="rounds R")
     add_clients_per_round(rho, default=5, aliases=("--M",))
     rho.set_defaults(func=run_rho)
@@ -191,10 +199,13 @@ def _emit(result: Any, args: argparse.Namespace, plot: Any) -> int:
 
 def run_local_steps(args: argparse.Namespace) -> int:
     res = run_local_steps_study(
-        args.algorithms, Ks=args.Ks, Rs=args.Rs, Ms=args.clients_per_round,
+        args.algorithms,
+        Ks=args.Ks,
+        Rs=args.Rs,
+        Ms=args.clients_per_round,
         topologies=args.topologies,
         **_kwargs(args),
-    )  # fmt: skip
+    )
     return _emit(res, args, plot_local_steps)
 
 

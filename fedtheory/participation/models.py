@@ -687,9 +687,7 @@ def _cluster(n: Any, m: Any, p: Any, **kw: Any) -> PerCluster:
                 f"clusters = {c} must divide the N = {nn} clients into equal clusters"
             )
         if check_int("clients per round m", m, minimum=1) > nn // c:
-            raise AssumptionError(
-                f"clients_per_round = {m} exceeds the cluster size n = {nn // c}"
-            )
+            raise AssumptionError(f"clients_per_round = {m} exceeds the cluster size n = {nn // c}")
         clusters = np.repeat(np.arange(c), nn // c)
     return PerCluster(clusters, need_per_round("cluster", m))
 

@@ -148,8 +148,7 @@ def build_participation(
         return BuiltParticipation(participation)
     if not isinstance(participation, str):
         raise AssumptionError(
-            "participation must be a model, a name or None, got "
-            f"{type(participation).__name__}"
+            f"participation must be a model, a name or None, got {type(participation).__name__}"
         )
     entry = model_info(participation)
     kw: dict[str, Any] = {}

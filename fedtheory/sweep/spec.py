@@ -67,12 +67,36 @@ from fedtheory.simulation.settings import SETTINGS, Setting
 KEYS: dict[str, Setting] = {
     k: SETTINGS[k]
     for k in (
-        "problem", "problem_file", "algorithm", "participation", "clients_per_round",
-        "probabilities", "empty", "replace", "markov_a", "markov_b", "start", "aggregation",
-        "rounds", "local_steps", "lr", "global_lr", "beta1", "beta2", "eps", "eps_placement",
-        "prox_mu", "topology", "clusters", "seeds", "seed", "seed_block", "backend", "float32",
+        "problem",
+        "problem_file",
+        "algorithm",
+        "participation",
+        "clients_per_round",
+        "probabilities",
+        "empty",
+        "replace",
+        "markov_a",
+        "markov_b",
+        "start",
+        "aggregation",
+        "rounds",
+        "local_steps",
+        "lr",
+        "global_lr",
+        "beta1",
+        "beta2",
+        "eps",
+        "eps_placement",
+        "prox_mu",
+        "topology",
+        "clusters",
+        "seeds",
+        "seed",
+        "seed_block",
+        "backend",
+        "float32",
     )
-}  # fmt: skip  (the store's dimensions in order: a list to read as one)
+}
 
 #: Keys added after stores were first made: a spec holds them only when set (not at their
 #: default), so a store made before them keeps its spec's hash and resumes.

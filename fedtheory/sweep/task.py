@@ -167,9 +167,11 @@ def check_spec(spec: Spec) -> int:
             problem = problems[pkey]
             build_participation(config, problem)
             make_algorithm(
-                resolve_algorithm(config["algorithm"]).name, problem=problem,
-                **{k: config[k] for k in ALGORITHM_KEYS}, **spec.options(config["algorithm"]),
-            )  # fmt: skip
+                resolve_algorithm(config["algorithm"]).name,
+                problem=problem,
+                **{k: config[k] for k in ALGORITHM_KEYS},
+                **spec.options(config["algorithm"]),
+            )
         except FedTheoryError as exc:
             raise FedTheoryError(f"{spec.source}{f' at {where}' if where else ''}: {exc}") from exc
         dim = max(dim, int(problem.dim))
