@@ -402,11 +402,7 @@ def fork_map(
                 if on_start is not None:
                     on_start(i)
                 receive, send = context.Pipe(duplex=False)
-                for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
-                    if stream is not None:
-                        stream.flush()
-                child = context.Process(target=_forked, args=(fn, item, send), daemon=True)
-                child.start()
+                child = _start_child(context, _forked, (fn, item, send))
                 send.close()  # the child holds the only writing end: EOF when it dies
                 running[receive] = (i, child)
             if not running:
@@ -414,18 +410,10 @@ def fork_map(
             for receive in wait(list(running)):
                 i, child = running.pop(receive)
                 try:
-                    ok, payload = receive.recv()
-                except EOFError:
-                    child.join()
-                    raise FedTheoryError(
-                        f"task {i} ({what(items[i])}) ended without a result: its process exited "
-                        f"with code {child.exitcode}"
-                    ) from None
+                    payload = _result(receive, child, f"task {i} ({what(items[i])})")
                 finally:
                     receive.close()
-                child.join()
-                if not ok:
-                    raise FedTheoryError(f"task {i} ({what(items[i])}) failed: {payload}")
+                    child.join()
                 yield i, payload
     finally:
         for receive, (_, child) in running.items():
@@ -463,11 +451,7 @@ def _reused_children(
     try:
         for _ in range(min(workers, len(items))):
             conn, end = context.Pipe(duplex=True)
-            for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
-                if stream is not None:
-                    stream.flush()
-            child = context.Process(target=_serve, args=(fn, items, end), daemon=True)
-            child.start()
+            child = _start_child(context, _serve, (fn, items, end))
             end.close()  # the child holds the other end only: EOF when it dies
             children.append((conn, child))
         for conn, child in children:
@@ -475,17 +459,7 @@ def _reused_children(
         while busy:
             for conn in wait(list(busy)):
                 i, child = busy.pop(conn)
-                try:
-                    ok, payload = conn.recv()
-                except EOFError:
-                    child.join()
-                    raise FedTheoryError(
-                        f"task {i} ({what(items[i])}) ended without a result: its process exited "
-                        f"with code {child.exitcode}"
-                    ) from None
-                if not ok:
-                    raise FedTheoryError(f"task {i} ({what(items[i])}) failed: {payload}")
-                yield i, payload
+                yield i, _result(conn, child, f"task {i} ({what(items[i])})")
                 hand_on(conn, child)
         done = True  # every child was told to end
     finally:
@@ -508,9 +482,40 @@ def _serve(fn: Callable[[Any], Any], items: list, conn: Any) -> None:
             try:
                 conn.send((True, fn(items[i])))
             except Exception as exc:  # reported by the parent, naming the item
-                lines = str(exc).splitlines()
-                conn.send((False, f"{type(exc).__name__}: {lines[0] if lines else ''}"))
+                conn.send(_failure(exc))
     conn.close()
+
+
+def _start_child(context: Any, target: Callable, args: tuple) -> Any:
+    """A started daemon child running ``target(*args)`` (what this process has buffered on
+    stdout and stderr written first, so that the child does not write it again)."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    child = context.Process(target=target, args=args, daemon=True)
+    child.start()
+    return child
+
+
+def _result(conn: Any, child: Any, task: str) -> Any:
+    """The result a child sent through ``conn``, or a FedTheoryError naming ``task``: the
+    child's error, or that it died without a result (its exit code)."""
+    try:
+        ok, payload = conn.recv()
+    except EOFError:
+        child.join()
+        raise FedTheoryError(
+            f"{task} ended without a result: its process exited with code {child.exitcode}"
+        ) from None
+    if not ok:
+        raise FedTheoryError(f"{task} failed: {payload}")
+    return payload
+
+
+def _failure(exc: Exception) -> tuple[bool, str]:
+    """What a child sends back for an error: ``(False, "Type: its first line")``."""
+    lines = str(exc).splitlines()
+    return False, f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def fork_all(
@@ -571,7 +576,6 @@ def _forked(fn: Callable[[Any], Any], item: Any, send: Any) -> None:
             result = fn(item)
         send.send((True, result))
     except Exception as exc:  # reported by the parent, naming the item
-        lines = str(exc).splitlines()
-        send.send((False, f"{type(exc).__name__}: {lines[0] if lines else ''}"))
+        send.send(_failure(exc))
     finally:
         send.close()
