@@ -136,10 +136,11 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         row: ``stepwise``). y_i is zero off S_r, so x_i moves for i in S_r only."""
         xp = get_namespace(state.x)
         X = pull(state.X, state.x, mask)  # a new array, updated in place below
-        X = _tracked_steps(problem, X, state.g_prev, rng=rng, compute=mask, strategy="stepwise")
+        on = xp.asarray(mask, dtype=X.dtype)  # 0/1 step weights: no question to the device
+        X = _tracked_steps(problem, X, state.g_prev, rng=rng, compute=on, strategy="stepwise")
         g = problem.grads(X, rng)
         y_loc = g - state.g_prev
-        y_loc *= spread(xp.asarray(mask, dtype=X.dtype), X.shape[2])
+        y_loc *= spread(on, X.shape[2])
         g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
         xp.copyto(g_prev, g, where=spread(xp.asarray(mask, dtype=bool), X.shape[2]))
         y = state.y + client_sum(y_loc)

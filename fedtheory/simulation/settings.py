@@ -96,8 +96,9 @@ class Setting:
     what : str, optional
         How an error message names it ("the number of rounds R"); default: its name.
     label : str, optional
-        The CF ``long_name`` of a sweep store's coordinate for it (default: :attr:`help`): the
-        stores made so far hold these, and a store's metadata must not change under it.
+        A short name (default: :attr:`help`): the CF ``long_name`` of a sweep store's
+        coordinate for it (the stores made so far hold these, and a store's metadata must not
+        change under it) and its name in a list of missing keys.
     units : str or None
         CF units of its coordinate in a sweep store (None for strings).
     """
@@ -452,6 +453,7 @@ _TABLE = (
         "int",
         None,
         "R, the communication rounds",
+        label="rounds R",
         required=True,
         minimum=0,
         short=("-R",),

@@ -500,7 +500,7 @@ def normalize(
                 tables and all(name in t for t in tables.values() if isinstance(t, dict))
             )
             if key.required and not given_elsewhere and not (name == "algorithm" and tables):
-                missing.append(f"{name!r} ({key.help})")
+                missing.append(f"{name!r} ({key.long_name})")
             values[name] = None if key.required else key.default
             continue
         try:
