@@ -44,6 +44,7 @@ from fedtheory.io import check_output_path, dumps, emit_json, write_atomic
 from fedtheory.participation import model_info, model_names
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
+from fedtheory.simulation.settings import SETTINGS, readers
 from fedtheory.simulation.spec import PARTICIPATION_SETTINGS
 from fedtheory.validation import available_cores
 
@@ -121,6 +122,9 @@ def _listing() -> str:
     lines += [f"  {k:14s} {v}" for k, v in BUILTIN_PROBLEMS.items()]
     lines.append("participation (--participation):")
     lines += [f"  {k:14s} {model_info(k).description}" for k in model_names(settings_only=True)]
+    lines.append("settings that only some algorithms or models read (who reads each):")
+    for name in (*PARTICIPATION[1:], *ALGORITHM_SETTINGS):
+        lines.append(f"  {SETTINGS[name].flags[0]:20s} {', '.join(readers(name))}")
     return "\n".join(lines)
 
 
