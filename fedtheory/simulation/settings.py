@@ -76,7 +76,7 @@ class Setting:
         ``lr``); Python's :func:`~fedtheory.simulation.simulate` falls back on the default.
     choices : tuple, optional
     minimum : float, optional
-        Numbers: the smallest value.
+        Numbers: the smallest value (0 for a real number: >= 0).
     positive : bool
         Numbers: > 0.
     sweepable : bool
@@ -148,12 +148,9 @@ class Setting:
             lo = None if self.minimum is None else int(self.minimum)
             return check_int(what, value, minimum=lo)
         if self.kind in ("float", "rate") and not hasattr(value, "__len__"):
-            if self.positive or self.minimum == 0:
+            if self.positive or self.minimum is not None:  # the table's numbers: > 0 or >= 0
                 return check_positive(what, value, allow_zero=not self.positive)
-            v = check_positive(what, value, allow_zero=True) if self.minimum is not None else value
-            if self.minimum is not None and v < self.minimum:
-                raise AssumptionError(f"{what} must be >= {self.minimum}, got {value}")
-            return v
+            return value
         if self.choices is not None and value not in self.choices:
             raise AssumptionError(
                 f"{what} must be one of {', '.join(map(str, self.choices))}, got {value!r}"
@@ -161,11 +158,8 @@ class Setting:
         return value
 
 
-def _config_defaults() -> dict[str, Any]:
-    return {f.name: f.default for f in dataclass_fields(AlgorithmConfig)}
-
-
-_ALG = _config_defaults()
+#: The algorithms' shared settings' defaults: AlgorithmConfig's, which the algorithms read.
+_ALG = {f.name: f.default for f in dataclass_fields(AlgorithmConfig)}
 _ALGORITHM = ("algorithm",)
 _PARTICIPATION = ("participation",)
 
