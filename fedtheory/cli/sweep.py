@@ -209,5 +209,7 @@ def run(args: argparse.Namespace) -> int:
         + (f", {growing} diverging" if growing else "")
         + ")"
     )
+    for name in summary["probabilities_from_problem"]:
+        print(f"p: the problem's own ({name}) where the participation model takes draw weights")
     print(f"open it with xarray.open_zarr({summary['store']!r}) or fedtheory.sweep.open(...)")
     return 0

@@ -221,7 +221,8 @@ def run(
         (files rewritten), ``store`` (absolute path), ``seconds`` (wall time of this call),
         ``spec_hash``, ``dims`` (name -> length), ``engine`` (where the tasks ran; None when
         none ran), ``seeds_diverged`` and ``seeds_diverging`` (over the store's complete tasks),
-        ``estimate`` (:func:`estimate`), ``fedtheory_version``.
+        ``probabilities_from_problem`` (the problems whose own participation probabilities a
+        ``weighted`` model given none takes, as figure4's), ``estimate`` (:func:`estimate`), ``fedtheory_version``.
 
     Raises
     ------
@@ -240,7 +241,8 @@ def run(
     path = Path(store).expanduser().absolute()
     if spec.n_tasks > max_tasks:  # before the grid's problems are built: refused at once
         _check_size(spec, 0, path, max_tasks)
-    dim = check_spec(spec)
+    checked = check_spec(spec)
+    dim = checked.dim
     size = _check_size(spec, dim, path, max_tasks)
     for module in ("zarr", "xarray", "dask"):  # a missing extra is one line, before anything
         sweep_module(module)
@@ -294,6 +296,7 @@ def run(
         "engine": engine.describe() if todo else None,
         "seeds_diverged": seeds_diverged,
         "seeds_diverging": seeds_diverging,
+        "probabilities_from_problem": list(checked.problem_p),
         "estimate": size,
         "fedtheory_version": __version__,
     }

@@ -23,7 +23,7 @@ from fedtheory.algorithms.registry import SHARED_SETTINGS, resolve_algorithm
 from fedtheory.errors import FedTheoryError
 from fedtheory.problems import make_problem
 from fedtheory.simulation import simulate
-from fedtheory.simulation.spec import PARTICIPATION_SETTINGS
+from fedtheory.simulation.spec import PARTICIPATION_SETTINGS, BuiltParticipation
 from fedtheory.simulation.spec import build_participation as build
 from fedtheory.sweep.spec import KEYS, RUN_DIM, Spec, Task
 
@@ -70,10 +70,11 @@ def build_problem(config: dict) -> Any:
     )
 
 
-def build_participation(config: dict, problem: Any) -> Any:
-    """The task's participation model on ``problem``: the one builder of models from flat
-    settings (:func:`~fedtheory.simulation.spec.build_participation`), as ``fedtheory
-    simulate``'s (``weighted`` without probabilities takes the problem's own, as figure4's).
+def build_participation(config: dict, problem: Any) -> BuiltParticipation:
+    """The task's participation model on ``problem`` and where its probabilities came from:
+    the one builder of models from flat settings
+    (:func:`~fedtheory.simulation.spec.build_participation`), as ``fedtheory simulate``'s
+    (``weighted`` without probabilities takes the problem's own, as figure4's).
 
     Raises
     ------
@@ -82,7 +83,7 @@ def build_participation(config: dict, problem: Any) -> Any:
         it, ``clients_per_round`` above N (or the cluster size), clusters that do not divide N.
     """
     settings = {k: config[k] for k in PARTICIPATION_SETTINGS if k in config}
-    return build(config["participation"], problem, **settings).model
+    return build(config["participation"], problem, **settings)
 
 
 def run_task(task: Task) -> TaskResult:
@@ -92,7 +93,7 @@ def run_task(task: Task) -> TaskResult:
     that runs the task (:func:`~fedtheory.algorithms.registry.resolve_algorithm`)."""
     c = task.config
     problem = build_problem(c)
-    model = build_participation(c, problem)
+    model = build_participation(c, problem).model
     res = simulate(
         problem,
         resolve_algorithm(c["algorithm"]).name,
@@ -120,7 +121,24 @@ def run_task(task: Task) -> TaskResult:
     )
 
 
-def check_spec(spec: Spec) -> int:
+@dataclass(frozen=True)
+class SpecCheck:
+    """What building a spec's grid found (:func:`check_spec`).
+
+    Attributes
+    ----------
+    dim : int
+        The largest problem dimension d over the grid (the length of ``x_final``'s last axis).
+    problem_p : tuple of str
+        The problems that lend their own participation probabilities (``participation_p``) to
+        a model that takes draw weights and was given none (``weighted`` on figure4), sorted.
+    """
+
+    dim: int
+    problem_p: tuple[str, ...] = ()
+
+
+def check_spec(spec: Spec) -> SpecCheck:
     """Build every problem, participation model and algorithm the grid names, before any task.
 
     A bad combination (``clients_per_round`` above a problem's N, an unknown topology, clusters
@@ -128,8 +146,7 @@ def check_spec(spec: Spec) -> int:
 
     Returns
     -------
-    int
-        The largest problem dimension d over the grid (the length of ``x_final``'s last axis).
+    SpecCheck
 
     Raises
     ------
@@ -155,6 +172,7 @@ def check_spec(spec: Spec) -> int:
     chosen = [a for a, inv in zip(axes, involved, strict=True) if inv]
     dim = 0
     problems: dict = {}
+    lent: set[str] = set()
     for combo in itertools.product(*(a.points for a in chosen)):
         config = dict(base)
         for a, point in zip(chosen, combo, strict=True):
@@ -165,7 +183,8 @@ def check_spec(spec: Spec) -> int:
             if pkey not in problems:
                 problems[pkey] = build_problem(config)
             problem = problems[pkey]
-            build_participation(config, problem)
+            if build_participation(config, problem).probabilities_from == "problem":
+                lent.add(str(config["problem_file"] or config["problem"]))
             make_algorithm(
                 resolve_algorithm(config["algorithm"]).name,
                 problem=problem,
@@ -175,4 +194,4 @@ def check_spec(spec: Spec) -> int:
         except FedTheoryError as exc:
             raise FedTheoryError(f"{spec.source}{f' at {where}' if where else ''}: {exc}") from exc
         dim = max(dim, int(problem.dim))
-    return dim
+    return SpecCheck(dim, tuple(sorted(lent)))
