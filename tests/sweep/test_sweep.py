@@ -1,4 +1,4 @@
-"""``fedtheory.sweep`` (issue 15): spec, grid, equality with simulate, resume, faults.
+"""``fedtheory.sweep``: spec, grid, equality with simulate, resume, faults.
 
 Equality: a sweep task is ``simulate(..., seeds=len(block), seed_ids=block)``, so its numbers are
 compared *bit for bit* with that call run on a worker of the same Dask cluster (same shapes,
