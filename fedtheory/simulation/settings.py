@@ -592,7 +592,7 @@ _TABLE = (
         minimum=0,
         sweepable=False,
     ),
-    Setting("progress", "bool", False, "a progress bar on stderr", sweepable=False),
+    Setting("progress", "bool", False, "a progress bar of the run on stderr", sweepable=False),
 )
 
 #: Every run setting by name (see the module docstring).
