@@ -90,10 +90,8 @@ def not_run_reason(claim: Claim, ctx: Context) -> str | None:
     for extra in claim.needs:
         gone = missing(extra)
         if gone:
-            return (
-                f"needs the optional extra '{extra}' ({', '.join(gone)} not installed): "
-                f"{install_hint(extra)}"
-            )
+            return (f"needs the optional extra '{extra}' ({', '.join(gone)} not installed): "
+                    f"{install_hint(extra)}")  # fmt: skip
     return None
 
 
@@ -106,17 +104,8 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
     base = {"source": claim.source, "tier": ctx.tier}
     skip = not_run_reason(claim, ctx)
     if skip is not None:
-        return [
-            ClaimResult(
-                id=claim.id,
-                stated=claim.stated,
-                measured="-",
-                verdict=NOT_RUN,
-                ran=False,
-                reason=skip,
-                **base,
-            )
-        ]
+        return [ClaimResult(id=claim.id, stated=claim.stated, measured="-", verdict=NOT_RUN,
+                            ran=False, reason=skip, **base)]  # fmt: skip
     try:
         out = claim.check(ctx)
         outcomes = list(out) if isinstance(out, list | tuple) else [out]
@@ -124,19 +113,9 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
         if bad or not outcomes:
             raise TypeError(f"claim {claim.id} returned {bad or 'nothing'}, not Outcome objects")
     except MissingExtraError as exc:  # an optional extra the check found missing: not run
-        return [
-            ClaimResult(
-                id=claim.id,
-                stated=claim.stated,
-                measured="-",
-                verdict=NOT_RUN,
-                ran=False,
-                reason=str(exc),
-                seconds=time.perf_counter() - t0,
-                cpu_seconds=cpu_time() - c0,
-                **base,
-            )
-        ]
+        return [ClaimResult(id=claim.id, stated=claim.stated, measured="-", verdict=NOT_RUN,
+                            ran=False, reason=str(exc), seconds=time.perf_counter() - t0,
+                            cpu_seconds=cpu_time() - c0, **base)]  # fmt: skip
     except Exception as exc:  # a crash (a failed import included) is not a verdict
         return [
             ClaimResult(
