@@ -113,15 +113,7 @@ def a10(ctx: Context):
             "N": A10_N,
             "clusters": A10_C,
             "constants_in_regime": inside,
-            "per_constant": {
-                str(c): {
-                    "verdict": r.verdict,
-                    "regime": r.regime.to_dict(),
-                    "shape": r.shape.to_dict(),
-                    "metric": r.metric,
-                }
-                for c, r in reads.items()
-            },
+            "per_constant": {str(c): r.to_dict() for c, r in reads.items()},
         },
     )
     level = 1 - 0.05 / len(CONSTANTS)
