@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fedtheory.analysis.pep.worst as worst_module
 from fedtheory.algorithms.base import Algorithm, RoundDraw
 from fedtheory.analysis.exact import exact_mse_curve, exact_rates
 from fedtheory.analysis.pep import (
@@ -305,3 +306,21 @@ def test_the_solver_record():
     assert s["name"] == "CLARABEL" and s["status"] == "optimal"
     assert s["cross_check"]["name"] == "SCS"
     assert s["cross_check"]["value"] == pytest.approx(s["value"], rel=1e-5)
+
+
+@pytest.mark.parametrize("rounds", [65, 100])
+def test_many_rounds_are_refused_by_their_size(rounds):
+    # every round a path prefix: a horizon past numpy's 64 axes is a size, refused as one
+    with pytest.raises(PepSizeError, match=r"about \d+ and about \d+ constraints"):
+        worst_after_rounds("fedavg", 2, rounds, mu=MU, L=L, lr=0.05, local_steps=1)
+    paths = participation_paths(make_participation("full", 2), "mean", rounds)
+    assert paths.n_paths == 1 and paths.masks.shape == (rounds, 1, 2)
+
+
+def test_a_large_floor_is_refused_before_it_is_traced(monkeypatch):
+    def traced(*args, **kw):
+        raise AssertionError("traced before the size check")
+
+    monkeypatch.setattr(worst_module, "_one_round_from_state", traced)
+    with pytest.raises(PepSizeError, match=r"Gram matrix of about \d+"):
+        worst_floor("fedavg", 200, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2)

@@ -34,6 +34,7 @@ checks superposition for the exact oracle.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -373,7 +374,10 @@ def participation_paths(model: Any, rule: str, rounds: int) -> Paths:
     draws, probs = draws[live], probs[live]
     w = np.asarray(model.weights(draws, rule), dtype=np.float64)
     k = draws.shape[0]
-    idx = np.indices((k,) * rounds).reshape(rounds, -1) if rounds else np.zeros((0, 1), int)
+    # path s takes draw idx[r, s] in round r, the last round's draw varying fastest (not
+    # np.indices: it makes one array axis per round, and numpy has 64)
+    idx = np.array(list(itertools.product(range(k), repeat=rounds)), dtype=np.intp)
+    idx = idx.reshape(k**rounds, rounds).T
     prob = np.prod(probs[idx], axis=0) if rounds else np.ones(1)
     counts = draws[idx] if draws.dtype.kind in "iu" else None
     return Paths(draws[idx] > 0, w[idx], prob, counts)

@@ -458,15 +458,25 @@ def worst_floor(
             "performance estimation does not reach; bound E||x_R - x*||^2 after R rounds "
             "instead (quantity mse_after_rounds with rounds = R)"
         )
+    what, reduce = f"the floor of {alg.name} on {N} clients", "the local steps K or the clients N"
+    _precheck(paths, N, alg, what, reduce, max_gram, max_constraints)
     tr = _one_round_from_state(alg, N, paths, verify)
     tr = tr.prune([tr.outputs["u"], tr.outputs["V"]])  # before the elimination ties them
     keep, het = _heterogeneity(eliminate(tr, _fixed_point_rows(alg, tr)), zeta2)
     xbar = keep.start["u"][0, 0] - keep.x_star
     mu_s, L_s = _tight(mu, L, tau)
-    sol = solve(keep, Quad.norm2(xbar), het, mu=mu_s, L=L_s,
-                cross_check=cross_check, what=f"the floor of {alg.name} on {N} clients",
-                reduce="the local steps K or the clients N", max_gram=max_gram,
-                max_constraints=max_constraints)  # fmt: skip
+    sol = solve(
+        keep,
+        Quad.norm2(xbar),
+        het,
+        mu=mu_s,
+        L=L_s,
+        cross_check=cross_check,
+        what=what,
+        reduce=reduce,
+        max_gram=max_gram,
+        max_constraints=max_constraints,
+    )
     setting = _setting(alg, N, 1, mu, L, None, zeta2, participation, rule, paths, tau, L_s)
     setting["R"] = None
     return _finish("stationary_mse", sol, keep, setting, zeta2, mu, start="state")
