@@ -324,3 +324,23 @@ def test_a_large_floor_is_refused_before_it_is_traced(monkeypatch):
     monkeypatch.setattr(worst_module, "_one_round_from_state", traced)
     with pytest.raises(PepSizeError, match=r"Gram matrix of about \d+"):
         worst_floor("fedavg", 200, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2)
+
+
+def test_lyapunov_weights_of_the_wrong_length_are_named():
+    with pytest.raises(AssumptionError, match=r"one weight per client.*3 for 2 clients"):
+        lyapunov_contraction("focus", 2, mu=MU, L=L, weight_clients=[1.0, 2.0, 3.0], lr=0.05,
+                             local_steps=2)  # fmt: skip
+
+
+def test_the_lyapunov_ratio_is_not_capped_by_zeta2():
+    # the ratio is invariant under f_i -> t^2 f_i(x / t) (every vector scales by t, the
+    # heterogeneity by t^2): any instance scales into zeta2 > 0, so the worst ratio is that
+    # of the class without the bound. FedAvg K = 2 from x = x*: V(z0) = 0 < V(z1), no ratio.
+    w = lyapunov_contraction("fedavg", 2, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2)
+    assert w.unbounded and w.value is None and "zeta2 = 0" in w.lacks
+    kw = dict(mu=MU, L=L, weight_clients=0.01, lr=0.05, local_steps=2)
+    free = lyapunov_contraction("focus", 2, **kw).value
+    for zeta2 in (0.01, 100.0):
+        assert lyapunov_contraction("focus", 2, zeta2=zeta2, **kw).value == pytest.approx(
+            free, rel=1e-6
+        )
