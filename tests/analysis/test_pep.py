@@ -40,7 +40,7 @@ from fedtheory.problems import QuadraticProblem
 pytest.importorskip("PEPit", reason="the optional extra 'pep' is not installed")
 
 MU, L = 1.0, 10.0
-#: The algorithms of the issue, with a setting of each that its registry accepts.
+#: The algorithms that trace (docs/bounds.md), with a setting of each that its registry accepts.
 ALGORITHMS = {
     "fedavg": {}, "fedprox": {"prox_mu": 0.5}, "scaffold": {}, "focus": {}, "scaffnew": {},
     "mifa": {}, "feddyn": {"prox_mu": 0.1},
