@@ -344,3 +344,22 @@ def test_the_lyapunov_ratio_is_not_capped_by_zeta2():
         assert lyapunov_contraction("focus", 2, zeta2=zeta2, **kw).value == pytest.approx(
             free, rel=1e-6
         )
+
+
+def test_a_round_that_does_not_commute_with_translations_is_refused():
+    # x* is pinned at the origin, which is no loss only when shifting x0, x* and every f_i by a
+    # shifts the run by a; with x <- x / 2 after the round a far minimizer is arbitrarily far
+    base = built("fedavg", 2, lr=0.05, local_steps=1)
+
+    def damped(state, problem, draw, rng=None):
+        out = base.round(state, problem, draw, rng)
+        return out._replace(x=0.5 * out.x)
+
+    fake = Algorithm("fedavg", base.init, damped, base.config)
+    paths = participation_paths(make_participation("full", 2), "mean", 1)
+    for start in ("init", "state"):
+        with pytest.raises(NotTraceableError, match=r"translation.*moves .* by 0\.5"):
+            trace(fake, 2, paths, start=start)
+    for name, kw in ALGORITHMS.items():  # the built-in rounds commute with translations
+        alg = built(name, 2, lr=0.05, local_steps=2, **kw)
+        trace(alg, 2, paths, start="state")
