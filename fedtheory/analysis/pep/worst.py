@@ -73,6 +73,12 @@ PRECHECK = 4
 MAX_PATHS = 4096
 #: The class's heterogeneity bound in words (named when a worst case is unbounded without it).
 ZETA2_WORDS = "zeta2, a bound on (1/N) sum_i ||grad f_i(x*)||^2"
+#: What an unbounded one-round Lyapunov ratio lacks (a heterogeneity bound zeta2 > 0 caps no
+#: ratio: :func:`lyapunov_contraction`).
+LYAPUNOV_LACKS = (
+    "zeta2 = 0, a common minimizer (with heterogeneity, V may grow from V(z0) near 0: a bound "
+    "zeta2 > 0 caps no ratio)"
+)
 
 
 @dataclass
@@ -550,6 +556,8 @@ def worst_floor(
             "performance estimation does not reach; bound E||x_R - x*||^2 after R rounds "
             "instead (quantity mse_after_rounds with rounds = R)"
         )
+    what, reduce = f"the floor of {alg.name} on {N} clients", "the local steps K or the clients N"
+    _precheck(paths, N, alg, what, reduce, max_gram, max_constraints)
     tr = _one_round_from_state(alg, N, paths, verify)
     tr = tr.prune([tr.outputs["u"], tr.outputs["V"]])  # before the elimination ties them
     keep, het = _heterogeneity(eliminate(tr, _fixed_point_rows(alg, tr)), zeta2)
@@ -562,8 +570,8 @@ def worst_floor(
         mu=mu_s,
         L=L_s,
         cross_check=cross_check,
-        what=f"the floor of {alg.name} on {N} clients",
-        reduce="the local steps K or the clients N",
+        what=what,
+        reduce=reduce,
         max_gram=max_gram,
         max_constraints=max_constraints,
     )
@@ -686,7 +694,9 @@ def lyapunov_contraction(
     x is the server model and v_i client i's coordinate in the algorithm's declared state
     layout (FOCUS: the stored gradient g_prev_i; SCAFFOLD: its control variate c_i). The
     worst case maximizes E V(z_1) subject to V(z_0) <= 1 over every state and every N-tuple of
-    F_{mu,L}.
+    F_{mu,L}. The ratio does not change when every f_i becomes t^2 f_i(. / t) (every vector
+    scales by t, the heterogeneity by t^2), so a bound zeta2 > 0 caps no ratio: it is solved
+    without it (``zeta2 = 0``, a common minimizer, is a smaller class and imposed).
 
     Parameters
     ----------
@@ -704,7 +714,12 @@ def lyapunov_contraction(
     mu, L, _, zeta2 = _class(mu, L, None, zeta2)
     N = check_int("the clients N", n_clients, minimum=1)
     a = check_positive("the weight of ||x - x*||^2", weight_x, allow_zero=True)
-    b = np.broadcast_to(np.asarray(weight_clients, dtype=np.float64), (N,)).copy()
+    b = np.asarray(weight_clients, dtype=np.float64)
+    if b.ndim > 1 or b.size not in (1, N):
+        raise AssumptionError(
+            f"weight_clients is one weight or one weight per client: got {b.size} for {N} clients"
+        )
+    b = np.broadcast_to(b.reshape(-1), (N,)).copy()
     if (b < 0).any() or not np.isfinite(b).all():
         raise AssumptionError(f"the client weights must be finite and >= 0, got {b}")
     alg = built(algorithm, N, **settings)
@@ -713,7 +728,9 @@ def lyapunov_contraction(
     reduce = "the local steps K or the clients N (or M)"
     _precheck(paths, N, alg, what, reduce, max_gram, max_constraints)
     tr = _one_round_from_state(alg, N, paths, verify)
-    tr, het = _heterogeneity(tr.prune([tr.outputs["u"], tr.outputs["V"]]), zeta2)
+    # a bound zeta2 > 0 caps no ratio (the docstring); zeta2 = 0 is a smaller class
+    bound = 0.0 if zeta2 == 0 else None
+    tr, het = _heterogeneity(tr.prune([tr.outputs["u"], tr.outputs["V"]]), bound)
     nu, nv = tr.start["u"].shape[1], tr.start["V"].shape[2]
     if nu != 1 or nv > 1:
         raise AssumptionError(
@@ -746,7 +763,10 @@ def lyapunov_contraction(
     )
     setting = _setting(alg, N, 1, mu, L, None, zeta2, participation, rule, paths, 0.0, L)
     setting.update(weight_x=a, weight_clients=b.tolist())
-    return _finish("lyapunov", sol, tr, setting, zeta2, mu, start="state")
+    out = _finish("lyapunov", sol, tr, setting, bound, mu, start="state")
+    if out.unbounded and bound is None:
+        out.lacks = LYAPUNOV_LACKS
+    return out
 
 
 __all__ = [
