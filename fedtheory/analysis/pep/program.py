@@ -35,6 +35,7 @@ import numpy as np
 from fedtheory.analysis.pep.trace import G_STAR, GRAD, Trace
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.extras import require
+from fedtheory.io import renamed
 
 #: Largest Gram dimension and constraint count solved by default: a Gram of 49 with 723
 #: constraints took 8.5-12 CPU seconds here, one of 82 with 2109 did not finish in 300 s with
@@ -108,8 +109,10 @@ class Sizes:
     gram: int
     constraints: int
 
-    def as_dict(self) -> dict:
+    def to_dict(self) -> dict:
         return {"gram": self.gram, "constraints": self.constraints}
+
+    as_dict = renamed("to_dict")
 
 
 def sizes(tr: Trace, n_conditions: int = 0) -> Sizes:

@@ -58,6 +58,7 @@ from fedtheory.analysis.pep.trace import (
     trace,
 )
 from fedtheory.errors import AssumptionError
+from fedtheory.io import renamed
 from fedtheory.participation import make_participation
 from fedtheory.validation import check_int, check_positive
 
@@ -116,17 +117,19 @@ class WorstCase:
     trace: Trace | None = field(default=None, repr=False)
     start: str = field(default="init", repr=False)
 
-    def as_dict(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "quantity": self.quantity,
             "value": self.value,
             "unbounded": self.unbounded,
             "lacks": self.lacks,
             "solver": self.solver,
-            "sizes": self.sizes.as_dict(),
+            "sizes": self.sizes.to_dict(),
             "seconds": self.seconds,
             "setting": self.setting,
         }
+
+    as_dict = renamed("to_dict")
 
     def instance(self) -> dict:
         """The worst-case clients as interpolation data (original units, vectors compressed to
