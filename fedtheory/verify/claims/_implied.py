@@ -46,9 +46,16 @@ def _figure4(regime: str, full: bool) -> dict | None:
     name, m, lr = REGIMES[regime]
     if name != "full" and not full:
         return None
-    spec = {"algorithm": "focus", "participation": name, "local_steps": 3, "lr": lr,
-            "quantity": "mean_square_rate", "bound": RATE_SHAPES[2], "constant": "c",
-            "problem": "figure4"}  # fmt: skip
+    spec = {
+        "algorithm": "focus",
+        "participation": name,
+        "local_steps": 3,
+        "lr": lr,
+        "quantity": "mean_square_rate",
+        "bound": RATE_SHAPES[2],
+        "constant": "c",
+        "problem": "figure4",
+    }
     if m is not None:
         spec["clients_per_round"] = m
     return spec
@@ -84,10 +91,14 @@ def c1_rate(ctx: Context):
     table = {}
     for shape in RATE_SHAPES:
         imp = implied_over({**shipped.to_dict(), "bound": shape}, evals)
-        f4 = implied_over({**shipped.to_dict(), "bound": shape},
-                          [e for e in evals if e.label == "figure4"])  # fmt: skip
-        table[shape] = {"class_and_figure4": imp["value"], "figure4": f4["value"],
-                        "argmax": imp["argmax"].label if imp["argmax"] else None}  # fmt: skip
+        f4 = implied_over(
+            {**shipped.to_dict(), "bound": shape}, [e for e in evals if e.label == "figure4"]
+        )
+        table[shape] = {
+            "class_and_figure4": imp["value"],
+            "figure4": f4["value"],
+            "argmax": imp["argmax"].label if imp["argmax"] else None,
+        }
     low = min((v["class_and_figure4"] or 0.0) for v in table.values())
     text = "; ".join(
         f"{s}: c <= {fmt(v['class_and_figure4'] or math.nan, 4)} (Figure 4 alone "
@@ -111,7 +122,7 @@ def c1_rate(ctx: Context):
             "instances": len(evals),
             "class_spec": shipped.to_dict(),
             "search": cls.search,
-        },  # fmt: skip
+        },
     )
 
 
@@ -135,8 +146,13 @@ def f2_floor(ctx: Context):
     evals = list(cls.instances)
     f4 = {}
     for regime, (name, m, lr) in REGIMES.items():
-        spec = {**shipped.to_dict(), "participation": name, "local_steps": 3, "lr": lr,
-                "problem": "figure4"}  # fmt: skip
+        spec = {
+            **shipped.to_dict(),
+            "participation": name,
+            "local_steps": 3,
+            "lr": lr,
+            "problem": "figure4",
+        }
         spec.pop("class")
         spec.pop("clients")
         spec["clients_per_round"] = m
@@ -168,16 +184,18 @@ def f2_floor(ctx: Context):
             "figure4": f4,
             "shape": shipped.bound,
             "search": cls.search,
-        },  # fmt: skip
+        },
     )
 
 
 def _searched(res) -> str:
     """How a class was searched: draws, refinement evaluations, the seed and the instances."""
     info = res.search
-    return (f"search: {info['draws']} draws + {info['refined']} refined (seed {info['seed']}, "
-            f"`fedtheory bound {Path(res.spec.path).name if res.spec.path else 'SPEC'}`'s "
-            f"default budget), {len(res.instances)} instances")  # fmt: skip
+    return (
+        f"search: {info['draws']} draws + {info['refined']} refined (seed {info['seed']}, "
+        f"`fedtheory bound {Path(res.spec.path).name if res.spec.path else 'SPEC'}`'s "
+        f"default budget), {len(res.instances)} instances"
+    )
 
 
 def c5_floor(ctx: Context):
@@ -199,8 +217,11 @@ def c5_floor(ctx: Context):
     imp = cls.implied
     v = None if imp is None else imp["value"]
     cs = [e.c for e in cls.instances if e.c is not None and e.condition_met and e.defined]
-    spread = (f"per-instance c_i from {fmt(min(cs), 3)} to {fmt(max(cs), 3)}" if cs
-              else "no instance evaluated")  # fmt: skip
+    spread = (
+        f"per-instance c_i from {fmt(min(cs), 3)} to {fmt(max(cs), 3)}"
+        if cs
+        else "no instance evaluated"
+    )
     return measurement(
         f"smallest c bounding every instance: {fmt(v if v is not None else math.nan, 4)} "
         f"({imp['argmax'].label if imp and imp['argmax'] else '-'}); {spread}; {_searched(cls)}",
@@ -212,6 +233,11 @@ def c5_floor(ctx: Context):
         "with a finite floor, so no outcome could contradict Theorem 3",
         effect=Effect.exact(v if v is not None else math.nan, "implied constant c"),
         test=EXACT_TEST + " (exact stationary second moments; implied constant by root finding)",
-        evidence={"implied_constant": v, "shape": shipped.bound, "c_i": cs,
-                  "search": cls.search, "class_spec": shipped.to_dict()},
-    )  # fmt: skip
+        evidence={
+            "implied_constant": v,
+            "shape": shipped.bound,
+            "c_i": cs,
+            "search": cls.search,
+            "class_spec": shipped.to_dict(),
+        },
+    )
