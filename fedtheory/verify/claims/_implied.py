@@ -74,9 +74,15 @@ def both_classes(name: str, ctx: Context) -> tuple[str, dict]:
     the optional extra ``pep`` the general part is the one line naming it."""
     spec = load_spec(paper_bounds()[name])
     quad = check(spec, search=None, seed=ctx.seed, workers=SEARCH_WORKERS)
-    evidence: dict = {"file": name, "spec": spec.to_dict(), "quadratic": {
-        "implied_constant": _value(quad), "search": quad.search,
-        "argmax": _argmax(quad)}}  # fmt: skip
+    evidence: dict = {
+        "file": name,
+        "spec": spec.to_dict(),
+        "quadratic": {
+            "implied_constant": _value(quad),
+            "search": quad.search,
+            "argmax": _argmax(quad),
+        },
+    }
     worst = ""
     try:
         gen = check_general(spec)
@@ -84,23 +90,31 @@ def both_classes(name: str, ctx: Context) -> tuple[str, dict]:
         general = f"general smooth strongly convex c: not computed ({exc})"
         evidence["general"] = {"not_run": str(exc)}
     else:
-        general = (f"general smooth strongly convex c = {fmt(_value(gen), 3)} (performance "
-                   f"estimation, {_solvers(gen)})")  # fmt: skip
+        general = (
+            f"general smooth strongly convex c = {fmt(_value(gen), 3)} (performance "
+            f"estimation, {_solvers(gen)})"
+        )
         ratios = [r["ratio"] for r in ClassCheck("both", quad, gen).by_setting()]
         if ratios:
             lo, hi = fmt(min(ratios), 6), fmt(max(ratios), 6)
-            worst = (f"; the worst {'factor' if spec.is_rate else 'floor'} over the general "
-                     f"class / the worst quadratic found, per setting: "
-                     f"{lo if lo == hi else f'{lo} to {hi}'}")  # fmt: skip
-        evidence["general"] = {"implied_constant": _value(gen), "argmax": _argmax(gen),
-                               "settings": [{**e.sizes, "worst": e.exact, "c": e.c}
-                                            for e in gen.instances],
-                               "solvers": [c.solver for c in gen.cases],
-                               "cpu_seconds": sum(c.seconds for c in gen.cases)}  # fmt: skip
-    text = (f"on both classes, `fedtheory bound {name} --class both` ({_setting(spec)}): "
-            f"quadratic c = {fmt(_value(quad), 4)} ({quad.search['draws']} draws + "
-            f"{quad.search['refined']} refined), {general}, each at its class's constants (a "
-            f"quadratic's own L, mu, mu_f; the general class's L_f = L, mu_f = mu){worst}")  # fmt: skip
+            worst = (
+                f"; the worst {'factor' if spec.is_rate else 'floor'} over the general "
+                f"class / the worst quadratic found, per setting: "
+                f"{lo if lo == hi else f'{lo} to {hi}'}"
+            )
+        evidence["general"] = {
+            "implied_constant": _value(gen),
+            "argmax": _argmax(gen),
+            "settings": [{**e.sizes, "worst": e.exact, "c": e.c} for e in gen.instances],
+            "solvers": [c.solver for c in gen.cases],
+            "cpu_seconds": sum(c.seconds for c in gen.cases),
+        }
+    text = (
+        f"on both classes, `fedtheory bound {name} --class both` ({_setting(spec)}): "
+        f"quadratic c = {fmt(_value(quad), 4)} ({quad.search['draws']} draws + "
+        f"{quad.search['refined']} refined), {general}, each at its class's constants (a "
+        f"quadratic's own L, mu, mu_f; the general class's L_f = L, mu_f = mu){worst}"
+    )
     return text, evidence
 
 
@@ -116,9 +130,11 @@ def _argmax(res: BoundCheck | GeneralCheck) -> str | None:
 
 def _setting(spec) -> str:
     """The reduced setting in words, read from the spec."""
-    parts = [f"{spec.participation} participation",
-             "N = " + ", ".join(map(str, spec.clients)),
-             "K = " + ", ".join(map(str, spec.local_steps))]  # fmt: skip
+    parts = [
+        f"{spec.participation} participation",
+        "N = " + ", ".join(map(str, spec.clients)),
+        "K = " + ", ".join(map(str, spec.local_steps)),
+    ]
     zeta2 = spec.instance_class.zeta2
     if zeta2 is not None:
         parts.append(f"zeta2 = {fmt(zeta2)}" + (" (a common minimizer)" if zeta2 == 0 else ""))
@@ -144,10 +160,14 @@ def _solvers(gen: GeneralCheck) -> str:
             diff = max(diff, abs(other["value"] - sol["value"]) / abs(sol["value"]))
             scs.add(other["status"])
     name = gen.cases[0].solver["name"].capitalize() if gen.cases else "-"
-    said = ", ".join(f"{k} {v} of {len(gen.cases)}" if len(status) > 1 else k
-                     for k, v in status.items())  # fmt: skip
-    cross = (f"SCS cross-check {', '.join(sorted(scs))}, largest relative difference "
-             f"{fmt(diff, 2)}" if scs else "no SCS cross-check")  # fmt: skip
+    said = ", ".join(
+        f"{k} {v} of {len(gen.cases)}" if len(status) > 1 else k for k, v in status.items()
+    )
+    cross = (
+        f"SCS cross-check {', '.join(sorted(scs))}, largest relative difference {fmt(diff, 2)}"
+        if scs
+        else "no SCS cross-check"
+    )
     if scs and not scs & set(OPTIMAL):
         cross += " (SCS stopped short of optimal everywhere)"
     return f"{name} {said}, {cross}"
@@ -159,9 +179,16 @@ def _figure4(regime: str, full: bool) -> dict | None:
     name, m, lr = REGIMES[regime]
     if name != "full" and not full:
         return None
-    spec = {"algorithm": "focus", "participation": name, "local_steps": 3, "lr": lr,
-            "quantity": "mean_square_rate", "bound": RATE_SHAPES[2], "constant": "c",
-            "problem": "figure4"}  # fmt: skip
+    spec = {
+        "algorithm": "focus",
+        "participation": name,
+        "local_steps": 3,
+        "lr": lr,
+        "quantity": "mean_square_rate",
+        "bound": RATE_SHAPES[2],
+        "constant": "c",
+        "problem": "figure4",
+    }
     if m is not None:
         spec["clients_per_round"] = m
     return spec
@@ -203,10 +230,14 @@ def c1_rate(ctx: Context):
     table = {}
     for shape in RATE_SHAPES:
         imp = implied_over({**shipped.to_dict(), "bound": shape}, evals)
-        f4 = implied_over({**shipped.to_dict(), "bound": shape},
-                          [e for e in evals if e.label == "figure4"])  # fmt: skip
-        table[shape] = {"class_and_figure4": imp["value"], "figure4": f4["value"],
-                        "argmax": imp["argmax"].label if imp["argmax"] else None}  # fmt: skip
+        f4 = implied_over(
+            {**shipped.to_dict(), "bound": shape}, [e for e in evals if e.label == "figure4"]
+        )
+        table[shape] = {
+            "class_and_figure4": imp["value"],
+            "figure4": f4["value"],
+            "argmax": imp["argmax"].label if imp["argmax"] else None,
+        }
     low = min((v["class_and_figure4"] or 0.0) for v in table.values())
     both, both_evidence = both_classes(BOTH_CLASSES["C1/rate"], ctx)
     text = "; ".join(
@@ -232,7 +263,7 @@ def c1_rate(ctx: Context):
             "class_spec": shipped.to_dict(),
             "search": cls.search,
             "both_classes": both_evidence,
-        },  # fmt: skip
+        },
     )
 
 
@@ -259,8 +290,13 @@ def f2_floor(ctx: Context):
     evals = list(cls.instances)
     f4 = {}
     for regime, (name, m, lr) in REGIMES.items():
-        spec = {**shipped.to_dict(), "participation": name, "local_steps": 3, "lr": lr,
-                "problem": "figure4"}  # fmt: skip
+        spec = {
+            **shipped.to_dict(),
+            "participation": name,
+            "local_steps": 3,
+            "lr": lr,
+            "problem": "figure4",
+        }
         spec.pop("class")
         spec.pop("clients")
         spec["clients_per_round"] = m
@@ -294,16 +330,18 @@ def f2_floor(ctx: Context):
             "shape": shipped.bound,
             "search": cls.search,
             "both_classes": both_evidence,
-        },  # fmt: skip
+        },
     )
 
 
 def _searched(res) -> str:
     """How a class was searched: draws, refinement evaluations, the seed and the instances."""
     info = res.search
-    return (f"search: {info['draws']} draws + {info['refined']} refined (seed {info['seed']}, "
-            f"`fedtheory bound {Path(res.spec.path).name if res.spec.path else 'SPEC'}`'s "
-            f"default budget), {len(res.instances)} instances")  # fmt: skip
+    return (
+        f"search: {info['draws']} draws + {info['refined']} refined (seed {info['seed']}, "
+        f"`fedtheory bound {Path(res.spec.path).name if res.spec.path else 'SPEC'}`'s "
+        f"default budget), {len(res.instances)} instances"
+    )
 
 
 def c5_floor(ctx: Context):
@@ -326,13 +364,19 @@ def c5_floor(ctx: Context):
     shipped = load_spec(paper_bounds()["sg-focus-thm3-floor"])
     cls = check(shipped, search=None, seed=ctx.seed, workers=SEARCH_WORKERS)
     general = check_general(shipped, refuse_unsolved=False)
-    why = (f"not checked ({general.unsolved()})" if not general.instances
-           else f"c = {fmt(_value(general), 4)}")  # fmt: skip
+    why = (
+        f"not checked ({general.unsolved()})"
+        if not general.instances
+        else f"c = {fmt(_value(general), 4)}"
+    )
     imp = cls.implied
     v = None if imp is None else imp["value"]
     cs = [e.c for e in cls.instances if e.c is not None and e.condition_met and e.defined]
-    spread = (f"per-instance c_i from {fmt(min(cs), 3)} to {fmt(max(cs), 3)}" if cs
-              else "no instance evaluated")  # fmt: skip
+    spread = (
+        f"per-instance c_i from {fmt(min(cs), 3)} to {fmt(max(cs), 3)}"
+        if cs
+        else "no instance evaluated"
+    )
     return measurement(
         f"smallest c bounding every instance: {fmt(v if v is not None else math.nan, 4)} "
         f"({imp['argmax'].label if imp and imp['argmax'] else '-'}); {spread}; {_searched(cls)}; "
@@ -345,7 +389,12 @@ def c5_floor(ctx: Context):
         "with a finite floor, so no outcome could contradict Theorem 3",
         effect=Effect.exact(v if v is not None else math.nan, "implied constant c"),
         test=EXACT_TEST + " (exact stationary second moments; implied constant by root finding)",
-        evidence={"implied_constant": v, "shape": shipped.bound, "c_i": cs,
-                  "search": cls.search, "class_spec": shipped.to_dict(),
-                  "general_class": why},
-    )  # fmt: skip
+        evidence={
+            "implied_constant": v,
+            "shape": shipped.bound,
+            "c_i": cs,
+            "search": cls.search,
+            "class_spec": shipped.to_dict(),
+            "general_class": why,
+        },
+    )

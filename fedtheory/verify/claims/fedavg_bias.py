@@ -58,10 +58,11 @@ def _side_by_side(prob, model, runs, local_steps: int, smaller=()) -> tuple[str,
         )
     ev = {
         "exact_mean_square_floor": dict(zip(map(str, [*etas, *smaller]), exact, strict=True)),
-        "measured_mean_square_floor": {str(e): m.to_dict() for e, m in zip(etas, measured,
-                                                                            strict=True)},
+        "measured_mean_square_floor": {
+            str(e): m.to_dict() for e, m in zip(etas, measured, strict=True)
+        },
         "exact_method": "fedtheory.analysis.exact.exact_rates(...).stationary_mse_relative",
-    }  # fmt: skip
+    }
     return text, ev
 
 
@@ -201,8 +202,14 @@ def f3(ctx: Context):
     exact_text, exact_ev = _side_by_side(prob, uniform, runs, 1, smaller=(1e-3, 1e-4))
     floors = np.stack([f for _, _, f in rows], axis=1)  # (seeds, etas)
     pw = fit_power_law(np.array(etas), floors)
-    expo = Effect(pw.exponent, pw.ci_low, pw.ci_high, "exponent of the floor in eta",
-                  pw.confidence, int(floors.shape[0]))  # fmt: skip
+    expo = Effect(
+        pw.exponent,
+        pw.ci_low,
+        pw.ci_high,
+        "exponent of the floor in eta",
+        pw.confidence,
+        int(floors.shape[0]),
+    )
     uni = judge_effect(
         expo,
         "floor "
