@@ -39,16 +39,19 @@ from typing import Any
 import numpy as np
 
 from fedtheory.analysis.pep import (
+    MAX_CONSTRAINTS,
+    MAX_GRAM,
     WorstCase,
     rate_estimate,
     worst_after_rounds,
     worst_floor,
 )
 from fedtheory.analysis.pep.program import PepSizeError
+from fedtheory.analysis.pep.worst import MAX_PATHS
 from fedtheory.bounds.check import Evaluation, scored, verdict
 from fedtheory.bounds.instances import participation_model
 from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, NotInterpolableError
 from fedtheory.problems.interpolated import write_interpolation_file
 
 #: The general class's name in specs, flags and JSON.
@@ -182,8 +185,7 @@ class GeneralCheck:
             f" ({len(self.skipped)} setting(s) not solved: see skipped)" if (self.skipped) else ""
         )
         if not self.instances:
-            why = self.skipped[0]["reason"] if self.skipped else "no setting"
-            return f"Not checked over smooth strongly convex clients: {why}."
+            return f"Not checked over smooth strongly convex clients: {self.unsolved()}."
         if self.implied is not None and spec.constant_value is None:
             v = self.implied["value"]
             if self.violated or v is None or not math.isfinite(v):
@@ -211,13 +213,17 @@ class GeneralCheck:
                 f"(the class lacks {self.lacks}), stated {w.stated:.6g}{skip}."
             )
         if self.violated:
-            where = self.files.get("worst", {}).get("path")
+            file = self.files.get("worst", {})
+            where = (
+                f", saved as {file['path']}"
+                if file.get("path")
+                else f" (no file: {file['reason']})"
+                if file.get("reason")
+                else ""
+            )
             return (
                 f"Violated over smooth strongly convex clients: worst {w.exact:.6g} > stated "
-                f"{w.stated:.6g} (ratio {w.ratio:.6g}) at {w.label}"
-                + (f", saved as {where}" if where else "")
-                + skip
-                + "."
+                f"{w.stated:.6g} (ratio {w.ratio:.6g}) at {w.label}{where}{skip}."
             )
         return (
             f"Holds on the class searched (smooth strongly convex clients, {met} of {n} "
@@ -225,7 +231,58 @@ class GeneralCheck:
             f"stated {w.stated:.6g}){skip}."
         )
 
+    def unsolved(self) -> str:
+        """Why no setting was solved, in one line: one refusal shared by every setting as it
+        is, size caps summarized (the participation paths and Gram sizes they would need,
+        against the caps), else the first refusal and how many more there are."""
+        if not self.skipped:
+            return "no setting"
+        reasons = list(dict.fromkeys(s["reason"] for s in self.skipped))
+        if len(reasons) == 1:
+            return reasons[0]
+        sized = [s for s in self.skipped if s.get("gram") is not None or s.get("paths")]
+        if len(sized) < len(self.skipped):
+            return f"{reasons[0]} ({len(reasons) - 1} other reason(s): see skipped)"
+        spec = self.spec
+        R = spec.rounds or RATE_ROUNDS
+        what = {
+            "mean_square_rate": f"the rate estimate W({R})/W({R - 1})",
+            "stationary_mse": "the floor",
+        }.get(spec.quantity, f"the worst case after {R} rounds")
+        need = []
+        sampled = [s for s in sized if s.get("paths") and s["paths"] > 1 and s.get("draws")]
+        if sampled:
+            lo = min(sampled, key=lambda s: s["paths"])
+            hi = max(sampled, key=lambda s: s["paths"])
+            span = (
+                f"{lo['draws']}^{lo['rounds']}"
+                if lo is hi
+                else f"{lo['draws']}^{lo['rounds']} to {hi['draws']}^{hi['rounds']}"
+            )
+            need.append(f"{span} participation paths")
+        grams = [s for s in sized if s.get("gram") is not None]
+        if grams:
+            lo = min(grams, key=lambda s: s["gram"])
+            hi = max(grams, key=lambda s: s["gram"])
+            about = "about " if hi["estimated"] else ""
+            span = (
+                f"{about}{hi['gram']}"
+                if lo is hi
+                else f"{'about ' if lo['estimated'] else ''}{lo['gram']} to {about}{hi['gram']}"
+            )
+            need.append(f"a Gram of {span}")
+        return (
+            f"{what} of each of the {len(sized)} settings is past the size cap that "
+            f"solves in seconds (a Gram of {MAX_GRAM}, {MAX_CONSTRAINTS} constraints, "
+            f"{MAX_PATHS} participation paths): they need {' or '.join(need)}; reduce the "
+            "rounds R, the local steps K, the clients N or M"
+        )
+
     def table(self) -> str:
+        """Per setting solved: stated, worst, ratio, sizes, CPU seconds, solver; the settings
+        not solved beside them (empty when none was solved: :meth:`sentence` says why)."""
+        if not self.instances:
+            return ""
         rows = [
             f"{'setting':22s} {'stated':>14s} {'worst':>14s} {'ratio':>10s} {'gram':>5s} "
             f"{'cons':>5s} {'cpu s':>7s} solver"
@@ -303,10 +360,11 @@ def _check_spec(spec: BoundSpec) -> None:
         raise AssumptionError("the general class has no gossip graph: the bound may not use rho")
     if spec.quantity == "stationary_mse" and spec.participation != "full":
         raise AssumptionError(
-            "over smooth strongly convex clients the floor is computed for full participation "
-            "only: a randomly sampled round has no fixed point (E||x_r - x*||^2 tends to its "
-            "mean over a stationary distribution of the iterates); bound mse_after_rounds "
-            "after R rounds instead"
+            f"the floor of a randomly sampled round ({spec.participation} participation) is "
+            "not a fixed point: E||x_r - x*||^2 tends to its mean over a stationary "
+            "distribution of the iterates, which performance estimation does not reach; the "
+            "general class computes the floor under full participation, or bound "
+            "mse_after_rounds after R rounds instead"
         )
     if spec.participation == "weighted" and spec.p is None:
         raise AssumptionError(
@@ -442,7 +500,7 @@ def check_general(
         except (PepSizeError, AssumptionError) as exc:
             if refusal is None:
                 refusal = exc
-            skipped.append({"label": label, "reason": str(exc)})
+            skipped.append({"label": label, "reason": str(exc), **_sizes_of(exc)})
             continue
         ev = _evaluation(spec, case, consts, eta, N, K, M, label)
         evals.append(ev)
@@ -451,6 +509,20 @@ def check_general(
     if not evals and refusal is not None and refuse_unsolved:
         raise type(refusal)(str(refusal)) from None
     return _finish(spec, evals, cases, case_of, skipped, tol, out_dir, name, t0)
+
+
+def _sizes_of(exc: Exception) -> dict:
+    """What a size refusal measured (:class:`PepSizeError`'s attributes; empty otherwise)."""
+    if not isinstance(exc, PepSizeError):
+        return {}
+    return {
+        "gram": exc.gram,
+        "constraints": exc.constraints,
+        "estimated": exc.estimated,
+        "paths": exc.paths,
+        "draws": exc.draws,
+        "rounds": exc.rounds,
+    }
 
 
 def _evaluation(
@@ -475,12 +547,10 @@ def _finish(spec, evals, cases, case_of, skipped, tol, out_dir, name, t0) -> Gen
         stem = name or (Path(spec.path).stem if spec.path else "bound")
         out = Path(out_dir)
         if violated and worst is not None and math.isfinite(worst.exact):
-            files["worst"] = write_counterexample(
-                spec, worst, out / f"{stem}-general-counterexample.npz"
-            )
+            files["worst"] = _written(spec, worst, out / f"{stem}-general-counterexample.npz")
         arg = None if implied is None else implied.get("argmax")
         if arg is not None and math.isfinite(arg.exact):
-            files["implied"] = write_counterexample(spec, arg, out / f"{stem}-general-implied.npz")
+            files["implied"] = _written(spec, arg, out / f"{stem}-general-implied.npz")
     res = GeneralCheck(
         spec,
         bool(violated),
@@ -510,6 +580,17 @@ def _run_metadata(spec: BoundSpec) -> dict:
     if spec.options:
         meta["options"] = shlex.join(spec.option_values())
     return meta
+
+
+def _written(spec: BoundSpec, e: Evaluation, path: Path) -> dict:
+    """:func:`write_counterexample`, or ``path`` None and the ``reason`` when the tightened
+    worst case still misses an interpolation inequality in float64 (nothing is written: the
+    solver's accuracy exceeds the margins the tightening buys, as on a floor of 1e-5 beside
+    gradients of norm 1); the check's values and verdict stand, only the file is missing."""
+    try:
+        return write_counterexample(spec, e, path)
+    except NotInterpolableError as exc:
+        return {"path": None, "reason": str(exc)}
 
 
 def write_counterexample(spec: BoundSpec, e: Evaluation, path: Path) -> dict:

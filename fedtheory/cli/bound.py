@@ -129,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
         if r is not None:
             if res.functions == "both":
                 print(f"-- {label}", file=out)
-            print(r.table(), file=out)
+            table = r.table()
+            if table:
+                print(table, file=out)
             print(r.sentence(), file=out)
     if res.functions == "both" and res.by_setting():
         row = max(res.by_setting(), key=lambda r: r["general"])

@@ -65,7 +65,34 @@ UNBOUNDED = ("unbounded", "unbounded_inaccurate")
 
 class PepSizeError(FedTheoryError):
     """The performance-estimation program is larger than the cap; the message names its sizes
-    and what to reduce."""
+    and what to reduce.
+
+    Attributes
+    ----------
+    gram, constraints : int or None
+        The program's sizes (None when the refusal counted participation paths instead).
+    estimated : bool
+        The sizes are the estimate made before tracing (``about``), not the traced program's.
+    paths : int or None
+        Participation paths over the rounds, k^R (None when the refusal is about sizes).
+    draws, rounds : int or None
+        k, the participation draws per round, and R (with ``paths``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        gram: int | None = None,
+        constraints: int | None = None,
+        estimated: bool = False,
+        paths: int | None = None,
+        draws: int | None = None,
+        rounds: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.gram, self.constraints, self.estimated = gram, constraints, estimated
+        self.paths, self.draws, self.rounds = paths, draws, rounds
 
 
 @dataclass(frozen=True)
@@ -137,7 +164,9 @@ def check_size(
         raise PepSizeError(
             f"{what}: the performance-estimation program would have a Gram matrix of "
             f"{size.gram} and {size.constraints} constraints, past the cap ({g}, {c}) that "
-            f"solves in seconds here; reduce {reduce}"
+            f"solves in seconds here; reduce {reduce}",
+            gram=size.gram,
+            constraints=size.constraints,
         )
 
 

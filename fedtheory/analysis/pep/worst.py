@@ -202,7 +202,7 @@ def built(
 
 def paths_of(participation: Any, n_clients: int, rule: str, rounds: int) -> Paths:
     """The enumerated participation paths of ``rounds`` rounds, refused before any work past
-    :data:`MAX_PATHS` (naming their number and what to reduce)."""
+    :data:`MAX_PATHS` (a :class:`PepSizeError` naming their number and what to reduce)."""
     model = make_participation("full", n_clients) if participation is None else participation
     if int(model.n_clients) != int(n_clients):
         raise AssumptionError(
@@ -211,10 +211,13 @@ def paths_of(participation: Any, n_clients: int, rule: str, rounds: int) -> Path
     sup = model.support()
     k = None if sup is None else int((np.asarray(sup[1]) > 0).sum())
     if k is not None and k**rounds > MAX_PATHS:
-        raise AssumptionError(
+        raise PepSizeError(
             f"{k} participation draws per round give {k}^{rounds} = {k**rounds} paths over "
             f"{rounds} rounds, past {MAX_PATHS}: reduce the rounds R, the clients N or "
-            "M (C(N, M) subsets per round)"
+            "M (C(N, M) subsets per round)",
+            paths=k**rounds,
+            draws=k,
+            rounds=rounds,
         )
     return participation_paths(model, rule, rounds)
 
@@ -253,7 +256,13 @@ def _precheck(
         raise PepSizeError(
             f"{what}: the performance-estimation program would have a Gram matrix of about "
             f"{est.gram} and about {est.constraints} constraints ({paths.n_paths} participation "
-            f"path(s)), far past the cap that solves in seconds here; reduce {reduce}"
+            f"path(s)), far past the cap that solves in seconds here; reduce {reduce}",
+            gram=est.gram,
+            constraints=est.constraints,
+            estimated=True,
+            paths=paths.n_paths,
+            draws=round(paths.n_paths ** (1.0 / paths.rounds)) if paths.rounds else None,
+            rounds=paths.rounds,
         )
 
 

@@ -120,7 +120,11 @@ def f2(ctx: Context):
     gap, read as an equivalence test (two one-sided tests).
 
     ``F2/floor``: the constant our three-term shape of Theorem 2's floor implies, a measurement
-    without a verdict (:func:`fedtheory.verify.claims._implied.f2_floor`).
+    without a verdict (:func:`fedtheory.verify.claims._implied.f2_floor`). Beside it, the
+    constant each class implies on ``fedavg-thm2-floor-full.toml`` (full participation, N in
+    {2, 3, 4}, K in {2, 3}): over quadratic clients (the search) and over every smooth strongly
+    convex client (performance estimation, the optional extra ``pep``; without it the row says
+    so), with the general worst floor over the quadratic worst found, per setting.
     """
     prob = _problem()
     model = make_participation("weighted", N, 3, p=figure4_probabilities(N))

@@ -173,7 +173,11 @@ def c1(ctx: Context):
     without a verdict (:func:`fedtheory.verify.claims._implied.c1_rate`). Shown next to the
     measurement, not judged: the exact rates of FOCUS's random affine round on this problem
     (:func:`fedtheory.experiments.figure4.exact_figure4`): the mean rate, and the mean-square
-    rate in the thorough tier (about a minute each) or under full participation (free).
+    rate in the thorough tier (about a minute each) or under full participation (free). Beside
+    them, the constant each class implies on ``focus-thm1-rate-full.toml`` (full participation,
+    N = 2, K = 3, a common minimizer): over quadratic clients (exact rates) and over every
+    smooth strongly convex client (the factor estimate W(4)/W(3) by performance estimation),
+    with their worst factors' ratio.
     """
     rounds, seeds = _c1_sizes(ctx)
     fig_path = ctx.figure_path("C1")
@@ -635,7 +639,8 @@ def c5(ctx: Context):
 
     ``C5/floor``: the constant our shape of Theorem 3's floor, c eta K sigma^2 / mu_f, implies
     over the class of ``sg-focus-thm3-floor.toml``, a measurement without a verdict
-    (:func:`fedtheory.verify.claims._implied.c5_floor`).
+    (:func:`fedtheory.verify.claims._implied.c5_floor`); the row says why the general class does
+    not check it (its gradients are exact: no noise floor).
     """
     seeds, rounds = ctx.pick(8, 30), ctx.pick(800, 1500)
     etas, sigmas = (0.005, 0.01, 0.02), (0.03, 0.1, 0.3)
