@@ -3,7 +3,7 @@
 A bound file names an algorithm and its setting, the quantity bounded, the bound as a sympy
 expression of named constants (:data:`~fedtheory.bounds.constants.CONSTANTS`), the theorem's
 step-size condition, and optionally a free constant (``c`` of an O(.) shape). The minimal
-file (issue 21)::
+file::
 
     algorithm = "fedavg"
     participation = "full"
@@ -46,6 +46,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
 from typing import Any, NamedTuple
 
+import numpy as np
 import sympy
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
@@ -54,6 +55,10 @@ from fedtheory.analysis.exact import check_affine
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
 from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
 from fedtheory.io import check_input_file
+from fedtheory.participation import model_names
+from fedtheory.simulation.settings import SETTINGS, defaults
+
+_D = defaults()
 
 #: The quantities a bound may be about, and what each is.
 QUANTITIES: dict[str, str] = {
@@ -95,8 +100,9 @@ FUNCTIONS: dict[str, Any] = {
     "pi": sympy.pi,
 }
 
-#: Participation models a bound may name (those with an exact law in the oracle).
-PARTICIPATION = ("full", "uniform", "weighted", "bernoulli")
+#: Participation models a bound may name: those whose law the exact oracle knows (the
+#: registry's ``exact_law``).
+PARTICIPATION = tuple(model_names(exact_law=True))
 
 #: Default violation tolerance, relative to the stated value (docs/bounds.md, "Tolerance").
 TOLERANCE = 1e-6
@@ -109,20 +115,90 @@ class SpecKey(NamedTuple):
     example: Any = None
 
 
+#: The keys of a bound spec that are run settings: their meaning, range and help are
+#: :data:`~fedtheory.simulation.settings.SETTINGS`'s (``p`` is ``probabilities``, given inline
+#: as a list; ``clients``, ``clients_per_round`` and ``local_steps`` may be lists for a search
+#: to draw from; ``lr`` may be an expression of the constants).
+RUN_KEYS = (
+    "algorithm",
+    "participation",
+    "clients",
+    "clients_per_round",
+    "p",
+    "local_steps",
+    "lr",
+    "aggregation",
+    "empty",
+    "replace",
+    "markov_a",
+    "markov_b",
+    "start",
+    "global_lr",
+    "prox_mu",
+    "noise",
+    "problem",
+    "problem_file",
+    "topology",
+    "seeds",
+    "rounds",
+    "options",
+)
+#: The table name of a run key spelled otherwise in a bound spec.
+SPELLED = {"p": "probabilities"}
+#: Its own keys: the bound, where it is stated and how it is checked (docs/bounds.md).
+BOUND_KEYS = (
+    "title",
+    "source",
+    "stated",
+    "quantity",
+    "bound",
+    "condition",
+    "constant",
+    "constant_value",
+    "epsilon",
+    "tolerance",
+    "class",
+)
+_TOP_KEYS = (*BOUND_KEYS[:3], *RUN_KEYS, *BOUND_KEYS[3:])
+
+#: What a run key is in a bound spec beyond its setting's help (lists a search draws from,
+#: expressions of the constants), and a value to show in the template.
+_RUN_NOTES: dict[str, tuple[str, Any]] = {
+    "algorithm": ("an affine one (fedtheory rate --help lists them); your own 'FILE.py:NAME' is "
+                  "relative to the spec", "fedavg"),
+    "participation": (f"the models with an exact law: {', '.join(PARTICIPATION)}", "full"),
+    "clients": ("or a list the class search draws from (needed with [class])", 4),
+    "clients_per_round": ("or a list", 2),
+    "p": ("inline, a list", [0.5, 0.5, 0.9, 0.2]),
+    "local_steps": ("or a list the search draws from", 1),
+    "lr": ("a number or an expression of the constants (not eta)", "1/L_f"),
+    "problem": ("one named instance to check the bound on", "quadratic"),
+    "problem_file": ("one named instance to check the bound on", "counterexample.npz"),
+    "topology": ("gives the constant rho", "ring"),
+    "seeds": ("simulations on the named instance (the flag --seeds 0: none)", 32),
+    "rounds": ("simulation rounds on the named instance and the horizon of rounds_to's exact "
+               "transient (default: from the exact rate)", 500),
+    "options": ("an [options] table (server_momentum = 0.9)", None),
+}  # fmt: skip
+
+
+def _run_key(key: str) -> SpecKey:
+    note, example = _RUN_NOTES.get(key, ("", None))
+    meaning = SETTINGS[SPELLED.get(key, key)].help
+    if example is None and key != "options":
+        example = SETTINGS[SPELLED.get(key, key)].default
+    return SpecKey(f"{meaning}; {note}" if note else meaning, example)
+
+
 #: Every key of a bound spec, what it is and an example value: the one table that
 #: ``fedtheory bound --help``, the template (:func:`template`) and the spec's refusal of
-#: unknown keys read (defaults come from :class:`BoundSpec`'s fields).
-KEYS: dict[str, SpecKey] = {
-    "algorithm": SpecKey("an affine algorithm (fedtheory rate --help lists them), or your own "
-                         "'FILE.py:NAME' (relative to the spec) or 'module:NAME'", "fedavg"),
-    "participation": SpecKey(f"who takes part in a round: {', '.join(PARTICIPATION)}", "full"),
-    "clients": SpecKey("N, or a list the class search draws from (needed with [class])", 4),
-    "clients_per_round": SpecKey("M, or a list (uniform and weighted participation)", 2),
-    "p": SpecKey("fixed probabilities: Bernoulli p_i, or weighted sampling's draw weights",
-                 [0.5, 0.5, 0.9, 0.2]),
-    "local_steps": SpecKey("K, or a list the search draws from", 1),
-    "lr": SpecKey("the step size: a number or an expression of the constants (not eta)",
-                  "1/L_f"),
+#: unknown keys read (defaults come from :class:`BoundSpec`'s fields). A run key's meaning is
+#: its setting's help (:data:`~fedtheory.simulation.settings.SETTINGS`), with what a bound spec
+#: adds to it.
+_BOUND_SPEC_KEYS: dict[str, SpecKey] = {
+    "title": SpecKey("a title for the report", "my bound"),
+    "source": SpecKey("where the bound is stated (paper, theorem, line)", "paper, Theorem 1"),
+    "stated": SpecKey("what the paper states, in words", "linear convergence"),
     "quantity": SpecKey(f"what is bounded: {', '.join(QUANTITIES)}", "mean_square_rate"),
     "bound": SpecKey("the bound, an expression of the constants (^ is a power too)",
                      "(1 - eta*mu_f)**2"),
@@ -133,27 +209,12 @@ KEYS: dict[str, SpecKey] = {
     "constant_value": SpecKey("the paper's value of the free constant, where known", 1.0),
     "epsilon": SpecKey("the accuracy factor of rounds_to", 1e-6),
     "tolerance": SpecKey("the violation tolerance, relative to the stated value", TOLERANCE),
-    "aggregation": SpecKey("mean, weighted or unbiased aggregation of the participants",
-                           "mean"),
-    "empty": SpecKey("Bernoulli participation's policy for a round nobody joins", "redraw"),
-    "global_lr": SpecKey("the server step size", 1.0),
-    "prox_mu": SpecKey("FedProx's proximal weight", 0.1),
-    "noise": SpecKey("the gradient noise's standard deviation sigma", 0.1),
-    "problem": SpecKey("a built-in problem to check the bound on (one named instance)",
-                       "quadratic"),
-    "problem_file": SpecKey("an .npz problem file to check the bound on (one named instance)",
-                            "counterexample.npz"),
-    "topology": SpecKey("a gossip graph on the N clients: gives the constant rho", "ring"),
-    "seeds": SpecKey("simulation seeds on the named instance (the flag --seeds 0: none)", 32),
-    "rounds": SpecKey("simulation rounds on the named instance and the horizon of rounds_to's "
-                      "exact transient (default: from the exact rate)", 500),
-    "title": SpecKey("a title for the report", "my bound"),
-    "source": SpecKey("where the bound is stated (paper, theorem, line)", "paper, Theorem 1"),
-    "stated": SpecKey("what the paper states, in words", "linear convergence"),
     "class": SpecKey("[class] table: the clients the bound is checked on (the quadratic class "
                      "is searched; keys below)"),
-    "options": SpecKey("[options] table: the algorithm's own options (server_momentum = 0.9)"),
 }  # fmt: skip
+KEYS: dict[str, SpecKey] = {
+    k: _run_key(k) if k in RUN_KEYS else _BOUND_SPEC_KEYS[k] for k in _TOP_KEYS
+}
 #: The keys a spec must give.
 REQUIRED = ("algorithm", "lr", "quantity", "bound")
 #: The keys of the ``[class]`` table, what each is and an example value.
@@ -176,7 +237,6 @@ CLASS_KEYS: dict[str, SpecKey] = {
 }  # fmt: skip
 #: The keys ``[class]`` must give (and ``dim`` for quadratic clients).
 CLASS_REQUIRED = ("L", "mu")
-_TOP_KEYS = tuple(KEYS)
 _CLASS_KEYS = tuple(CLASS_KEYS)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FORBIDDEN = re.compile(r"__|[;\[\]{}'\"\\@:`$#!?]|\blambda\b|\.[A-Za-z_]")
@@ -250,6 +310,17 @@ def parse_expression(text: Any, allowed: tuple[str, ...], what: str) -> sympy.Ex
         raise AssumptionError(
             f"{what} {src!r} is not an expression sympy can read ({first})"
         ) from None
+
+
+def _setting(key: str, value: Any) -> Any:
+    """A run setting's value, checked against its declaration (its type: TOML's)."""
+    s = SETTINGS[key]
+    want = {"bool": bool, "str": str}.get(s.kind)
+    if want is not None and not isinstance(value, want):
+        raise AssumptionError(f"{key} must be a {s.kind}, got {value!r}")
+    if s.kind in ("float", "rate"):
+        value = _float(key, value)
+    return s.check(value)
 
 
 def _conditions(value: Any) -> tuple[str, ...]:
@@ -396,7 +467,11 @@ class BoundSpec:
     epsilon: float = 1e-6
     tolerance: float = TOLERANCE
     aggregation: str = "mean"
-    empty: str = "redraw"
+    empty: str = _D["empty"]
+    replace: bool = _D["replace"]
+    markov_a: float | None = _D["markov_a"]
+    markov_b: float | None = _D["markov_b"]
+    start: str = _D["start"]
     global_lr: float | None = None
     prox_mu: float | None = None
     noise: float = 0.0
@@ -454,6 +529,9 @@ class BoundSpec:
             if not isinstance(d["p"], list | tuple) or not d["p"]:
                 raise AssumptionError(f"p must be a list of probabilities, got {d['p']!r}")
             kw["p"] = tuple(_float("p", v, positive=True) for v in d["p"])
+        for key in ("replace", "markov_a", "markov_b", "start"):
+            if key in d:
+                kw[key] = _setting(key, d[key])
         kw["condition"] = _conditions(d.get("condition"))
         for key in ("constant_value", "global_lr", "prox_mu"):
             if key in d:
@@ -589,6 +667,14 @@ class BoundSpec:
         c = self.instance_class
         return 1.0 if c is None or c.D2 is None else c.D2
 
+    def option_values(self) -> list[str]:
+        """The algorithm's options as ``--option`` values NAME=VALUE (an array as
+        comma-separated numbers, as the flag reads it)."""
+        return [
+            f"{name}={','.join(map(repr, np.ravel(v).tolist())) if np.ndim(v) else v}"
+            for name, v in self.options.items()
+        ]
+
     @property
     def is_rate(self) -> bool:
         return self.quantity in RATE_QUANTITIES
@@ -600,6 +686,8 @@ class BoundSpec:
             v = getattr(self, f.name)
             if f.name in ("path", "algorithm_source") or v is None or v in ((), "", {}):
                 continue
+            if f.name in ("replace", "start") and v == SETTINGS[f.name].default:
+                continue  # model settings at their defaults: as a spec that leaves them out
             if f.name == "instance_class":
                 out["class"] = v.to_dict()
             elif f.name == "algorithm":
