@@ -19,24 +19,18 @@ Modules
 - :mod:`~fedtheory.bounds.spec`: the format, :class:`BoundSpec`, :func:`load_spec`.
 - :mod:`~fedtheory.bounds.constants`: :data:`CONSTANTS`, :func:`instance_constants`.
 - :mod:`~fedtheory.bounds.instances`: named instances, class draws, problem files.
-- :mod:`~fedtheory.bounds.check`: :func:`evaluate`, :func:`check`, :class:`BoundCheck`.
+- :mod:`~fedtheory.bounds.evaluate`: one instance: :func:`evaluate`, :class:`Evaluation`.
+- :mod:`~fedtheory.bounds.search`: the worst-case search over the instance class.
+- :mod:`~fedtheory.bounds.check`: :func:`check`, :class:`BoundCheck`, implied constants.
 """
 
 from pathlib import Path
 
-from fedtheory.bounds.check import (
-    DEFAULT_SEARCH,
-    BoundCheck,
-    Evaluation,
-    check,
-    evaluate,
-    exact_value,
-    implied_over,
-    measure,
-    ratio,
-)
+from fedtheory.bounds.check import BoundCheck, check, implied_over, measure
 from fedtheory.bounds.constants import CONSTANTS, instance_constants
+from fedtheory.bounds.evaluate import Evaluation, evaluate, exact_value, ratio
 from fedtheory.bounds.instances import Instance, named_instance
+from fedtheory.bounds.search import DEFAULT_SEARCH
 from fedtheory.bounds.spec import (
     QUANTITIES,
     RATE_QUANTITIES,

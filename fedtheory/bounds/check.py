@@ -1,251 +1,42 @@
 """Check a stated bound: on one instance, and by a worst-case search over an instance class.
 
-For every instance the step size eta is ``lr`` evaluated on the instance's constants
-(:func:`~fedtheory.bounds.constants.instance_constants`), the *stated* value is the bound
-evaluated there, the *exact* value comes from the exact oracle
-(:func:`fedtheory.analysis.exact.exact_rates`, :func:`~fedtheory.analysis.exact.exact_mse_curve`),
-and the *ratio* says how tight the bound is:
-
-* for a per-round factor (``mean_square_rate``, ``mean_rate``): log(stated) / log(exact), the
-  rounds the exact rate needs over the rounds the stated one promises (for a factor >= 1 the
-  plain quotient exact / stated);
-* otherwise exact / stated.
-
-A ratio above 1 means exact > stated. The bound is **violated** on an instance that satisfies
-the condition when exact > stated (1 + tolerance) (``tolerance`` 1e-6 by default; docs/bounds.md
-says why). With a free constant c, each instance gives the c_i at which the shape equals the
-exact value; the **implied constant** is the smallest c that bounds every instance found (sup of
-c_i when the shape grows with c) or the largest (inf of c_i when it shrinks with c, as in
-1 - c eta mu).
-
-The search (:func:`check` with ``search=n``) draws n random class instances (in worker
-processes: instance i depends only on (seed, i)), then refines the worst three by Nelder-Mead
-(:func:`scipy.optimize.minimize`) in random 6-dimensional subspaces of the instance parameters
-(client spectra, rotations, optima, participation weights), n / 4 evaluations in all.
+Each instance is evaluated by :func:`~fedtheory.bounds.evaluate.evaluate` (stated, exact,
+condition, ratio; the module docstring there says how). With a free constant c, the **implied
+constant** is the smallest c that bounds every instance found (sup of c_i when the shape grows
+with c) or the largest (inf of c_i when it shrinks with c, as in 1 - c eta mu). The search over
+the class is :mod:`fedtheory.bounds.search`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq, minimize
 
-from fedtheory.analysis.exact import exact_mse_curve, exact_rates
 from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
-from fedtheory.bounds.constants import instance_constants
-from fedtheory.bounds.instances import Draw, Instance, draw_instance, named_instance
+from fedtheory.bounds import search as _search
+from fedtheory.bounds.evaluate import (
+    MAX_ROUNDS,
+    Evaluation,
+    evaluate,
+    oracle_keywords,
+    ratio,
+    solve_constant,
+    violates,
+)
+from fedtheory.bounds.instances import Instance, named_instance
+from fedtheory.bounds.search import DEFAULT_SEARCH, REFINE_STARTS, random_search
 from fedtheory.bounds.spec import QUANTITIES, BoundSpec, load_spec
-from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.errors import AssumptionError
 from fedtheory.simulation import simulate
 from fedtheory.validation import available_cores, check_int, check_seed
 
-#: Random draws of the default search (``fedtheory bound --search``).
-DEFAULT_SEARCH = 200
-#: Largest horizon of the exact transient behind ``rounds_to``.
-MAX_ROUNDS = 20000
-_REFINE_STARTS = 3
-_SUBSPACE = 6
-_C_MAX = 1e300
-
-
-@dataclass
-class Evaluation:
-    """One instance checked: stated, exact, condition, ratio (see the module docstring).
-
-    Attributes
-    ----------
-    stated, exact : float
-        The bound and the exact value (inf: the exact quantity does not exist, e.g. a
-        divergent rate's floor, or epsilon never reached).
-    condition_met : bool
-    ratio : float
-    eta : float
-    c : float or None
-        With a free constant: the c at which the shape equals the exact value here.
-    objective : float
-        What the search maximizes (the ratio; with a free constant the oriented c).
-    sizes : dict
-        N, d, K, M.
-    label : str
-    constants : dict
-        Every constant of the instance.
-    defined : bool
-        False when the bound or the step size is not a real number here.
-    """
-
-    stated: float
-    exact: float
-    condition_met: bool
-    ratio: float
-    eta: float
-    c: float | None
-    objective: float
-    sizes: dict
-    label: str
-    constants: dict
-    defined: bool = True
-    exact_method: str = ""
-    direction: int = 0
-    instance: Instance | None = field(default=None, repr=False)
-    draw: Draw | None = field(default=None, repr=False)
-
-    def to_dict(self, *, full: bool = False) -> dict:
-        out = {"stated": self.stated, "exact": self.exact, "condition_met": self.condition_met,
-               "ratio": self.ratio, "eta": self.eta, **self.sizes, "label": self.label}  # fmt: skip
-        if self.c is not None:
-            out["c"] = self.c
-        if not self.defined:
-            out["defined"] = False
-        if full:
-            out["constants"] = self.constants
-            out["exact_method"] = self.exact_method
-        return out
-
-
-def ratio(stated: float, exact: float, is_rate: bool) -> float:
-    """How tight: > 1 means exact > stated (module docstring: rounds for a factor < 1)."""
-    if not (math.isfinite(stated) or math.isinf(stated)) or math.isnan(exact):
-        return math.nan
-    if exact == stated:
-        return 1.0
-    if is_rate and 0 < stated < 1:
-        if exact >= 1:
-            return math.inf
-        return 0.0 if exact <= 0 else math.log(stated) / math.log(exact)
-    if stated > 0:
-        return exact / stated
-    return math.inf if exact > stated else 0.0
-
-
-def violates(ev: Evaluation, tolerance: float) -> bool:
-    """exact > stated (1 + tolerance) on an instance that meets the condition."""
-    if not (ev.condition_met and ev.defined):
-        return False
-    return ev.exact > ev.stated + tolerance * abs(ev.stated)
-
-
-# -- exact values --------------------------------------------------------------------------------
-def _oracle_kw(spec: BoundSpec, inst: Instance, eta: float) -> dict:
-    kw: dict[str, Any] = {"lr": eta, "local_steps": inst.local_steps, "rule": spec.aggregation}
-    if spec.global_lr is not None:
-        kw["global_lr"] = spec.global_lr
-    if spec.prox_mu is not None:
-        kw["prox_mu"] = spec.prox_mu
-    return kw
-
-
-def exact_value(spec: BoundSpec, inst: Instance, eta: float, *, verify: bool = True,
-                tol: float = 1e-10) -> tuple[float, str]:  # fmt: skip
-    """The exact value of the spec's quantity on ``inst`` at step ``eta``, and how it was had."""
-    part = inst.participation(spec)
-    kw = _oracle_kw(spec, inst, eta)
-    q = spec.quantity
-    if q == "mean_rate":
-        r = exact_rates(inst.problem, spec.algorithm, part, mean_square="skip",
-                        stationary=False, verify=verify, **kw)  # fmt: skip
-        return r.mean_rate, r.methods["mean rate"]
-    r = exact_rates(inst.problem, spec.algorithm, part, stationary=q != "mean_square_rate",
-                    verify=verify, tol=tol, **kw)  # fmt: skip
-    if q == "mean_square_rate":
-        return r.mean_square_rate, r.methods["mean-square rate"]
-    if q == "stationary_mse":
-        if r.stationary_mse is None:
-            return math.inf, "no stationary mean-square error (mean-square rate >= 1)"
-        return r.stationary_mse, r.methods.get("stationary mse", "")
-    # rounds_to: the exact transient from the algorithm's initialization.
-    how = "first round of the exact transient E||x_r - x*||^2 below epsilon times its start"
-    rho = r.mean_square_rate
-    d0 = float(inst.problem.x_star @ inst.problem.x_star)
-    if not rho < 1 or (r.stationary_mse is not None and r.stationary_mse > spec.epsilon * d0):
-        return math.inf, how + " (never: no contraction, or a floor above the target)"
-    guess = math.log(spec.epsilon) / math.log(max(rho, 1e-300)) if rho > 0 else 1.0
-    horizon = int(min(MAX_ROUNDS, spec.rounds or max(50, math.ceil(4 * guess + 50))))
-    curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=horizon,
-                            verify=False, **kw)  # fmt: skip
-    hit = np.flatnonzero(curve <= spec.epsilon * curve[0])
-    if not hit.size:
-        return math.inf, how + f" (not within {horizon} rounds)"
-    return float(hit[0]), how
-
-
-# -- free constants ----------------------------------------------------------------------------
-def _solve_constant(spec: BoundSpec, consts: dict, exact: float) -> tuple[float, int]:
-    """(c_i, direction): the smallest c >= 0 at which the shape reaches ``exact``.
-
-    direction is +1 when the shape grows with c near 0 (valid for c >= c_i), -1 when it
-    shrinks (valid for c <= c_i: 1 - c eta mu), 0 when it does not depend on c. c is scanned
-    on 0 and a geometric grid 1e-12..1e16 (half decades) for the first sign change, then
-    bisected (Brent) to 4 ulp: a shape that is not monotone, such as (1 - c eta mu)^2, is
-    read up to its first crossing. c_i = inf: no c on the grid reaches ``exact`` (direction
-    +1: no c bounds the instance; -1: every c does); NaN: no c >= 0 does (direction -1)."""
-
-    def g(c: float) -> float:
-        return spec.stated_value(consts, c) - exact
-
-    grid = np.concatenate([[0.0], 10.0 ** np.arange(-12.0, 16.5, 0.5)])
-    vals = np.array([g(c) for c in grid])
-    if not math.isfinite(vals[0]):
-        return math.nan, 0
-    moved = np.flatnonzero(np.isfinite(vals) & (vals != vals[0]))
-    if not moved.size:
-        return (0.0 if vals[0] >= 0 else math.nan), 0
-    direction = 1 if vals[moved[0]] > vals[0] else -1
-    if direction == 1 and vals[0] >= 0:
-        return 0.0, 1
-    if direction == -1 and vals[0] < 0:
-        return math.nan, -1
-    crossed = np.flatnonzero(vals < 0) if direction == -1 else np.flatnonzero(vals >= 0)
-    crossed = crossed[crossed > 0]
-    if not crossed.size:
-        return math.inf, direction
-    j = int(crossed[0])
-    if vals[j] == 0:
-        return float(grid[j]), direction
-    root = brentq(g, grid[j - 1], grid[j], xtol=1e-300, rtol=4 * np.finfo(float).eps)
-    return float(root), direction
-
-
-# -- one instance --------------------------------------------------------------------------------
-def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True,
-             tol: float = 1e-10) -> Evaluation:  # fmt: skip
-    """Stated, exact, condition and ratio of ``spec`` on one instance."""
-    part = inst.participation(spec)
-    consts = instance_constants(inst.problem, part, local_steps=inst.local_steps,
-                                rule=spec.aggregation, epsilon=spec.epsilon,
-                                topology=spec.topology)  # fmt: skip
-    try:
-        eta = spec.step_size(consts)
-    except AssumptionError:
-        return Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
-                          inst.sizes(), inst.label, consts, defined=False, instance=inst)  # fmt: skip
-    consts["eta"] = eta
-    exact, how = exact_value(spec, inst, eta, verify=verify, tol=tol)
-    c_i, direction = (None, 0)
-    if spec.constant is not None:
-        c_i, direction = _solve_constant(spec, consts, exact)
-    stated = spec.stated_value(consts) if spec.constant_value is not None or not spec.constant \
-        else math.nan  # fmt: skip
-    met = spec.condition_met(consts)
-    defined = bool(spec.constant and spec.constant_value is None) or math.isfinite(stated)
-    rat = ratio(stated, exact, spec.is_rate) if math.isfinite(stated) else math.nan
-    if spec.constant is not None and spec.constant_value is None:
-        c_val = c_i if c_i is not None else math.nan
-        objective = (-math.inf if math.isnan(c_val) and direction >= 0 else
-                     math.inf if math.isnan(c_val) else direction * c_val)  # fmt: skip
-    else:
-        objective = rat if math.isfinite(rat) or math.isinf(rat) else -math.inf
-    if not (met and defined):
-        objective = -math.inf
-    return Evaluation(stated, exact, met, rat, eta, c_i, objective, inst.sizes(), inst.label,
-                      consts, defined=defined, exact_method=how, direction=direction,
-                      instance=inst)  # fmt: skip
+__all__ = ["DEFAULT_SEARCH", "BoundCheck", "check", "implied_over", "measure"]
 
 
 def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = None,
@@ -265,7 +56,7 @@ def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = 
         rho = exact_rate if exact_rate is not None and 0 < exact_rate < 1 else 0.99
         rounds = int(min(5000, max(50, math.ceil(1.5 * math.log(min(spec.epsilon, 1e-8))
                                                   / math.log(rho)))))  # fmt: skip
-    kw = _oracle_kw(spec, inst, eta)
+    kw = oracle_keywords(spec, inst, eta)
     kw["aggregation"] = kw.pop("rule")
     res = simulate(inst.problem, spec.algorithm, part, rounds=rounds, seeds=S, seed=seed,
                    metrics=("error",), **kw)  # fmt: skip
@@ -311,86 +102,6 @@ def _rounds(factor: float, epsilon: float) -> float:
     if factor <= 0:
         return 1.0
     return math.log(epsilon) / math.log(factor)
-
-
-# -- the search ----------------------------------------------------------------------------------
-def _draw(spec: BoundSpec, seed: int, i: int) -> Draw:
-    rng = np.random.default_rng([seed, i])
-    return draw_instance(spec, rng, f"draw {i}")
-
-
-def _evaluate_draws(spec: BoundSpec, seed: int, ids: list[int]) -> list[Evaluation]:
-    """Evaluate class draws ``ids`` (a worker's share; draws depend only on (seed, i))."""
-    out = []
-    for i in ids:  # instances are independent; each is one oracle call
-        d = _draw(spec, seed, i)
-        ev = _safe_evaluate(spec, d)
-        out.append(ev)
-    return out
-
-
-def _safe_evaluate(spec: BoundSpec, draw: Draw) -> Evaluation:
-    inst = draw.instance(spec)
-    try:
-        ev = evaluate(spec, inst, verify=False)
-    except FedTheoryError as exc:  # e.g. ARPACK did not converge on a degenerate draw
-        ev = Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
-                        inst.sizes(), f"{inst.label} (not evaluated: {exc})", {},
-                        defined=False, instance=inst)  # fmt: skip
-    ev.instance = None  # rebuilt from the draw when needed (keeps worker results small)
-    ev.draw = draw
-    return ev
-
-
-def _spec_worker(spec_dict: dict, seed: int, ids: list[int]) -> list[Evaluation]:
-    spec = BoundSpec.from_dict(spec_dict)
-    return _evaluate_draws(spec, seed, ids)
-
-
-def _random_search(spec: BoundSpec, n: int, seed: int, workers: int) -> list[Evaluation]:
-    ids = list(range(n))
-    if workers <= 1 or n < 8:
-        return _evaluate_draws(spec, seed, ids)
-    chunks = [ids[k::workers] for k in range(workers)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futs = [pool.submit(_spec_worker, spec.to_dict(), seed, c) for c in chunks]
-        parts = [f.result() for f in futs]
-    out: list[Evaluation | None] = [None] * n
-    for chunk, evs in zip(chunks, parts, strict=True):
-        for i, ev in zip(chunk, evs, strict=True):
-            out[i] = ev
-    return out  # type: ignore[return-value]
-
-
-def _refine(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Generator,
-            k: int) -> list[Evaluation]:  # fmt: skip
-    """Nelder-Mead on -objective in random subspaces around ``start`` (``budget`` evaluations)."""
-    base = start.draw
-    seen: list[Evaluation] = []
-    x0 = base.theta.copy()
-    best = start.objective
-    scale = np.maximum(np.abs(x0), 0.5) * 0.3
-    while budget > 0:
-        dim = min(_SUBSPACE, x0.size)
-        B = rng.standard_normal((x0.size, dim)) * scale[:, None]
-
-        def f(t: np.ndarray, B=B, x0=x0) -> float:
-            d = replace(base, theta=x0 + B @ t, label=f"refined from {base.label} ({k})")
-            ev = _safe_evaluate(spec, d)
-            seen.append(ev)
-            return -ev.objective if np.isfinite(ev.objective) else (
-                -1e300 if ev.objective > 0 else 1e300)  # fmt: skip
-
-        n_eval = min(budget, 6 * (dim + 1))
-        before = len(seen)
-        minimize(f, np.zeros(dim), method="Nelder-Mead",
-                 options={"maxfev": n_eval, "initial_simplex": np.vstack(
-                     [np.zeros(dim), np.eye(dim)])})  # fmt: skip
-        budget -= len(seen) - before
-        top = max(seen, key=lambda e: e.objective)
-        if top.objective > best:
-            best, x0 = top.objective, top.draw.theta.copy()
-    return seen
 
 
 # -- the result ----------------------------------------------------------------------------------
@@ -614,17 +325,17 @@ def check(
     if search:
         if workers is None:
             workers = max(1, min(available_cores(), 2, search // 50))
-        draws = _random_search(spec, search, seed, workers)
+        draws = random_search(spec, search, seed, workers)
         info.update(draws=len(draws), workers=workers)
         evals.extend(draws)
         if refine:
             rng = np.random.default_rng([seed, 1 << 30])
             ok = sorted((e for e in draws if math.isfinite(e.objective) or e.objective > 0),
-                        key=lambda e: -e.objective)[:_REFINE_STARTS]  # fmt: skip
+                        key=lambda e: -e.objective)[:REFINE_STARTS]  # fmt: skip
             budget = search // 4
             for k, start in enumerate(ok):  # a few local refinements, sequential
                 share = budget // (len(ok) - k)
-                seen = _refine(spec, start, share, rng, k)
+                seen = _search.refine(spec, start, share, rng, k)
                 budget -= len(seen)
                 info["refined"] += len(seen)
                 evals.extend(seen)
@@ -754,6 +465,6 @@ def implied_over(spec: BoundSpec | dict, evaluations: list[Evaluation]) -> dict:
     for e in evaluations:
         if not (e.constants and math.isfinite(e.eta) and spec.condition_met(e.constants)):
             continue
-        c_i, direction = _solve_constant(spec, e.constants, e.exact)
+        c_i, direction = solve_constant(spec, e.constants, e.exact)
         pool.append(replace(e, c=c_i, direction=direction))
     return _implied(spec, pool)
