@@ -389,7 +389,7 @@ def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
             for e in evals:  # the shape at the implied constant: ratio 1 at the argmax
                 if e.defined and e.constants:
                     e.stated = spec.stated_value(e.constants, c)
-                    e.ratio = ratio(e.stated, e.exact, spec.is_rate)
+                    e.ratio = ratio(e.stated, e.exact, spec.is_rate, floor=e.floor)
     worst = max(pool, key=lambda e: e.objective, default=None)
     if spec.constant is not None and spec.constant_value is None:
         violated = implied["value"] is None or not math.isfinite(implied["value"])
