@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,6 @@ import numpy as np
 
 from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
-from fedtheory.bounds import search as _search
 from fedtheory.bounds.evaluate import (
     MAX_ROUNDS,
     Evaluation,
@@ -30,7 +29,8 @@ from fedtheory.bounds.evaluate import (
     violates,
 )
 from fedtheory.bounds.instances import Instance, named_instance
-from fedtheory.bounds.search import DEFAULT_SEARCH, REFINE_STARTS, random_search
+from fedtheory.bounds.search import DEFAULT_SEARCH, coverage, coverage_text
+from fedtheory.bounds.search import search as class_search
 from fedtheory.bounds.spec import QUANTITIES, BoundSpec, load_spec
 from fedtheory.errors import AssumptionError
 from fedtheory.simulation import simulate
@@ -129,6 +129,11 @@ class BoundCheck:
     files : dict
         Problem files written (worst counterexample, implied constant's argmax).
     seconds : float
+    coverage : dict
+        Per constant, the range the instances that meet the condition reached (and the class's
+        range where known): :func:`fedtheory.bounds.search.coverage`.
+    notes : list of str
+        What a flag or the named problem changed in the spec's setting, one line each.
     """
 
     spec: BoundSpec
@@ -140,6 +145,8 @@ class BoundCheck:
     search: dict
     files: dict
     seconds: float
+    coverage: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         spec = self.spec
@@ -163,6 +170,8 @@ class BoundCheck:
             "exact above stated",
             "condition_met": sum(e.condition_met for e in self.instances),
             "search": self.search,
+            "coverage": self.coverage,
+            "notes": self.notes,
             "seconds": self.seconds,
             "sentence": self.sentence(),
         }
@@ -186,9 +195,10 @@ class BoundCheck:
             if self.violated or v is None or not math.isfinite(v):
                 return (f"No constant {spec.constant} makes {spec.bound} hold on the {met} of "
                         f"{n} instances that meet the condition.")  # fmt: skip
+            reach = f" The search reached {coverage_text(self.coverage)}." if self.coverage else ""
             return (f"The {self.implied['direction']} {spec.constant} = {v:.6g} on the {met} of "
                     f"{n} instances that meet the condition (a paper's constant above/below it "
-                    "is contradicted by the saved instance).")  # fmt: skip
+                    f"is contradicted by the saved instance).{reach}")  # fmt: skip
         w = self.worst
         if w is None:
             return f"No instance of the {n} evaluated meets the condition: nothing to check."
@@ -196,8 +206,9 @@ class BoundCheck:
             where = self.files.get("worst", {}).get("problem_file")
             return (f"Violated: exact {w.exact:.6g} > stated {w.stated:.6g} (ratio {w.ratio:.6g})"
                     f" on {w.label}" + (f", saved as {where}." if where else "."))  # fmt: skip
+        reach = f" The search reached {coverage_text(self.coverage)}." if self.coverage else ""
         return (f"Holds on all {met} of {n} instances that meet the condition; worst ratio "
-                f"{w.ratio:.6g} (exact {w.exact:.6g}, stated {w.stated:.6g}).")  # fmt: skip
+                f"{w.ratio:.6g} (exact {w.exact:.6g}, stated {w.stated:.6g}).{reach}")  # fmt: skip
 
     def table(self) -> str:
         """A short table: the named instance, the worst, the implied constant."""
@@ -211,6 +222,12 @@ class BoundCheck:
             rows.append(row(f"instance {self.instances[0].label}"[:22], self.instances[0]))
         if self.worst is not None:
             rows.append(row("worst", self.worst))
+            w = self.worst
+            sizes = ", ".join(f"{k} = {v}" for k, v in w.sizes.items() if v is not None)
+            rows.append(f"worst instance         {w.label}: {sizes}, eta = {w.eta:.6g}")
+            command = self.files.get("worst", {}).get("command")
+            if command:
+                rows.append(f"reproduce              {command}")
         if self.implied is not None and self.implied.get("value") is not None:
             rows.append(f"implied constant       {self.spec.constant} = "
                         f"{self.implied['value']:.8g} ({self.implied['direction']})")  # fmt: skip
@@ -325,20 +342,9 @@ def check(
     if search:
         if workers is None:
             workers = max(1, min(available_cores(), 2, search // 50))
-        draws = random_search(spec, search, seed, workers)
-        info.update(draws=len(draws), workers=workers)
-        evals.extend(draws)
-        if refine:
-            rng = np.random.default_rng([seed, 1 << 30])
-            ok = sorted((e for e in draws if math.isfinite(e.objective) or e.objective > 0),
-                        key=lambda e: -e.objective)[:REFINE_STARTS]  # fmt: skip
-            budget = search // 4
-            for k, start in enumerate(ok):  # a few local refinements, sequential
-                share = budget // (len(ok) - k)
-                seen = _search.refine(spec, start, share, rng, k)
-                budget -= len(seen)
-                info["refined"] += len(seen)
-                evals.extend(seen)
+        found, spent = class_search(spec, search, seed, workers, ascend=refine)
+        info.update(spent, workers=workers)
+        evals.extend(found)
     return _finish(spec, evals, measured if has_named else False, info, out_dir, name, t0)
 
 
@@ -378,7 +384,8 @@ def _named_report(spec: BoundSpec, ev: Evaluation, measured: dict | None) -> dic
     return rep
 
 
-def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
+def _verdict(spec: BoundSpec, evals: list[Evaluation]) -> tuple:
+    """(pool, implied, worst, violated) over the instances evaluated."""
     tol = spec.tolerance
     implied = None
     pool = [e for e in evals if e.condition_met and e.defined]
@@ -397,18 +404,59 @@ def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
         violated = any(violates(e, tol) for e in pool)
         if violated:
             worst = max((e for e in pool if violates(e, tol)), key=lambda e: e.objective)
+    return pool, implied, worst, violated
+
+
+def _by_oracle(spec: BoundSpec, evals: list[Evaluation], chosen: list) -> bool:
+    """Recompute the chosen instances' exact values with the oracle where the search had them
+    from its gradient steps (the same eigenproblem, to the eigensolver's tolerance), so that the
+    saved files reproduce through ``fedtheory rate`` to rounding; True when one changed."""
+    changed = False
+    done: list[Evaluation] = []
+    for e in chosen:
+        if e is None or e.by_oracle or e.draw is None or any(e is x for x in done):
+            continue
+        done.append(e)
+        again = evaluate(spec, e.draw.instance(spec), verify=False)  # tolerance 1e-10
+        again.instance, again.draw = None, e.draw
+        evals[next(i for i, x in enumerate(evals) if x is e)] = again
+        changed = True
+    return changed
+
+
+def _ambiguous(spec: BoundSpec, pool: list[Evaluation]) -> list[Evaluation]:
+    """Instances whose screened exact value lies within 1e-7 of the violation threshold."""
+    if spec.constant is not None and spec.constant_value is None:
+        return []
+    out = []
+    for e in pool:
+        if e.by_oracle or not math.isfinite(e.stated):
+            continue
+        threshold = e.stated + spec.tolerance * abs(e.stated) + e.floor
+        if abs(e.exact - threshold) <= 1e-7 * abs(e.exact):
+            out.append(e)
+    return out
+
+
+def _finish(spec, evals, measured, info, out_dir, name, t0, notes=()) -> BoundCheck:
+    pool, implied, worst, violated = _verdict(spec, evals)
+    argmax = implied.get("argmax") if implied is not None else None
+    if _by_oracle(spec, evals, [worst, argmax, *_ambiguous(spec, pool)]):
+        pool, implied, worst, violated = _verdict(spec, evals)
     files: dict[str, dict] = {}
     if out_dir is not None:
         stem = name or (Path(spec.path).stem if spec.path else "bound")
         out = Path(out_dir)
-        if violated and worst is not None:
-            files["worst"] = _save(spec, worst, out / f"{stem}-counterexample.npz")
+        if worst is not None:
+            kind = "counterexample" if violated else "worst"
+            files["worst"] = _save(spec, worst, out / f"{stem}-{kind}.npz")
         if implied is not None and implied.get("argmax") is not None:
             files["implied"] = _save(spec, implied["argmax"], out / f"{stem}-implied.npz")
     info["condition_met"] = len(pool)
     named = None if measured is False else _named_report(spec, evals[0], measured)
+    cov = coverage(spec, evals) if info.get("draws") else {}
     return BoundCheck(spec, bool(violated), worst, evals, implied, named, info, files,
-                      time.perf_counter() - t0)  # fmt: skip
+                      time.perf_counter() - t0, cov, list(notes))  # fmt: skip
 
 
 def _instance_of(e: Evaluation, spec: BoundSpec) -> Instance:
@@ -465,6 +513,6 @@ def implied_over(spec: BoundSpec | dict, evaluations: list[Evaluation]) -> dict:
     for e in evaluations:
         if not (e.constants and math.isfinite(e.eta) and spec.condition_met(e.constants)):
             continue
-        c_i, direction = solve_constant(spec, e.constants, e.exact)
+        c_i, direction = solve_constant(spec, e.constants, e.exact - e.floor)
         pool.append(replace(e, c=c_i, direction=direction))
     return _implied(spec, pool)

@@ -195,39 +195,99 @@ class Draw:
     theta: np.ndarray
     label: str
 
-    def instance(self, spec: BoundSpec) -> Instance:
-        """Build the instance: clip to the class, rotate, solve for b."""
+    def blocks(self) -> dict[str, slice]:
+        """Where each part of ``theta`` lies: ``lam`` (N d), ``skew`` (N d(d-1)/2), ``e`` (N d),
+        ``z`` (d), ``r`` (N raw participation weights, when drawn)."""
+        N, d = self.N, self.d
+        sizes = (("lam", N * d), ("skew", N * (d * (d - 1) // 2)), ("e", N * d), ("z", d))
+        out, i = {}, 0
+        for name, size in sizes:
+            out[name] = slice(i, i + size)
+            i += size
+        if self.theta.size > i:
+            out["r"] = slice(i, i + N)
+        return out
+
+    def parts(self, spec: BoundSpec) -> dict[str, np.ndarray]:
+        """The instance's pieces: clipped spectra ``lam`` (N, d), skew matrices ``S`` and
+        rotations ``Q = (I - S)^{-1} (I + S)`` (N, d, d), optima ``xs`` (N, d), offsets ``e``,
+        centre ``z``, raw weights ``r`` and probabilities ``p`` (None when not drawn)."""
         cls = spec.instance_class
         N, d = self.N, self.d
         t = np.asarray(self.theta, dtype=np.float64)
-        nq = d * (d - 1) // 2
-        i = 0
-        lam = np.clip(t[i : i + N * d], cls.mu, cls.L).reshape(N, d)
-        i += N * d
-        skew = t[i : i + N * nq].reshape(N, nq)
-        i += N * nq
-        e = np.clip(t[i : i + N * d], -1.0, 1.0).reshape(N, d)
-        i += N * d
-        z = t[i : i + d]
-        i += d
+        b = self.blocks()
+        lam = np.clip(t[b["lam"]], cls.mu, cls.L).reshape(N, d)
         iu = np.triu_indices(d, 1)
         S = np.zeros((N, d, d))
-        S[:, iu[0], iu[1]] = skew
+        S[:, iu[0], iu[1]] = t[b["skew"]].reshape(N, -1)
         S -= np.swapaxes(S, 1, 2)
         eye = np.eye(d)
         Q = np.linalg.solve(eye - S, eye + S)  # Cayley: orthogonal for skew S
-        A = np.sqrt(lam)[:, :, None] * np.swapaxes(Q, 1, 2)  # A_i = diag(sqrt lam) Q_i^T
-        xs = z + cls.heterogeneity * e
-        b = np.einsum("nkd,nd->nk", A, xs)
-        p = None
+        e = np.clip(t[b["e"]], -1.0, 1.0).reshape(N, d)
+        z = t[b["z"]]
+        r = p = None
         if spec.p is not None:
             p = np.asarray(spec.p, dtype=np.float64)
-        elif spec.participation in ("weighted", "bernoulli"):
+        elif "r" in b:
             lo, hi = cls.p_range
-            p = np.clip(t[i : i + N], lo, hi)
+            r = np.clip(t[b["r"]], lo, hi)
+            p = r
         if p is not None and spec.participation == "weighted":
             p = p / p.sum()
-        return Instance(A, b, 0.0, self.K, self.M, p, self.label, noise=spec.noise)
+        return {"lam": lam, "S": S, "Q": Q, "e": e, "z": z, "xs": z + cls.heterogeneity * e,
+                "r": r, "p": p}  # fmt: skip
+
+    def instance(self, spec: BoundSpec) -> Instance:
+        """Build the instance: clip to the class, rotate, solve for b."""
+        q = self.parts(spec)
+        A = np.sqrt(q["lam"])[:, :, None] * np.swapaxes(q["Q"], 1, 2)  # diag(sqrt lam) Q^T
+        b = np.einsum("nkd,nd->nk", A, q["xs"])
+        return Instance(A, b, 0.0, self.K, self.M, q["p"], self.label, noise=spec.noise)
+
+    def bounds(self, spec: BoundSpec) -> list[tuple[float | None, float | None]]:
+        """Box constraints of ``theta`` (the class: spectra in [mu, L], offsets in [-1, 1],
+        weights in ``p_range``; rotations and the centre are free)."""
+        cls = spec.instance_class
+        out: list[tuple[float | None, float | None]] = [(None, None)] * self.theta.size
+        for name, (lo, hi) in (("lam", (cls.mu, cls.L)), ("e", (-1.0, 1.0)),
+                               ("r", tuple(cls.p_range))):  # fmt: skip
+            sl = self.blocks().get(name)
+            if sl is not None:
+                out[sl] = [(lo, hi)] * (sl.stop - sl.start)
+        return out
+
+    def pullback(self, spec: BoundSpec, dH: np.ndarray, dxs: np.ndarray | None = None,
+                 dr: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+        """d/dtheta from d/dH_j (N, d, d, symmetric), d/dx_j* (N, d) and d/dr (N,): the chain
+        rule through H_j = Q_j diag(lam_j) Q_j^T, Q_j = (I - S_j)^{-1} (I + S_j)
+        (dQ = (I - S)^{-1} dS (I + Q)), x_j* = z + heterogeneity e_j and the clipping (zero
+        derivative outside the class's box)."""
+        cls = spec.instance_class
+        q = self.parts(spec)
+        b = self.blocks()
+        t = np.asarray(self.theta, dtype=np.float64)
+        out = np.zeros(t.size)
+        Q, lam, S = q["Q"], q["lam"], q["S"]
+        G = 0.5 * (dH + np.swapaxes(dH, 1, 2))
+        QtGQ = np.swapaxes(Q, 1, 2) @ G @ Q
+        inside = (t[b["lam"]] >= cls.mu) & (t[b["lam"]] <= cls.L)
+        out[b["lam"]] = np.diagonal(QtGQ, axis1=1, axis2=2).reshape(-1) * inside
+        d = self.d
+        if d > 1:
+            X = 2 * (G @ Q) * lam[:, None, :]  # 2 G Q Lambda
+            eye = np.eye(d)
+            Y = np.linalg.solve(np.swapaxes(eye - S, 1, 2), X) @ np.swapaxes(eye + Q, 1, 2)
+            iu = np.triu_indices(d, 1)
+            out[b["skew"]] = (Y[:, iu[0], iu[1]] - Y[:, iu[1], iu[0]]).reshape(-1)
+        if dxs is not None:
+            inside = np.abs(t[b["e"]]) <= 1.0
+            out[b["e"]] = cls.heterogeneity * dxs.reshape(-1) * inside
+            out[b["z"]] = dxs.sum(axis=0)
+        if dr is not None and "r" in b:
+            lo, hi = cls.p_range
+            inside = (t[b["r"]] >= lo) & (t[b["r"]] <= hi)
+            out[b["r"]] = dr * inside
+        return out
 
 
 def draw_instance(spec: BoundSpec, rng: np.random.Generator, label: str) -> Draw:
