@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.analysis.rates import fit_linear_rate
+from fedtheory.analysis.rates import fit_linear_rate, fit_power_law
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
 from fedtheory.bounds.evaluate import (
     MAX_ROUNDS,
+    SCREEN_TOL,
     Evaluation,
     evaluate,
     oracle_keywords,
@@ -29,10 +30,10 @@ from fedtheory.bounds.evaluate import (
     violates,
 )
 from fedtheory.bounds.instances import Instance, named_instance
-from fedtheory.bounds.search import DEFAULT_SEARCH, coverage, coverage_text
+from fedtheory.bounds.search import DEFAULT_SEARCH, coverage, coverage_text, pattern_theta
 from fedtheory.bounds.search import search as class_search
 from fedtheory.bounds.spec import QUANTITIES, BoundSpec, load_spec
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.simulation import simulate
 from fedtheory.validation import available_cores, check_int, check_seed
 
@@ -134,6 +135,8 @@ class BoundCheck:
         range where known): :func:`fedtheory.bounds.search.coverage`.
     notes : list of str
         What a flag or the named problem changed in the spec's setting, one line each.
+    shape : dict
+        With a free constant: how c_i varies with K, N, M, eta (:func:`shape_fit`).
     """
 
     spec: BoundSpec
@@ -147,6 +150,7 @@ class BoundCheck:
     seconds: float
     coverage: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    shape: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         spec = self.spec
@@ -171,6 +175,7 @@ class BoundCheck:
             "condition_met": sum(e.condition_met for e in self.instances),
             "search": self.search,
             "coverage": self.coverage,
+            "shape_fit": self.shape,
             "notes": self.notes,
             "seconds": self.seconds,
             "sentence": self.sentence(),
@@ -196,9 +201,11 @@ class BoundCheck:
                 return (f"No constant {spec.constant} makes {spec.bound} hold on the {met} of "
                         f"{n} instances that meet the condition.")  # fmt: skip
             reach = f" The search reached {coverage_text(self.coverage)}." if self.coverage else ""
+            misses = "".join(f" {f['text'][0].upper()}{f['text'][1:]}." for f in
+                             self.shape.values() if f["verdict"] == "does not describe")  # fmt: skip
             return (f"The {self.implied['direction']} {spec.constant} = {v:.6g} on the {met} of "
                     f"{n} instances that meet the condition (a paper's constant above/below it "
-                    f"is contradicted by the saved instance).{reach}")  # fmt: skip
+                    f"is contradicted by the saved instance).{misses}{reach}")  # fmt: skip
         w = self.worst
         if w is None:
             return f"No instance of the {n} evaluated meets the condition: nothing to check."
@@ -231,6 +238,9 @@ class BoundCheck:
         if self.implied is not None and self.implied.get("value") is not None:
             rows.append(f"implied constant       {self.spec.constant} = "
                         f"{self.implied['value']:.8g} ({self.implied['direction']})")  # fmt: skip
+        for name, fit in self.shape.items():
+            rows.append(f"shape in {name:<13s} {fit['text']}")
+
         if self.named is not None and self.named.get("measured"):
             m = self.named["measured"]
             if m.get("value") is not None:
@@ -333,8 +343,10 @@ def check(
                                   f"{list(spec.clients)}")  # fmt: skip
     evals: list[Evaluation] = []
     measured = None
+    notes: tuple[str, ...] = ()
     if has_named:
         inst = named_instance(spec, problem=problem, problem_file=problem_file)
+        notes = inst.notes
         ev = evaluate(spec, inst)
         evals.append(ev)
         measured = _measured(spec, ev, measure_seeds, seed)
@@ -345,7 +357,7 @@ def check(
         found, spent = class_search(spec, search, seed, workers, ascend=refine)
         info.update(spent, workers=workers)
         evals.extend(found)
-    return _finish(spec, evals, measured if has_named else False, info, out_dir, name, t0)
+    return _finish(spec, evals, measured if has_named else False, info, out_dir, name, t0, notes)
 
 
 def _check_symbols(spec: BoundSpec) -> None:
@@ -456,7 +468,7 @@ def _finish(spec, evals, measured, info, out_dir, name, t0, notes=()) -> BoundCh
     named = None if measured is False else _named_report(spec, evals[0], measured)
     cov = coverage(spec, evals) if info.get("draws") else {}
     return BoundCheck(spec, bool(violated), worst, evals, implied, named, info, files,
-                      time.perf_counter() - t0, cov, list(notes))  # fmt: skip
+                      time.perf_counter() - t0, cov, list(notes), shape_fit(spec, evals))  # fmt: skip
 
 
 def _instance_of(e: Evaluation, spec: BoundSpec) -> Instance:
@@ -465,6 +477,12 @@ def _instance_of(e: Evaluation, spec: BoundSpec) -> Instance:
 
 def _save(spec: BoundSpec, e: Evaluation, path: Path) -> dict:
     inst = _instance_of(e, spec)
+    if inst.problem_name is not None:  # a built-in problem: by its name, no copy
+        files = {"problem_file": None, "problem": inst.problem_name, "probabilities_file": None}
+        if spec.p is not None:  # the spec's probabilities, for --probabilities
+            files["probabilities_file"] = inst.write_probabilities(path.with_suffix(".p.npy"))
+        files["command"] = inst.rate_command(spec, e.eta, files)
+        return files
     if inst.problem_path is not None:  # the user's own file: point at it, no copy
         files = {"problem_file": inst.problem_path, "probabilities_file": None}
         if inst.p is not None:
@@ -476,6 +494,102 @@ def _save(spec: BoundSpec, e: Evaluation, path: Path) -> dict:
     files = inst.write(path)
     files["command"] = inst.rate_command(spec, e.eta, files)
     return files
+
+
+#: The variables whose power in the implied constant :func:`shape_fit` measures.
+SHAPE_VARIABLES = ("K", "N", "M", "eta")
+#: An exponent whose 95% interval lies wholly outside [-SHAPE_EXPONENT, SHAPE_EXPONENT] says the
+#: shape misses that dependence (a quarter power: over a 16-fold range of the variable the
+#: constant moves by a factor 2 or more); wholly inside: the shape describes it.
+SHAPE_EXPONENT = 0.25
+#: Instances :func:`shape_fit` moves along each variable, and the factors of the spec's step.
+SHAPE_BASES = 4
+SHAPE_ETA_FACTORS = (0.25, 0.5, 1.0)
+
+
+def _moved(spec: BoundSpec, e: Evaluation, name: str, value: float) -> Evaluation | None:
+    """``e``'s instance with one variable set to ``value`` (None where that is not defined)."""
+    d = e.draw
+    scale = 1.0
+    if name == "K":
+        d = replace(d, K=int(value))
+    elif name == "M":
+        if d.M is None or value > d.N:
+            return None
+        d = replace(d, M=int(value))
+    elif name == "N":
+        if not d.label.startswith("extreme ") or (d.M is not None and d.M > value):
+            return None  # a structured pattern is defined for any N; a draw is not
+        d = replace(
+            d,
+            N=int(value),
+            theta=pattern_theta(spec, int(value), d.d, tuple(d.label[8:].split("/"))),
+        )
+    else:
+        scale = value
+    try:
+        return evaluate(spec, d.instance(spec), verify=False, tol=SCREEN_TOL, lr_scale=scale)
+    except FedTheoryError:
+        return None
+
+
+def shape_fit(spec: BoundSpec, evals: list[Evaluation]) -> dict:
+    """How the constant of the most binding instances varies with each of K, N, M and eta.
+
+    With a free constant and no value for it, one c must bound every instance, so the shape is
+    right about a variable x when c_i does not move with x where it binds. The
+    :data:`SHAPE_BASES` most binding instances of the search (the largest objective: the
+    implied constant's argmax first) are moved along each variable the spec lists with several
+    values (K, M; N for the structured extremes, whose pattern is defined for any N) and along
+    eta (the spec's step times :data:`SHAPE_ETA_FACTORS`), everything else fixed. Per variable
+    the power law c_i ~ x^b is fitted per instance
+    (:func:`fedtheory.analysis.rates.fit_power_law`) and the exponent is their mean with a Student-t 95% interval (one instance: its regression
+    interval). ``verdict``: "does not describe" when the interval lies wholly outside
+    [-0.25, 0.25] (fixed before measuring: :data:`SHAPE_EXPONENT`), "describes" when wholly
+    inside, else "undecided". Where ``lr`` depends on K, moving K moves eta with it: that is
+    the spec's step.
+    """
+    if spec.constant is None or spec.constant_value is not None or not evals:
+        return {}
+    pool = [e for e in evals if e.condition_met and e.defined and e.draw is not None
+            and e.c is not None and math.isfinite(e.c) and e.c > 0]  # fmt: skip
+    bases: list[Evaluation] = []
+    for e in sorted(pool, key=lambda e: -e.objective):  # the most binding instances first
+        if all(abs(e.c - b.c) > 1e-9 * b.c for b in bases):  # not a copy of one already in
+            bases.append(e)
+        if len(bases) == SHAPE_BASES:
+            break
+    lists = {"K": spec.local_steps, "M": spec.clients_per_round or (), "N": spec.clients or (),
+             "eta": SHAPE_ETA_FACTORS}  # fmt: skip
+    out: dict[str, Any] = {}
+    for name in SHAPE_VARIABLES:
+        values = sorted(set(lists[name]))
+        if len(values) < 2:
+            continue
+        xs, cs = [], []
+        for e in bases:  # a few instances, each moved along the variable
+            moved = [_moved(spec, e, name, v) for v in values]
+            if all(m is not None and m.c is not None and math.isfinite(m.c) and m.c > 0
+                   for m in moved):  # fmt: skip
+                xs.append(
+                    [m.eta if name == "eta" else v for m, v in zip(moved, values, strict=True)]
+                )
+                cs.append([m.c for m in moved])
+        if not cs or (len(cs) == 1 and len(values) < 3):
+            continue  # no interval: one instance at two values
+        x = np.exp(np.mean(np.log(xs), axis=0))
+        fit = fit_power_law(x, np.array(cs) if len(cs) > 1 else np.array(cs[0]))
+        eff = Effect(fit.exponent, fit.ci_low, fit.ci_high, f"exponent of {name}", 0.95, len(cs))
+        side = eff.within(-SHAPE_EXPONENT, SHAPE_EXPONENT)
+        verdict = {-1: "does not describe", 1: "describes", 0: "undecided"}[side]
+        text = f"the implied constant varies like {name}^{eff.text(2)}"
+        if side == -1:
+            text += f": this shape does not describe the dependence on {name}"
+        out[name] = {"exponent": fit.exponent, "ci": [fit.ci_low, fit.ci_high],
+                     "values": [float(v) for v in x], "c": cs, "instances": len(cs),
+                     "labels": [e.label for e in bases], "verdict": verdict,
+                     "text": text}  # fmt: skip
+    return out
 
 
 def _implied(spec: BoundSpec, pool: list[Evaluation]) -> dict:

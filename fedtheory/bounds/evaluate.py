@@ -289,17 +289,18 @@ def constants_of(spec: BoundSpec, inst: Instance) -> dict:
 
 
 def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True, tol: float = 1e-10,
-             exact: tuple[float, str] | None = None,
-             constants: dict | None = None) -> Evaluation:  # fmt: skip
+             exact: tuple[float, str] | None = None, constants: dict | None = None,
+             lr_scale: float = 1.0) -> Evaluation:  # fmt: skip
     """Stated, exact, condition and ratio of ``spec`` on one instance.
 
     ``exact`` = (value, how) and ``constants`` skip the oracle call and the constants when the
     caller already has them (the search's gradient steps compute the exact value with its
-    derivatives, :func:`fedtheory.analysis.exact.sensitivity.rate_gradient`).
+    derivatives, :func:`fedtheory.analysis.exact.sensitivity.rate_gradient`). ``lr_scale``
+    multiplies the spec's step (how a shape's constant moves with eta).
     """
     consts = dict(constants) if constants is not None else constants_of(spec, inst)
     try:
-        eta = spec.step_size(consts)
+        eta = spec.step_size(consts) * lr_scale
     except AssumptionError:
         return Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
                           inst.sizes(), inst.label, consts, defined=False, instance=inst)  # fmt: skip

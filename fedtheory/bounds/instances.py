@@ -50,6 +50,8 @@ class Instance:
         Where it came from ("figure4", "draw 17", "refined from draw 17", ...).
     problem_name : str or None
         A built-in problem name (then ``A``/``b`` may be None).
+    notes : tuple of str
+        What differs from the spec's keys, one line each (:func:`named_instance`).
     """
 
     A: np.ndarray | None
@@ -63,6 +65,7 @@ class Instance:
     problem_path: str | None = None
     _problem: Any = field(default=None, repr=False)
     noise: float = 0.0
+    notes: tuple[str, ...] = ()
 
     @cached_property
     def problem(self) -> Any:
@@ -116,17 +119,22 @@ class Instance:
         write_atomic(path, buf.getvalue())
         p_file = None
         if self.p is not None:
-            p_file = path.with_suffix(".p.npy")
-            pbuf = io.BytesIO()
-            np.save(pbuf, np.asarray(self.p, dtype=np.float64))
-            write_atomic(p_file, pbuf.getvalue())
-        return {"problem_file": str(path), "probabilities_file": None if p_file is None
-                else str(p_file)}  # fmt: skip
+            p_file = self.write_probabilities(path.with_suffix(".p.npy"))
+        return {"problem_file": str(path), "probabilities_file": p_file}
+
+    def write_probabilities(self, path: str | os.PathLike) -> str:
+        """Write ``p`` as ``.npy`` (atomically, for ``--probabilities``); returns the path."""
+        pbuf = io.BytesIO()
+        np.save(pbuf, np.asarray(self.p, dtype=np.float64))
+        write_atomic(Path(path), pbuf.getvalue())
+        return str(path)
 
     def rate_command(self, spec: BoundSpec, eta: float, files: dict) -> str:
         """The ``fedtheory rate`` command line that recomputes the exact value on the file."""
-        words = ["fedtheory", "rate", "--problem-file", files["problem_file"], "--algorithm",
-                 spec.algorithm, "--participation", spec.participation]  # fmt: skip
+        where = (["--problem", files["problem"]] if files.get("problem") else
+                 ["--problem-file", files["problem_file"]])  # fmt: skip
+        words = ["fedtheory", "rate", *where, "--algorithm", spec.algorithm, "--participation",
+                 spec.participation]  # fmt: skip
         if self.clients_per_round is not None and self.p is None:
             words += ["--clients-per-round", str(self.clients_per_round)]
         if spec.participation == "weighted":
@@ -146,16 +154,35 @@ class Instance:
         return " ".join(shlex.quote(w) for w in words)
 
 
+def _listed(values: tuple[int, ...]) -> str:
+    return str(values[0]) if len(values) == 1 else "[" + ", ".join(map(str, values)) + "]"
+
+
 def named_instance(spec: BoundSpec, *, problem: str | None = None,
                    problem_file: str | None = None) -> Instance:  # fmt: skip
     """The one instance a spec (or the command line) names: a built-in problem or a file.
 
-    K is the spec's first ``local_steps``, M its first ``clients_per_round``; ``p`` is the
-    spec's, or (weighted) the problem's own ``participation_p`` (003 Figure 4's).
+    N is the problem's. M is the spec's ``clients_per_round`` when it gives one value, else
+    (a list for the class search) the problem's own setting where it declares one
+    (``clients_per_round``: 003 Figure 4's 4 of 16), else the list's first; K is the first
+    ``local_steps``; ``p`` is the spec's, or (weighted) the problem's own ``participation_p``.
+    ``notes`` says in one line each what differs from the spec's keys (a flag that replaced
+    the spec's problem, an N the spec's ``clients`` do not list, an M or K chosen from a list).
     """
-    name = problem if problem is not None or problem_file is not None else spec.problem
-    path = problem_file if problem is not None or problem_file is not None else spec.problem_file
+    flag = problem is not None or problem_file is not None
+    name = problem if flag else spec.problem
+    path = problem_file if flag else spec.problem_file
+    given = f"--problem {name}" if name is not None else f"--problem-file {path}"
     prob = make_problem(name, path=path)
+    label = str(name or path)
+    notes = []
+    if flag and (spec.problem is not None or spec.problem_file is not None):
+        key = "problem" if spec.problem is not None else "problem_file"
+        notes.append(f"{given} replaces the spec's {key} = {spec.problem or spec.problem_file}")
+    N = int(prob.n_clients)
+    if spec.clients is not None and N not in spec.clients:
+        notes.append(f"{label} has N = {N} clients; the spec's clients = {_listed(spec.clients)} "
+                     "apply to the class search only")  # fmt: skip
     if spec.noise:
         prob.noise = float(spec.noise)
     p = np.asarray(spec.p, dtype=np.float64) if spec.p is not None else None
@@ -163,19 +190,35 @@ def named_instance(spec: BoundSpec, *, problem: str | None = None,
         p = getattr(prob, "participation_p", None)
         if p is None:
             raise AssumptionError("weighted participation on this problem needs p in the spec")
-    if p is not None and p.size != prob.n_clients:
-        raise AssumptionError(f"p has {p.size} entries, the problem {prob.n_clients} clients")
+    if p is not None and p.size != N:
+        raise AssumptionError(f"p has {p.size} entries, the problem {N} clients")
     if spec.participation == "weighted" and p is not None:
         p = p / p.sum()
-    M = spec.clients_per_round[0] if spec.clients_per_round else None
-    if M is not None and not 1 <= M <= prob.n_clients:
-        raise AssumptionError(f"clients_per_round {M} must lie in [1, N = {prob.n_clients}]")
+    M = None
+    own = getattr(prob, "clients_per_round", None)
+    listed = spec.clients_per_round
+    if listed and len(listed) == 1:
+        M = listed[0]
+        if own is not None and own != M:
+            notes.append(f"M = {M} from the spec's clients_per_round ({label}'s own setting is "
+                         f"{own} of {N})")  # fmt: skip
+    elif listed:
+        M = own if own is not None else listed[0]
+        why = f"{label}'s own setting" if own is not None else "the first of the list"
+        notes.append(f"M = {M} ({why}); the spec's clients_per_round = {_listed(listed)} apply "
+                     "to the class search")  # fmt: skip
+    if M is not None and not 1 <= M <= N:
+        raise AssumptionError(f"clients_per_round {M} must lie in [1, N = {N}]")
+    K = spec.local_steps[0]
+    if len(spec.local_steps) > 1:
+        notes.append(f"K = {K} (the first of the spec's local_steps = "
+                     f"{_listed(spec.local_steps)}; they apply to the class search)")  # fmt: skip
     A = getattr(prob, "A", None)
     return Instance(
         None if A is None else np.asarray(A, dtype=np.float64),
         None if A is None else np.asarray(prob.b, dtype=np.float64),
-        float(getattr(prob, "lam", 0.0)), spec.local_steps[0], M, p,
-        label=str(name or path), problem_name=name, problem_path=path, _problem=prob,
+        float(getattr(prob, "lam", 0.0)), K, M, p,
+        label=label, problem_name=name, problem_path=path, _problem=prob, notes=tuple(notes),
     )  # fmt: skip
 
 

@@ -182,7 +182,8 @@ def _settings(spec: BoundSpec) -> list[tuple[int, int, int, int | None]]:
     return out
 
 
-def _pattern_theta(spec: BoundSpec, N: int, d: int, pattern: tuple[str, ...]) -> np.ndarray:
+def pattern_theta(spec: BoundSpec, N: int, d: int, pattern: tuple[str, ...]) -> np.ndarray:
+    """theta of the structured extreme ``pattern`` (one of :data:`PATTERNS`) with N clients."""
     cls = spec.instance_class
     spectrum, bases, optima, part = pattern
     lo, hi = cls.mu, cls.L
@@ -228,7 +229,7 @@ def structured_draws(spec: BoundSpec, cap: int) -> list[Draw]:
     out, seen = [], set()
     for pi, si in order:
         N, d, K, M = settings[si]
-        theta = _pattern_theta(spec, N, d, PATTERNS[pi])
+        theta = pattern_theta(spec, N, d, PATTERNS[pi])
         key = (N, d, K, M, theta.tobytes())
         if key in seen:  # e.g. participation variants of a class without drawn weights
             continue

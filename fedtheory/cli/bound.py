@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     title = spec.title or Path(spec.path).stem
     print(f"{title}: {spec.quantity} <= {spec.bound}"
           + (f" if {' and '.join(spec.condition)}" if spec.condition else ""), file=out)  # fmt: skip
+    for note in res.notes:
+        print(f"note: {note}", file=out)
     print(res.table(), file=out)
     print(res.sentence(), file=out)
     write_json(res.to_dict(), args)
