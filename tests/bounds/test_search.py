@@ -100,14 +100,14 @@ CORNER_GD = {
     "class": {"dim": 3, "L": 10.0, "mu": 1.0},
 }  # fmt: skip
 #: Corner (ii): FOCUS under Bernoulli participation contracts like 1 - c eta mu_f K N with
-#: c >= 0.097 on 250 random draws of this class at each of the seeds 0-9 (measured: the
-#: smallest c_i over the draws is 0.097 to 0.157), but c_i = 0.052 where one client's spectrum
-#: is at L, the others' at mu, and that client is rare (p = 0.05): the bound with c = 0.07 is
+#: c >= 0.065 on 250 random draws of this class at each of the seeds 0-9 (measured: the
+#: smallest c_i over the draws is 0.065 to 0.30), but c_i = 0.052 where one client's spectrum
+#: is at L, the others' at mu, and that client is rare (p = 0.05): the bound with c = 0.06 is
 #: false, and the draws never come near the instance that breaks it.
 CORNER_RARE = {
     "algorithm": "focus", "participation": "bernoulli", "clients": [4, 5, 6],
     "local_steps": [1, 2], "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
-    "bound": "1 - 0.07*eta*mu_f*K*N",
+    "bound": "1 - 0.06*eta*mu_f*K*N",
     "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
 }  # fmt: skip
 
@@ -134,7 +134,7 @@ def test_a_false_bound_only_a_rare_extreme_client_breaks_is_found(seed):
     shape = {**CORNER_RARE, "bound": "1 - c*eta*mu_f*K*N", "constant": "c"}
     draws = [e for e in res.instances if e.label.startswith("draw ")]
     assert len(draws) == 200
-    assert implied_over(shape, draws)["value"] > 0.07  # the draws alone say "holds"
+    assert implied_over(shape, draws)["value"] > 0.06  # the draws alone say "holds"
 
 
 def test_true_bounds_of_known_truth_still_hold():
@@ -175,7 +175,7 @@ def test_the_printed_result_gives_the_worst_instance_and_its_command(tmp_path, c
     toml.write_text("\n".join([
         'algorithm = "focus"', 'participation = "bernoulli"', "clients = 8",
         "local_steps = [2, 1]", 'lr = "1/(4*K*N*L)"', 'quantity = "mean_square_rate"',
-        'bound = "1 - 0.07*eta*mu_f*K*N"', "p = [0.5, 0.5, 0.9, 0.2]",
+        'bound = "1 - 0.06*eta*mu_f*K*N"', "p = [0.5, 0.5, 0.9, 0.2]",
     ]))  # fmt: skip
     out = tmp_path / "r.json"
     assert main(["bound", str(toml), "--problem-file", npz, "--seeds", "0", "--json",
