@@ -59,6 +59,7 @@ def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = 
                                                   / math.log(rho)))))  # fmt: skip
     kw = oracle_keywords(spec, inst, eta)
     kw["aggregation"] = kw.pop("rule")
+    kw.update(kw.pop("options", {}))  # simulate takes the algorithm's options as keywords
     res = simulate(inst.problem, spec.algorithm, part, rounds=rounds, seeds=S, seed=seed,
                    metrics=("error",), **kw)  # fmt: skip
     d0 = float(inst.problem.x_star @ inst.problem.x_star)

@@ -166,6 +166,8 @@ def oracle_keywords(spec: BoundSpec, inst: Instance, eta: float) -> dict:
         kw["global_lr"] = spec.global_lr
     if spec.prox_mu is not None:
         kw["prox_mu"] = spec.prox_mu
+    if spec.options:
+        kw["options"] = dict(spec.options)
     return kw
 
 

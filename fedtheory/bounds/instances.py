@@ -133,8 +133,8 @@ class Instance:
         """The ``fedtheory rate`` command line that recomputes the exact value on the file."""
         where = (["--problem", files["problem"]] if files.get("problem") else
                  ["--problem-file", files["problem_file"]])  # fmt: skip
-        words = ["fedtheory", "rate", *where, "--algorithm", spec.algorithm, "--participation",
-                 spec.participation]  # fmt: skip
+        words = ["fedtheory", "rate", *where, "--algorithm", spec.algorithm_source or spec.algorithm,
+                 "--participation", spec.participation]  # fmt: skip
         if self.clients_per_round is not None and self.p is None:
             words += ["--clients-per-round", str(self.clients_per_round)]
         if spec.participation == "weighted":
@@ -151,6 +151,9 @@ class Instance:
             words += ["--prox-mu", repr(spec.prox_mu)]
         if spec.noise:
             words += ["--noise", repr(spec.noise)]
+        for name, value in spec.options.items():  # arrays as comma-separated numbers
+            text = ",".join(map(repr, np.ravel(value).tolist())) if np.ndim(value) else value
+            words += ["--option", f"{name}={text}"]
         return " ".join(shlex.quote(w) for w in words)
 
 
@@ -173,7 +176,7 @@ def named_instance(spec: BoundSpec, *, problem: str | None = None,
     name = problem if flag else spec.problem
     path = problem_file if flag else spec.problem_file
     given = f"--problem {name}" if name is not None else f"--problem-file {path}"
-    prob = make_problem(name, path=path)
+    prob = make_problem(name, path=path, exact=True)
     label = str(name or path)
     notes = []
     if flag and (spec.problem is not None or spec.problem_file is not None):

@@ -301,7 +301,8 @@ class _Climber:
             rg = rate_gradient(inst.problem, spec.algorithm, inst.participation(spec),
                                quantity=spec.quantity, lr=eta, local_steps=inst.local_steps,
                                rule=spec.aggregation, global_lr=spec.global_lr,
-                               prox_mu=spec.prox_mu, participation_at=at, p=r,
+                               prox_mu=spec.prox_mu, options=spec.options or None,
+                               participation_at=at, p=r,
                                v0=self.vector)  # fmt: skip
         except FedTheoryError:
             return 1e300, np.zeros(theta.size)

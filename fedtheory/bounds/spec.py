@@ -25,7 +25,10 @@ number or an expression of the constants (not ``eta``); ``condition`` is one ine
 joined by ``and``, or a list of them; ``constant`` names the free constant and
 ``constant_value`` may give the paper's value of it. ``problem`` (a built-in name) or
 ``problem_file`` (an ``.npz``) names one instance to check; ``[class]`` the instance class to
-search. Unknown keys and unknown symbols are refused naming the accepted ones.
+search; ``[options]`` sets the algorithm's own options (``server_momentum = 0.9``). Unknown keys,
+options and symbols are refused naming the accepted ones. ``algorithm`` may name a user's own
+algorithm, ``"my_algos.py:fednova"`` (a path relative to the spec file) or ``"module:NAME"``:
+loading the spec imports that file, which runs its code (docs/own-algorithm.md).
 
 Expressions are parsed by sympy (``^`` is a power, as typed from a PDF) after a check that every
 name in them is an accepted constant or one of :data:`FUNCTIONS`, so a spec cannot call Python.
@@ -45,7 +48,8 @@ from typing import Any
 import sympy
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
-from fedtheory.analysis.exact import AFFINE_ALGORITHMS
+from fedtheory.algorithms.registry import SHARED_SETTINGS, configure, resolve_algorithm
+from fedtheory.analysis.exact import check_affine
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
 from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
 from fedtheory.io import check_input_file
@@ -86,7 +90,7 @@ _TOP_KEYS = (
     "title", "source", "stated", "algorithm", "participation", "clients", "clients_per_round",
     "p", "local_steps", "lr", "quantity", "bound", "condition", "constant", "constant_value",
     "epsilon", "tolerance", "aggregation", "empty", "global_lr", "prox_mu", "noise",
-    "problem", "problem_file", "topology", "seeds", "rounds", "class",
+    "problem", "problem_file", "topology", "seeds", "rounds", "class", "options",
 )  # fmt: skip
 _CLASS_KEYS = ("dim", "L", "mu", "heterogeneity", "p_range")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -252,6 +256,10 @@ class BoundSpec:
 
     Build it with :meth:`from_dict` (a parsed TOML table) or :func:`load_spec` (a file); the
     constructor takes the same keys as keywords (``class`` is ``instance_class``).
+    ``algorithm`` is a registry name (:meth:`from_dict` loads a user's ``FILE.py:NAME``,
+    :func:`~fedtheory.algorithms.registry.resolve_algorithm`); ``algorithm_source`` is how
+    another process names it (the absolute ``FILE.py:NAME``: the search's worker processes and
+    the ``fedtheory rate`` command that reproduces a value use it).
     """
 
     algorithm: str
@@ -282,6 +290,8 @@ class BoundSpec:
     title: str = ""
     source: str = ""
     stated: str = ""
+    options: dict = field(default_factory=dict, hash=False)
+    algorithm_source: str | None = field(default=None, compare=False)
     path: str | None = field(default=None, compare=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -300,7 +310,16 @@ class BoundSpec:
             if key not in d:
                 raise AssumptionError(f"the bound spec needs {key!r}")
         kw: dict[str, Any] = {"path": path}
-        for key in ("algorithm", "participation", "quantity", "aggregation", "empty", "title",
+        if not isinstance(d["algorithm"], str):
+            raise AssumptionError(f"algorithm must be a string, got {d['algorithm']!r}")
+        base = os.path.dirname(os.path.abspath(path)) if path is not None else None
+        found = resolve_algorithm(d["algorithm"], base_dir=base)  # a user's file is imported
+        kw["algorithm"], kw["algorithm_source"] = found.name, found.source
+        if "options" in d:
+            if not isinstance(d["options"], dict):
+                raise AssumptionError(f"[options] must be a table, got {d['options']!r}")
+            kw["options"] = dict(d["options"])
+        for key in ("participation", "quantity", "aggregation", "empty", "title",
                     "source", "stated", "problem", "problem_file", "topology", "constant",
                     "bound"):  # fmt: skip
             if key in d:
@@ -331,11 +350,14 @@ class BoundSpec:
         return cls(**kw)
 
     def __post_init__(self) -> None:
-        if self.algorithm not in AFFINE_ALGORITHMS:
+        check_affine(self.algorithm)  # an unknown name, or why it has no exact rate
+        shared = sorted(k for k in self.options if k in SHARED_SETTINGS)
+        if shared:
             raise AssumptionError(
-                f"algorithm {self.algorithm!r} has no exact rate (its round is not affine); "
-                f"a bound is checked for one of {', '.join(AFFINE_ALGORITHMS)}"
+                f"[options] holds the algorithm's own options; give {', '.join(shared)} as "
+                "top-level keys of the spec"
             )
+        configure(self.algorithm, **self.options)  # unknown options, naming the accepted ones
         if self.participation not in PARTICIPATION:
             raise AssumptionError(
                 f"participation {self.participation!r}: choose one of {', '.join(PARTICIPATION)}"
@@ -444,10 +466,14 @@ class BoundSpec:
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name == "path" or v is None or v == () or v == "":
+            if f.name in ("path", "algorithm_source") or v is None or v in ((), "", {}):
                 continue
             if f.name == "instance_class":
                 out["class"] = v.to_dict()
+            elif f.name == "algorithm":
+                out[f.name] = self.algorithm_source or v
+            elif f.name == "options":
+                out[f.name] = {k: x.tolist() if hasattr(x, "tolist") else x for k, x in v.items()}
             else:
                 out[f.name] = list(v) if isinstance(v, tuple) else v
         return out

@@ -281,6 +281,7 @@ def rate_gradient(
     rule: str = "mean",
     global_lr: float | None = None,
     prox_mu: float | None = None,
+    options: dict | None = None,
     participation_at: Callable[[np.ndarray], Any] | None = None,
     p: np.ndarray | None = None,
     tol: float = 1e-10,
@@ -296,7 +297,7 @@ def rate_gradient(
     participation : ParticipationModel, optional
         A memoryless model (Markov availability is not supported here).
     quantity : {"mean_square_rate", "mean_rate"}
-    lr, local_steps, rule, global_lr, prox_mu
+    lr, local_steps, rule, global_lr, prox_mu, options
         As :func:`~fedtheory.analysis.exact.exact_rates`.
     participation_at : callable, optional
         ``participation_at(p)`` builds the participation model at probabilities ``p`` (with
@@ -322,7 +323,7 @@ def rate_gradient(
         )
     t0 = time.perf_counter()
     kw = {"lr": lr, "local_steps": local_steps, "rule": rule, "global_lr": global_lr,
-          "prox_mu": prox_mu}  # fmt: skip
+          "prox_mu": prox_mu, "options": options}  # fmt: skip
     s = _system(problem, algorithm, participation, verify=False, **kw).system
     if not isinstance(s, AffineSystem):
         raise FedTheoryError("rate derivatives need a memoryless participation model")
@@ -345,7 +346,7 @@ def rate_gradient(
         con = _ms_contraction(s, _restrict_adjoint(s, U), _embed_sym(s, V))
     base_beta = s.beta
     alg = build_algorithm(algorithm, problem, lr=lr, local_steps=local_steps,
-                          global_lr=global_lr, prox_mu=prox_mu)  # fmt: skip
+                          global_lr=global_lr, prox_mu=prox_mu, options=options)  # fmt: skip
     H = np.asarray(problem.H, dtype=np.float64)
     hvec = np.asarray(problem.h, dtype=np.float64)
     N, d = H.shape[:2]
@@ -367,7 +368,7 @@ def rate_gradient(
     # The step size: one more extraction (the server rows may move too).
     h_lr = _SQRT_EPS * lr
     alg2 = build_algorithm(algorithm, problem, lr=lr + h_lr, local_steps=local_steps,
-                           global_lr=global_lr, prox_mu=prox_mu)  # fmt: skip
+                           global_lr=global_lr, prox_mu=prox_mu, options=options)  # fmt: skip
     mod = extract_round_model(problem, alg2, noise=False, verify=False)
     d_lr = con.apply((_channels(s, mod, s.law)[0] - base_beta) / h_lr,
                      (mod.L0u - s.model.L0u) / h_lr)  # fmt: skip
