@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -501,9 +502,12 @@ def search(spec: BoundSpec, n: int, seed: int, workers: int, *,
     """The three phases of the module docstring; returns every instance evaluated and what was
     spent (``draws``, ``structured``, ``refined`` evaluations, the :class:`Plan`)."""
     p = plan(spec, n)
+    t0 = time.perf_counter()
     evals = random_search(spec, n, seed, workers)
+    t1 = time.perf_counter()
     extremes = evaluate_draws(spec, structured_draws(spec, p.structured), workers)
     evals += extremes
+    t2 = time.perf_counter()
     info: dict[str, Any] = {"draws": n, "structured": len(extremes), "refined": 0,
                             "plan": p.__dict__}  # fmt: skip
     if ascend and p.starts:
@@ -514,6 +518,8 @@ def search(spec: BoundSpec, n: int, seed: int, workers: int, *,
             seen = climb(spec, start, p.per_start, rng, k)
             info["refined"] += len(seen)
             evals.extend(seen)
+    info["phase_seconds"] = {"draws": t1 - t0, "structured": t2 - t1,
+                             "ascent": time.perf_counter() - t2}  # fmt: skip
     return evals, info
 
 
