@@ -90,7 +90,7 @@ def test_the_gradient_on_a_matrix_free_operator():
     H, h = np.asarray(prob.H), np.asarray(prob.h)
     part = make_participation("uniform", 6, 2)
     g = rate_gradient(prob, "focus", part, lr=0.01, local_steps=3, tol=1e-13)
-    assert "ARPACK" in g.method and g.vector is not None
+    assert "matrix-free" in g.method and g.vector is not None
     rng = np.random.default_rng(4)
     E = rng.standard_normal(H.shape)
     E = E + np.swapaxes(E, 1, 2)
