@@ -556,7 +556,7 @@ def shape_fit(spec: BoundSpec, evals: list[Evaluation]) -> dict:
             and e.c is not None and math.isfinite(e.c) and e.c > 0]  # fmt: skip
     bases: list[Evaluation] = []
     for e in sorted(pool, key=lambda e: -e.objective):  # the most binding instances first
-        if all(abs(e.c - b.c) > 1e-9 * b.c for b in bases):  # not a copy of one already in
+        if all(abs(e.c - b.c) > 1e-6 * b.c for b in bases):  # not a copy of one already in
             bases.append(e)
         if len(bases) == SHAPE_BASES:
             break

@@ -303,7 +303,7 @@ class _Climber:
                                quantity=spec.quantity, lr=eta, local_steps=inst.local_steps,
                                rule=spec.aggregation, global_lr=spec.global_lr,
                                prox_mu=spec.prox_mu, options=spec.options or None,
-                               participation_at=at, p=r,
+                               participation_at=at, p=r, tol=SCREEN_TOL,
                                v0=self.vector)  # fmt: skip
         except FedTheoryError:
             return 1e300, np.zeros(theta.size)
