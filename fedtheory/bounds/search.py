@@ -25,8 +25,11 @@ free constant, the oriented c_i) in three phases:
    subspaces of theta (:func:`refine`).
 
 The budget (:func:`plan`) grows with the class's dimension: with P the size of theta at the
-largest setting, the ascent has 3 + floor(log2(1 + P / 64)) starts and n / 4 evaluations each
-way (an ascent step, value and gradient, counts as three). :func:`coverage` reports the range of
+largest setting, the ascent has 3 + floor(log2(1 + P / 64)) starts (3 for N = 4, d = 3; 7 for
+N = 16, d = 10), which share the n / 4 evaluations of the refinement, each getting at least
+the probe and two gradient steps (an ascent step, value and gradient, counts as three
+evaluations: its cost measured on N = 16, d = 10 FOCUS). Every step is a full gradient over
+theta whatever P is, so the ascent needs more starts, not longer climbs, as the class grows. :func:`coverage` reports the range of
 every constant the search reached, so that "holds on all of them" is read with it.
 """
 
@@ -77,7 +80,8 @@ class Plan:
     starts : int
         Ascents: 3 + floor(log2(1 + P / 64)), P the size of theta at the largest setting.
     per_start : int
-        Oracle evaluations per ascent (an ascent step counts as :data:`STEP_COST`).
+        Oracle evaluations per ascent (an ascent step counts as :data:`STEP_COST`): the
+        refinement budget n / 4 spread over the starts, and at least the probe and two steps.
     parameters : int
         P.
     """
@@ -98,7 +102,7 @@ def plan(spec: BoundSpec, n: int) -> Plan:
     """The budget of a search with ``n`` random draws (module docstring)."""
     P = _theta_size(spec, max(spec.clients), max(spec.instance_class.dim))
     starts = REFINE_STARTS + int(math.floor(math.log2(1 + P / 64)))
-    per_start = max(1, math.ceil(n / 4 / REFINE_STARTS)) if n else 0
+    per_start = max(len(PROBE_RADII) + 2 * STEP_COST, math.ceil(n / 4 / starts)) if n else 0
     structured = max(len(PATTERNS), n // 4) if n else 0
     return Plan(n, structured, starts if n else 0, per_start, P)
 
@@ -282,6 +286,8 @@ class _Climber:
 
     def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         spec = self.spec
+        if not np.all(np.isfinite(theta)):
+            return 1e300, np.zeros(theta.size)
         draw = replace(self.base, theta=np.array(theta, dtype=np.float64), label=self.label)
         inst = draw.instance(spec)
         consts = constants_of(spec, inst)
@@ -350,6 +356,8 @@ class _Climber:
         dH += 0.5 * (dh[:, :, None] * xs[:, None, :] + xs[:, :, None] * dh[:, None, :])
         dxs = np.einsum("nab,na->nb", H, dh)
         grad = draw.pullback(spec, dH, dxs, dr if r is not None else None)
+        if not np.all(np.isfinite(grad)):  # a kink of the objective: no direction to follow
+            grad = np.zeros(theta.size)
         return -ev.objective, -grad
 
 
@@ -481,18 +489,30 @@ def _starts(pool: list[Evaluation], count: int) -> list[Evaluation]:
     drawn = sorted((e for e in ok if not e.draw.label.startswith("extreme")),
                    key=lambda e: -e.objective)  # fmt: skip
 
-    def distinct(evs: list[Evaluation], key, n: int) -> list[Evaluation]:
+    def distinct(evs: list[Evaluation], key, n: int, refill: bool) -> list[Evaluation]:
         out, keys = [], set()
         for e in evs:
             if key(e) not in keys:
                 keys.add(key(e))
                 out.append(e)
         out = out[:n]
-        return out + [e for e in evs if all(e is not o for o in out)][: n - len(out)]
+        if refill:
+            out += [e for e in evs if all(e is not o for o in out)][: n - len(out)]
+        return out
 
     half = (count + 1) // 2
-    out = distinct(extreme, lambda e: e.draw.label, half)
-    out += distinct(drawn, lambda e: (e.draw.N, e.draw.d, e.draw.K, e.draw.M), count - len(out))
+
+    # extremes with one objective and one kappa, kappa_f and p_min are one problem up to scale
+    # (identical isotropic clients at mu, at L or in between): one start among them
+    def same(e: Evaluation) -> tuple:
+        c = e.constants
+        return tuple(round(v, 6) if math.isfinite(v) else v for v in
+                     (e.objective, c.get("kappa", 0.0), c.get("kappa_f", 0.0),
+                      c.get("p_min", 0.0)))  # fmt: skip
+
+    out = distinct(extreme, same, half, refill=False)
+    out += distinct(drawn, lambda e: (e.draw.N, e.draw.d, e.draw.K, e.draw.M), count - len(out),
+                    refill=True)  # fmt: skip
     return out
 
 

@@ -221,7 +221,13 @@ def _mean_contraction(s: AffineSystem, lam: complex, u: np.ndarray, v: np.ndarra
     uf = np.zeros(s.n, dtype=complex)
     uf[s.keep] = u
     vf = s.E @ v
-    c = np.conj(lam) / (abs(lam) * np.vdot(u, v))
+    uv = np.vdot(u, v)
+    if abs(lam) == 0 or abs(uv) <= 1e-12 * np.linalg.norm(u) * np.linalg.norm(v):
+        raise FedTheoryError(
+            "the mean rate is not differentiable here (an eigenvalue 0, or a defective top "
+            "eigenvalue whose left and right eigenvectors are orthogonal)"
+        )
+    c = np.conj(lam) / (abs(lam) * uv)
     G = c * np.outer(np.conj(uf), vf)  # d lam = <conj(u_f) v_f^T, dM>
     Gjj = _blocks_complex(s, G)
     jk = s.jk
