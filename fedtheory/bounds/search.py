@@ -246,8 +246,9 @@ def structured_draws(spec: BoundSpec, cap: int) -> list[Draw]:
 
 
 # -- ascent ----------------------------------------------------------------------------------------
-class _Found(Exception):
-    """The ascent reached an instance whose objective is +inf (nothing is above it)."""
+class _Stop(Exception):
+    """The ascent reached an instance whose objective is +inf (nothing is above it), or spent
+    its budget (L-BFGS-B's line search may call past ``maxfun``)."""
 
 
 def _partials(spec: BoundSpec, consts: dict, exact: float, names: list[str]) -> tuple:
@@ -279,13 +280,15 @@ def _partials(spec: BoundSpec, consts: dict, exact: float, names: list[str]) -> 
 class _Climber:
     """Value and gradient of -objective over theta for one start (per-round factors)."""
 
-    def __init__(self, spec: BoundSpec, base: Draw, label: str) -> None:
-        self.spec, self.base, self.label = spec, base, label
+    def __init__(self, spec: BoundSpec, base: Draw, label: str, calls: int | None = None) -> None:
+        self.spec, self.base, self.label, self.calls = spec, base, label, calls
         self.seen: list[Evaluation] = []
         self.vector = None
 
     def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         spec = self.spec
+        if self.calls is not None and len(self.seen) >= self.calls:
+            raise _Stop
         if not np.all(np.isfinite(theta)):
             return 1e300, np.zeros(theta.size)
         draw = replace(self.base, theta=np.array(theta, dtype=np.float64), label=self.label)
@@ -318,7 +321,7 @@ class _Climber:
         ev.instance, ev.draw = None, draw
         self.seen.append(ev)
         if ev.objective == math.inf:
-            raise _Found
+            raise _Stop
         if not math.isfinite(ev.objective):
             return 1e300, np.zeros(theta.size)
         c = ev.constants
@@ -430,12 +433,12 @@ def climb(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Genera
     base = best.draw
     label = f"climbed from {start.draw.label} ({k})"
     if spec.quantity in GRADIENT_QUANTITIES and budget >= STEP_COST:
-        fun = _Climber(spec, base, label)
+        fun = _Climber(spec, base, label, calls=budget // STEP_COST)
         try:
             minimize(fun, base.theta.copy(), jac=True, method="L-BFGS-B",
                      bounds=base.bounds(spec),
                      options={"maxfun": budget // STEP_COST, "maxiter": budget})  # fmt: skip
-        except _Found:
+        except _Stop:
             pass
         seen += fun.seen
         budget -= STEP_COST * len(fun.seen)
