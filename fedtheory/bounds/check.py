@@ -115,7 +115,8 @@ class BoundCheck:
     ----------
     spec : BoundSpec
     violated : bool
-        Some instance that meets the condition has exact > stated (1 + tolerance); with a free
+        Some instance that meets the condition has exact > stated + tolerance |stated| + floor
+        (:func:`~fedtheory.bounds.evaluate.violates`); with a free
         constant and no value for it: no constant makes the shape hold on every instance.
     worst : Evaluation or None
         The instance with the largest objective among those that meet the condition.
@@ -280,7 +281,8 @@ def check(
     spec : BoundSpec, path of a TOML file, or a dict of its keys
     search : int, optional
         Random class draws (default :data:`DEFAULT_SEARCH` when the spec has a ``[class]``;
-        0: no search). The worst three are then refined with ``search // 4`` evaluations.
+        0: no search), then the structured extremes and the ascent from the best instances
+        with ``search // 4`` evaluations (:func:`fedtheory.bounds.search.search`).
     seed : int
         Seed of the search (instance i depends only on (seed, i)) and of the simulation.
     problem, problem_file : str, optional
@@ -297,7 +299,8 @@ def check(
         Processes of the random search (default: the cores this process may use, at most 2
         per 100 draws).
     refine : bool
-        Refine the worst draws by Nelder-Mead (default True).
+        Climb from the best extremes and draws (:func:`fedtheory.bounds.search.climb`;
+        default True).
 
     Returns
     -------

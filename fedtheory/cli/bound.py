@@ -7,10 +7,12 @@ Contract (other tools rely on it)::
 prints a short table and one sentence; ``--json`` writes an object with ``violated`` (bool),
 ``worst`` {``stated``, ``exact``, ``ratio``, ``eta``, ``problem_file``}, ``instances`` (list of
 {``stated``, ``exact``, ``condition_met``}) and, with a free constant, ``implied_constant``
-{``value``, ``problem_file``}. A violated bound's worst instance is written as an ``.npz``
-problem file (and ``.p.npy`` probabilities) that ``fedtheory rate --problem-file`` and
-``fedtheory simulate --problem-file`` read; ``worst.command`` is the ``rate`` command that
-reproduces the exact value. docs/bounds.md describes the spec format.
+{``value``, ``problem_file``}; also ``coverage``, ``shape_fit`` and ``notes``. The worst
+instance is written as an ``.npz`` problem file (and ``.p.npy`` probabilities) that
+``fedtheory rate --problem-file`` and ``fedtheory simulate --problem-file`` read;
+``worst.command`` is the ``rate`` command that reproduces the exact value, printed with the
+worst instance's N, M, K, d and eta. A line ``note: ...`` says each spec key that a flag or the
+named problem overrode. docs/bounds.md describes the spec format.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def register(subparsers: Any) -> None:
             "bound as an expression of named constants, step-size condition, optional free "
             "constant) against the exact oracle: on one instance (stated, exact, simulated, "
             "rounds to epsilon) and by a worst-case search over the spec's [class] of "
-            "quadratic least-squares clients (random draws, then Nelder-Mead refinement). A "
+            "quadratic least-squares clients (random draws, structured extremes, then an ascent with "
+            "the exact gradient). A "
             "violated bound's worst instance is saved as a problem file that "
             "'fedtheory rate --problem-file' reproduces. Shipped bound files of the three "
             f"papers: {', '.join(paper_bounds()) or 'none'} (pass the name instead of a path)."
@@ -51,7 +54,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("spec", metavar="SPEC.toml", help="a bound spec (or a shipped bound's name)")
     p.add_argument("--search", type=int, default=None, metavar="N",
                    help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
-                   "0: none); the worst three are refined with N/4 more evaluations")  # fmt: skip
+                   "0: none), then structured extremes and an ascent from the best with N/4 "
+                   "more evaluations")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the search")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS),
