@@ -26,6 +26,7 @@ from fedtheory.bounds.evaluate import (
     evaluate,
     oracle_keywords,
     ratio,
+    scored,
     solve_constant,
     violates,
 )
@@ -37,7 +38,16 @@ from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.simulation import simulate
 from fedtheory.validation import available_cores, check_int, check_seed
 
-__all__ = ["DEFAULT_SEARCH", "BoundCheck", "check", "implied_over", "measure"]
+__all__ = [
+    "DEFAULT_SEARCH",
+    "BoundCheck",
+    "Evaluation",
+    "check",
+    "implied_over",
+    "measure",
+    "scored",
+    "verdict",
+]
 
 
 def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = None,
@@ -273,8 +283,10 @@ def check(
     name: str | None = None,
     workers: int | None = None,
     refine: bool = True,
+    functions: str | None = None,
 ) -> BoundCheck:
-    """Check a stated bound on one instance and/or over an instance class.
+    """Check a stated bound on one instance and/or over an instance class of quadratic
+    clients (:func:`fedtheory.bounds.check_classes` checks the smooth strongly convex class).
 
     Parameters
     ----------
@@ -301,6 +313,8 @@ def check(
     refine : bool
         Climb from the best extremes and draws (:func:`fedtheory.bounds.search.climb`;
         default True).
+    functions : {"quadratic"}, optional
+        The class (default the spec's ``[class] functions``): this search is the quadratic one.
 
     Returns
     -------
@@ -328,6 +342,11 @@ def check(
         spec = BoundSpec.from_dict(spec)
     elif not isinstance(spec, BoundSpec):
         spec = load_spec(spec)
+    if (functions or spec.functions) != "quadratic":
+        raise AssumptionError(
+            f"check searches quadratic clients; the class {functions or spec.functions!r} is "
+            "checked by fedtheory.bounds.check_classes (fedtheory bound --class)"
+        )
     seed = check_seed(seed)
     has_named = problem is not None or problem_file is not None or (
         spec.problem is not None or spec.problem_file is not None)  # fmt: skip
@@ -400,9 +419,12 @@ def _named_report(spec: BoundSpec, ev: Evaluation, measured: dict | None) -> dic
     return rep
 
 
-def _verdict(spec: BoundSpec, evals: list[Evaluation]) -> tuple:
-    """(pool, implied, worst, violated) over the instances evaluated."""
-    tol = spec.tolerance
+def verdict(spec: BoundSpec, evals: list[Evaluation],
+            tol: float) -> tuple[list, dict | None, Evaluation | None, bool]:  # fmt: skip
+    """``(pool, implied, worst, violated)`` of evaluated instances: those that meet the
+    condition, the implied constant (the shape then evaluated at it), the worst one (of the
+    violating ones when violated) and the verdict at relative tolerance ``tol`` (with each
+    instance's floor, :func:`~fedtheory.bounds.evaluate.violates`)."""
     implied = None
     pool = [e for e in evals if e.condition_met and e.defined]
     if spec.constant is not None:
@@ -420,7 +442,7 @@ def _verdict(spec: BoundSpec, evals: list[Evaluation]) -> tuple:
         violated = any(violates(e, tol) for e in pool)
         if violated:
             worst = max((e for e in pool if violates(e, tol)), key=lambda e: e.objective)
-    return pool, implied, worst, violated
+    return pool, implied, worst, bool(violated)
 
 
 def _by_oracle(spec: BoundSpec, evals: list[Evaluation], chosen: list) -> bool:
@@ -455,10 +477,10 @@ def _ambiguous(spec: BoundSpec, pool: list[Evaluation]) -> list[Evaluation]:
 
 
 def _finish(spec, evals, measured, info, out_dir, name, t0, notes=()) -> BoundCheck:
-    pool, implied, worst, violated = _verdict(spec, evals)
+    pool, implied, worst, violated = verdict(spec, evals, spec.tolerance)
     argmax = implied.get("argmax") if implied is not None else None
     if _by_oracle(spec, evals, [worst, argmax, *_ambiguous(spec, pool)]):
-        pool, implied, worst, violated = _verdict(spec, evals)
+        pool, implied, worst, violated = verdict(spec, evals, spec.tolerance)
     files: dict[str, dict] = {}
     if out_dir is not None:
         stem = name or (Path(spec.path).stem if spec.path else "bound")

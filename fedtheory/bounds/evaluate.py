@@ -31,7 +31,7 @@ from scipy.optimize import brentq
 from fedtheory.analysis.exact import exact_mse_curve, exact_rates
 from fedtheory.bounds.constants import instance_constants
 from fedtheory.bounds.instances import Draw, Instance
-from fedtheory.bounds.spec import BoundSpec
+from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec
 from fedtheory.errors import AssumptionError
 
 #: Largest horizon of the exact transient behind ``rounds_to``.
@@ -55,14 +55,19 @@ def tolerance_floor(quantity: str, constants: dict) -> float:
     gradient descent with condition number 1, whose exact mean rate is 0, 18 ulps at d = 10,
     31 at d = 20, 57 at d = 40), ||x*||^2 = ``D2`` for ``stationary_mse`` (the floor
     E||x - x*||^2 is computed from states of size ||x*||; FOCUS and SCAFFOLD, which converge
-    exactly, leave 1e-10 ulps of it), 0 for ``rounds_to`` (an integer count).
+    exactly, leave 1e-10 ulps of it) and ``mse_after_rounds`` (times L_f for
+    ``f_minus_f_star_after_rounds`` and L_f^2 for ``grad_norm2_after_rounds``: their scale at
+    ||x - x*||^2 = D2), 0 for ``rounds_to`` (an integer count).
     """
     if quantity == "rounds_to":
         return 0.0
     scale = 1.0
-    if quantity == "stationary_mse":
+    if quantity == "stationary_mse" or quantity in AFTER_ROUNDS:
         scale = float(constants.get("D2", 1.0))
         scale = scale if math.isfinite(scale) and scale > 0 else 1.0
+        L_f = float(constants.get("L_f", 1.0))
+        L_f = L_f if math.isfinite(L_f) and L_f > 0 else 1.0
+        scale *= {"f_minus_f_star": L_f, "grad_norm2": L_f**2}.get(AFTER_ROUNDS.get(quantity), 1.0)
     d = float(constants.get("d", 1.0))
     d = d if math.isfinite(d) and d >= 1 else 1.0
     return FLOOR_ULPS_PER_DIM * d * float(np.finfo(np.float64).eps) * scale
@@ -181,6 +186,12 @@ def exact_value(spec: BoundSpec, inst: Instance, eta: float, *, verify: bool = T
         r = exact_rates(inst.problem, spec.algorithm, part, mean_square="skip",
                         stationary=False, verify=verify, **kw)  # fmt: skip
         return r.mean_rate, r.methods["mean rate"]
+    if q in AFTER_ROUNDS:  # from x_0 = 0; E (x_R - x*)^T W (x_R - x*) on a quadratic
+        H = np.asarray(inst.problem.H, dtype=np.float64).mean(axis=0)
+        W = {"distance2": None, "f_minus_f_star": H / 2, "grad_norm2": H @ H}[AFTER_ROUNDS[q]]
+        curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=spec.rounds,
+                                weight=W, verify=verify, **kw)  # fmt: skip
+        return float(curve[-1]), f"exact transient: {QUANTITIES[q]}, x_0 = 0"
     r = exact_rates(inst.problem, spec.algorithm, part, stationary=q != "mean_square_rate",
                     verify=verify, tol=tol, **kw)  # fmt: skip
     if q == "mean_square_rate":
@@ -281,6 +292,17 @@ def judge(spec: BoundSpec, consts: dict, exact: float) -> Judgement:
     if not (met and defined):
         objective = -math.inf
     return Judgement(stated, c_i, direction, met, defined, floor, rat, objective)
+
+
+def scored(spec: BoundSpec, consts: dict, exact: float, eta: float, sizes: dict, label: str,
+           how: str, instance: Instance | None = None) -> Evaluation:  # fmt: skip
+    """The :class:`Evaluation` of an exact (or worst) value ``exact`` on an instance (or a
+    class setting) with constants ``consts`` (``eta`` included): stated, condition, floor,
+    ratio, the free constant's c_i and what the search maximizes (:func:`judge`)."""
+    j = judge(spec, consts, exact)
+    return Evaluation(j.stated, exact, j.condition_met, j.ratio, eta, j.c, j.objective, sizes,
+                      label, consts, defined=j.defined, exact_method=how, direction=j.direction,
+                      floor=j.floor, instance=instance)  # fmt: skip
 
 
 def constants_of(spec: BoundSpec, inst: Instance) -> dict:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.bounds.spec import BoundSpec
+from fedtheory.bounds.spec import AFTER_ROUNDS, BoundSpec
 from fedtheory.errors import AssumptionError
 from fedtheory.io import write_atomic
 from fedtheory.participation import make_participation
@@ -83,17 +83,7 @@ class Instance:
 
     def participation(self, spec: BoundSpec) -> Any:
         """The participation model of this instance under ``spec``."""
-        name, n = spec.participation, self.n_clients
-        if name == "full":
-            return make_participation("full", n)
-        if name == "uniform":
-            return make_participation("uniform", n, self.clients_per_round)
-        if name == "weighted":
-            return make_participation("weighted", n, self.clients_per_round, p=self.p)
-        kw = {"empty": spec.empty}
-        if self.p is None:
-            return make_participation("bernoulli", n, self.clients_per_round, **kw)
-        return make_participation("bernoulli", n, None, p=self.p, **kw)
+        return participation_model(spec, self.n_clients, self.clients_per_round, self.p)
 
     def sizes(self) -> dict:
         return {"N": self.n_clients, "d": self.dim, "K": self.local_steps,
@@ -155,6 +145,22 @@ class Instance:
             text = ",".join(map(repr, np.ravel(value).tolist())) if np.ndim(value) else value
             words += ["--option", f"{name}={text}"]
         return " ".join(shlex.quote(w) for w in words)
+
+
+def participation_model(spec: BoundSpec, n: int, m: int | None, p: Any) -> Any:
+    """The participation model of ``spec`` on n clients with M = ``m`` per round and
+    probabilities ``p`` (Bernoulli p_i, weighted draw weights; None: from M)."""
+    name = spec.participation
+    if name == "full":
+        return make_participation("full", n)
+    if name == "uniform":
+        return make_participation("uniform", n, m)
+    if name == "weighted":
+        return make_participation("weighted", n, m, p=p)
+    kw = {"empty": spec.empty}
+    if p is None:
+        return make_participation("bernoulli", n, m, **kw)
+    return make_participation("bernoulli", n, None, p=p, **kw)
 
 
 def _listed(values: tuple[int, ...]) -> str:
@@ -271,6 +277,8 @@ class Draw:
         Q = np.linalg.solve(eye - S, eye + S)  # Cayley: orthogonal for skew S
         e = np.clip(t[b["e"]], -1.0, 1.0).reshape(N, d)
         z = t[b["z"]]
+        A = np.sqrt(lam)[:, :, None] * np.swapaxes(Q, 1, 2)  # A_i = diag(sqrt lam) Q_i^T
+        xs = _meet_class_bounds(A, z + cls.heterogeneity * e, spec)
         r = p = None
         if spec.p is not None:
             p = np.asarray(spec.p, dtype=np.float64)
@@ -280,15 +288,14 @@ class Draw:
             p = r
         if p is not None and spec.participation == "weighted":
             p = p / p.sum()
-        return {"lam": lam, "S": S, "Q": Q, "e": e, "z": z, "xs": z + cls.heterogeneity * e,
-                "r": r, "p": p}  # fmt: skip
+        return {"lam": lam, "S": S, "Q": Q, "A": A, "e": e, "z": z, "xs": xs, "r": r,
+                "p": p}  # fmt: skip
 
     def instance(self, spec: BoundSpec) -> Instance:
         """Build the instance: clip to the class, rotate, solve for b."""
         q = self.parts(spec)
-        A = np.sqrt(q["lam"])[:, :, None] * np.swapaxes(q["Q"], 1, 2)  # diag(sqrt lam) Q^T
-        b = np.einsum("nkd,nd->nk", A, q["xs"])
-        return Instance(A, b, 0.0, self.K, self.M, q["p"], self.label, noise=spec.noise)
+        b = np.einsum("nkd,nd->nk", q["A"], q["xs"])
+        return Instance(q["A"], b, 0.0, self.K, self.M, q["p"], self.label, noise=spec.noise)
 
     def bounds(self, spec: BoundSpec) -> list[tuple[float | None, float | None]]:
         """Box constraints of ``theta`` (the class: spectra in [mu, L], offsets in [-1, 1],
@@ -325,6 +332,11 @@ class Draw:
             Y = np.linalg.solve(np.swapaxes(eye - S, 1, 2), X) @ np.swapaxes(eye + Q, 1, 2)
             iu = np.triu_indices(d, 1)
             out[b["skew"]] = (Y[:, iu[0], iu[1]] - Y[:, iu[1], iu[0]]).reshape(-1)
+        if dxs is not None and fixes_optima(spec):
+            raise AssumptionError(
+                "the class fixes zeta2 or D2 (the optima are rescaled to meet them): no "
+                "derivative through the optima"
+            )
         if dxs is not None:
             inside = np.abs(t[b["e"]]) <= 1.0
             out[b["e"]] = cls.heterogeneity * dxs.reshape(-1) * inside
@@ -334,6 +346,35 @@ class Draw:
             inside = (t[b["r"]] >= lo) & (t[b["r"]] <= hi)
             out[b["r"]] = dr * inside
         return out
+
+
+def _meet_class_bounds(A: np.ndarray, xs: np.ndarray, spec: BoundSpec) -> np.ndarray:
+    """Client optima ``xs (N, d)`` moved so that the instance meets the class bounds with
+    equality: (1/N) sum_i ||grad f_i(x*)||^2 = zeta2 (the spread about x* scaled, which keeps
+    x* and scales every g_i* by the same factor) and ||x_0 - x*||^2 = ||x*||^2 = D2 (every
+    optimum shifted by one vector, which shifts x* and keeps the g_i*), where the ``[class]``
+    gives them (D2 also, at its default 1, for the quantities after R rounds). A draw with
+    identical optima (zeta2 = 0) stays homogeneous."""
+    cls = spec.instance_class
+    H = np.einsum("nkd,nke->nde", A, A)
+    x_star = np.linalg.solve(H.sum(axis=0), np.einsum("nde,ne->d", H, xs))
+    if cls.zeta2 is not None:
+        g = np.einsum("nde,ne->nd", H, x_star - xs)
+        z2 = float(np.mean(np.sum(g * g, axis=1)))
+        if z2 > 0:
+            xs = x_star + np.sqrt(cls.zeta2 / z2) * (xs - x_star)
+    if cls.D2 is not None or spec.quantity in AFTER_ROUNDS:
+        norm = float(np.linalg.norm(x_star))
+        u = x_star / norm if norm > 0 else np.eye(x_star.size)[0]
+        xs = xs + (np.sqrt(spec.D2) * u - x_star)
+    return xs
+
+
+def fixes_optima(spec: BoundSpec) -> bool:
+    """Whether draws rescale their optima to meet ``[class] zeta2`` or ``D2`` with equality
+    (then zeta2 and D2 are the class's, whatever theta is)."""
+    cls = spec.instance_class
+    return cls.zeta2 is not None or cls.D2 is not None or spec.quantity in AFTER_ROUNDS
 
 
 def draw_instance(spec: BoundSpec, rng: np.random.Generator, label: str) -> Draw:

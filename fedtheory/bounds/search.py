@@ -48,7 +48,7 @@ from scipy.optimize import minimize
 from fedtheory.analysis.exact.sensitivity import GRADIENT_QUANTITIES, rate_gradient
 from fedtheory.bounds.constants import constant_gradients, instance_constants
 from fedtheory.bounds.evaluate import SCREEN_TOL, Evaluation, constants_of, evaluate, judge
-from fedtheory.bounds.instances import Draw, draw_instance
+from fedtheory.bounds.instances import Draw, draw_instance, fixes_optima
 from fedtheory.bounds.spec import BoundSpec
 from fedtheory.errors import AssumptionError, FedTheoryError
 
@@ -326,6 +326,9 @@ class _Climber:
             return 1e300, np.zeros(theta.size)
         c = ev.constants
         grads = constant_gradients(inst.problem)
+        fixed = fixes_optima(spec)  # zeta2 and D2 are the class's: the optima do not move them
+        if fixed:
+            grads = {k: v for k, v in grads.items() if k not in ("zeta2", "D2")}
         names = [n for n in (*grads, "eta") if n in c and math.isfinite(c[n])]
         dr_consts = {}
         if r is not None:
@@ -357,7 +360,7 @@ class _Climber:
         # h_j = H_j x_j*: the linear terms follow the Hessians and the optima
         xs = parts["xs"]
         dH += 0.5 * (dh[:, :, None] * xs[:, None, :] + xs[:, :, None] * dh[:, None, :])
-        dxs = np.einsum("nab,na->nb", H, dh)
+        dxs = None if fixed else np.einsum("nab,na->nb", H, dh)
         grad = draw.pullback(spec, dH, dxs, dr if r is not None else None)
         if not np.all(np.isfinite(grad)):  # a kink of the objective: no direction to follow
             grad = np.zeros(theta.size)
