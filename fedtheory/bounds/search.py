@@ -208,7 +208,7 @@ def pattern_theta(spec: BoundSpec, N: int, d: int, pattern: tuple[str, ...]) -> 
     iu = np.triu_indices(d, 1)
     skew = S[:, iu[0], iu[1]]
     e = np.zeros((N, d))
-    if optima == "spread":
+    if optima == "spread" or cls.zeta2 is not None:  # a class that fixes zeta2 > 0: spread
         e[0::2], e[1::2] = 1.0, -1.0
     z = np.full(d, 1.0 / math.sqrt(d))
     parts = [lam.ravel(), skew.ravel(), e.ravel(), z]
