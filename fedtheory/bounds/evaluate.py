@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
+from fedtheory.analysis.accuracy import absolute_floor
 from fedtheory.analysis.exact import exact_mse_curve, exact_rates
 from fedtheory.bounds.constants import instance_constants
 from fedtheory.bounds.instances import Draw, Instance
@@ -49,15 +50,15 @@ FLOOR_ULPS_PER_DIM = 8
 def tolerance_floor(quantity: str, constants: dict) -> float:
     """The oracle's own accuracy at the problem's scale: the absolute part of the tolerance.
 
-    8 d units in the last place (d = ``constants["d"]``) of the quantity's scale: 1 for a
-    per-round factor (``mean_square_rate``, ``mean_rate``: eigenvalues of round maps whose
+    ``absolute_floor(scale, steps=d, ulps=8)`` (:func:`fedtheory.analysis.accuracy.absolute_floor`,
+    d = ``constants["d"]``): 8 units in the last place per dimension of the quantity's scale, 1
+    for a per-round factor (``mean_square_rate``, ``mean_rate``: eigenvalues of round maps whose
     spectrum lies in the unit disc, whose rounding grows like the dimension: measured on
     gradient descent with condition number 1, whose exact mean rate is 0, 18 ulps at d = 10,
     31 at d = 20, 57 at d = 40), ||x*||^2 = ``D2`` for ``stationary_mse`` (the floor
-    E||x - x*||^2 is computed from states of size ||x*||; FOCUS and SCAFFOLD, which converge
-    exactly, leave 1e-10 ulps of it) and ``mse_after_rounds`` (times L_f for
-    ``f_minus_f_star_after_rounds`` and L_f^2 for ``grad_norm2_after_rounds``: their scale at
-    ||x - x*||^2 = D2), 0 for ``rounds_to`` (an integer count).
+    E||x - x*||^2 is computed from states of size ||x*||) and ``mse_after_rounds`` (times L_f
+    for ``f_minus_f_star_after_rounds`` and L_f^2 for ``grad_norm2_after_rounds``: their scale
+    at ||x - x*||^2 = D2), 0 for ``rounds_to`` (an integer count).
     """
     if quantity == "rounds_to":
         return 0.0
@@ -69,8 +70,8 @@ def tolerance_floor(quantity: str, constants: dict) -> float:
         L_f = L_f if math.isfinite(L_f) and L_f > 0 else 1.0
         scale *= {"f_minus_f_star": L_f, "grad_norm2": L_f**2}.get(AFTER_ROUNDS.get(quantity), 1.0)
     d = float(constants.get("d", 1.0))
-    d = d if math.isfinite(d) and d >= 1 else 1.0
-    return FLOOR_ULPS_PER_DIM * d * float(np.finfo(np.float64).eps) * scale
+    steps = int(round(d)) if math.isfinite(d) and d >= 1 else 1
+    return absolute_floor(scale, steps=steps, ulps=FLOOR_ULPS_PER_DIM)
 
 
 @dataclass
