@@ -51,6 +51,7 @@ from fedtheory.bounds.evaluate import SCREEN_TOL, Evaluation, constants_of, eval
 from fedtheory.bounds.instances import Draw, draw_instance, fixes_optima
 from fedtheory.bounds.spec import BoundSpec
 from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.parallel import can_fork
 
 #: Random draws of the default search (``fedtheory bound --search``).
 DEFAULT_SEARCH = 200
@@ -135,9 +136,12 @@ def _spec_worker(spec_dict: dict, draws: list[Draw]) -> list[Evaluation]:
 
 
 def evaluate_draws(spec: BoundSpec, draws: list[Draw], workers: int) -> list[Evaluation]:
-    """Evaluate ``draws`` in ``workers`` processes (their order kept)."""
+    """Evaluate ``draws`` in ``workers`` processes (their order kept); in this process where a
+    pool cannot start (:func:`fedtheory.parallel.can_fork`: a daemonic process, such as a claim
+    ``fedtheory verify`` forked, may not have children). Draw i depends only on (seed, i), so
+    the result is the same either way."""
     n = len(draws)
-    if workers <= 1 or n < 8:
+    if workers <= 1 or n < 8 or not can_fork():
         return _evaluate_list(spec, draws)
     chunks = [list(range(k, n, workers)) for k in range(workers)]
     with ProcessPoolExecutor(max_workers=workers) as pool:

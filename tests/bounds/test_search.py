@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -208,3 +209,25 @@ def test_a_shape_that_misses_the_dependence_on_k_says_so():
     assert "this shape does not describe the dependence on K" in res.sentence()
     c = np.array(fit["K"]["c"][0])  # the binding instance at K = 1, 2, 3, 6, 12
     assert c[0] / c[-1] == pytest.approx(12, rel=0.1)
+
+
+def _daemon_search(queue) -> None:
+    try:
+        res = check(CORNER_GD, search=16, seed=2, refine=False, workers=2)
+        queue.put([(e.label, e.exact) for e in res.instances])
+    except Exception as exc:  # reported to the parent rather than left on stderr
+        queue.put(repr(exc))
+
+
+def test_a_search_inside_a_daemonic_process_runs_there_and_finds_the_same_instances():
+    # a claim that ``fedtheory verify`` forks is daemonic and may not start a pool: the search
+    # evaluates its draws in the process itself (draw i depends only on (seed, i))
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_daemon_search, args=(queue,), daemon=True)
+    child.start()
+    inside = queue.get(timeout=120)
+    child.join(timeout=30)
+    assert child.exitcode == 0
+    here = check(CORNER_GD, search=16, seed=2, refine=False, workers=1)
+    assert inside == [(e.label, e.exact) for e in here.instances]
