@@ -554,9 +554,12 @@ def search(spec: BoundSpec, n: int, seed: int, workers: int, *,
 
 
 def coverage(spec: BoundSpec, evals: list[Evaluation]) -> dict[str, Any]:
-    """The range of every constant of :data:`COVERED` over the instances that meet the
-    condition, beside what the class allows where that is known."""
-    pool = [e for e in evals if e.condition_met and e.defined and e.constants]
+    """The range of every constant of :data:`COVERED` over the class instances the search
+    evaluated that meet the condition (a named problem, outside the class, is left out),
+    beside what the class allows where that is known."""
+    pool = [
+        e for e in evals if e.draw is not None and e.condition_met and e.defined and e.constants
+    ]
     out: dict[str, Any] = {}
     for name in COVERED:
         vals = np.array([e.constants.get(name, math.nan) for e in pool], dtype=float)

@@ -231,3 +231,13 @@ def test_a_search_inside_a_daemonic_process_runs_there_and_finds_the_same_instan
     assert child.exitcode == 0
     here = check(CORNER_GD, search=16, seed=2, refine=False, workers=1)
     assert inside == [(e.label, e.exact) for e in here.instances]
+
+
+def test_the_coverage_is_the_searchs_not_the_named_problems():
+    # the built-in quadratic is not a member of the class (its own dimension and spectrum)
+    res = check(CORNER_GD, search=12, seed=0, refine=False, problem="quadratic")
+    named = res.instances[0]
+    assert named.draw is None and named.sizes["d"] != 3
+    cov = res.to_dict()["coverage"]
+    assert cov["d"] == {"min": 3, "max": 3}
+    assert cov["L_f"]["min"] >= 1.0 - 1e-12 and cov["L_f"]["max"] <= 10.0 + 1e-12
