@@ -453,14 +453,17 @@ def climb(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Genera
             return seen
     if budget > 0:
         best = max([start, *seen], key=lambda e: e.objective)
-        seen += refine(spec, best, budget, rng, k)
+        seen += refine(spec, best, budget, rng, k, origin=start.draw.label)
     return seen
 
 
 def refine(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Generator,
-           k: int) -> list[Evaluation]:  # fmt: skip
-    """Nelder-Mead on -objective in random subspaces around ``start`` (``budget`` evaluations)."""
+           k: int, *, origin: str | None = None) -> list[Evaluation]:  # fmt: skip
+    """Nelder-Mead on -objective in random subspaces around ``start`` (``budget`` evaluations);
+    the instances are labelled "refined from ``origin`` (k)", ``origin`` the draw or extreme the
+    ascent began at (default: ``start``'s own label)."""
     base = start.draw
+    label = f"refined from {origin if origin is not None else base.label} ({k})"
     seen: list[Evaluation] = []
     x0 = base.theta.copy()
     best = start.objective
@@ -470,7 +473,7 @@ def refine(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Gener
         B = rng.standard_normal((x0.size, dim)) * scale[:, None]
 
         def f(t: np.ndarray, B=B, x0=x0) -> float:
-            d = replace(base, theta=x0 + B @ t, label=f"refined from {base.label} ({k})")
+            d = replace(base, theta=x0 + B @ t, label=label)
             ev = _safe_evaluate(spec, d)
             seen.append(ev)
             return -ev.objective if np.isfinite(ev.objective) else (

@@ -241,3 +241,11 @@ def test_the_coverage_is_the_searchs_not_the_named_problems():
     cov = res.to_dict()["coverage"]
     assert cov["d"] == {"min": 3, "max": 3}
     assert cov["L_f"]["min"] >= 1.0 - 1e-12 and cov["L_f"]["max"] <= 10.0 + 1e-12
+
+
+def test_an_ascents_instances_name_the_draw_or_extreme_it_began_at():
+    # a floor has no gradient: the probe, then Nelder-Mead from the probe's best point
+    res = check(load_spec(paper_bounds()["fedavg-thm2-floor"]), search=40, seed=0)
+    climbed = [e.label for e in res.instances if " from " in e.label]
+    assert any(x.startswith("refined from ") for x in climbed)
+    assert all(x.count(" from ") == 1 for x in climbed), climbed
