@@ -38,7 +38,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -51,7 +50,7 @@ from fedtheory.bounds.evaluate import SCREEN_TOL, Evaluation, constants_of, eval
 from fedtheory.bounds.instances import Draw, draw_instance, fixes_optima
 from fedtheory.bounds.spec import BoundSpec
 from fedtheory.errors import AssumptionError, FedTheoryError
-from fedtheory.parallel import can_fork
+from fedtheory.parallel import fork_all
 
 #: Random draws of the default search (``fedtheory bound --search``).
 DEFAULT_SEARCH = 200
@@ -131,22 +130,16 @@ def _evaluate_list(spec: BoundSpec, draws: list[Draw]) -> list[Evaluation]:
     return [_safe_evaluate(spec, d) for d in draws]  # each is one oracle call
 
 
-def _spec_worker(spec_dict: dict, draws: list[Draw]) -> list[Evaluation]:
-    return _evaluate_list(BoundSpec.from_dict(spec_dict), draws)
-
-
 def evaluate_draws(spec: BoundSpec, draws: list[Draw], workers: int) -> list[Evaluation]:
-    """Evaluate ``draws`` in ``workers`` processes (their order kept); in this process where a
-    pool cannot start (:func:`fedtheory.parallel.can_fork`: a daemonic process, such as a claim
-    ``fedtheory verify`` forked, may not have children). Draw i depends only on (seed, i), so
-    the result is the same either way."""
+    """Evaluate ``draws`` in ``workers`` forked processes (their order kept) by
+    :func:`fedtheory.parallel.fork_all`, which runs them in this process where it may not fork
+    (a daemonic process, such as a claim ``fedtheory verify`` forked, may not have children).
+    Draw i depends only on (seed, i), so the result is the same either way."""
     n = len(draws)
-    if workers <= 1 or n < 8 or not can_fork():
+    if workers <= 1 or n < 8:
         return _evaluate_list(spec, draws)
     chunks = [list(range(k, n, workers)) for k in range(workers)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futs = [pool.submit(_spec_worker, spec.to_dict(), [draws[i] for i in c]) for c in chunks]
-        parts = [f.result() for f in futs]
+    parts = fork_all(lambda c: _evaluate_list(spec, [draws[i] for i in c]), chunks, workers=workers)
     out: list[Evaluation | None] = [None] * n
     for chunk, evs in zip(chunks, parts, strict=True):
         for i, ev in zip(chunk, evs, strict=True):

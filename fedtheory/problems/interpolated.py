@@ -28,9 +28,11 @@ The file (``.npz``, read without pickle through :func:`fedtheory.io.read_npz`)::
     x0          (d,)       the start of the replayed run
     x_star      (d,)       a minimizer of f = (1/N) sum_i f_i (the mean of the clients'
                            gradients there must vanish, checked to 1e-6 of the gradients' size)
-    optional    lr, local_steps, rounds, algorithm, participation, clients_per_round: the run
-                that found the worst case; tau (the tightening of the class), quantity (str)
-                and value (the worst value the solver reported)
+    optional    lr, local_steps, rounds, algorithm, participation, clients_per_round,
+                aggregation, global_lr, prox_mu, options (the algorithm's own options as
+                ``--option`` values NAME=VALUE, shell words in one string): the run that found
+                the worst case; tau (the tightening of the class), quantity (str) and value
+                (the worst value the solver reported)
 
 Nothing else may be in the file; padding rows are written as zeros and no entry may be NaN.
 """
@@ -72,6 +74,10 @@ METADATA: dict[str, type] = {
     "algorithm": str,
     "participation": str,
     "clients_per_round": int,
+    "aggregation": str,
+    "global_lr": float,
+    "prox_mu": float,
+    "options": str,
     "tau": float,
     "quantity": str,
     "value": float,
@@ -225,12 +231,31 @@ class InterpolationData:
         meta = self.metadata
         if not {"algorithm", "lr", "local_steps", "rounds"} <= set(meta):
             return None
-        words = ["fedtheory", "simulate", "--problem-file", str(path), "--algorithm",
-                 meta["algorithm"], "--participation", meta.get("participation", "full")]  # fmt: skip
+        words = [
+            "fedtheory",
+            "simulate",
+            "--problem-file",
+            str(path),
+            "--algorithm",
+            meta["algorithm"],
+            "--participation",
+            meta.get("participation", "full"),
+        ]
         if "clients_per_round" in meta:
             words += ["--clients-per-round", str(meta["clients_per_round"])]
-        words += ["--rounds", str(meta["rounds"]), "--local-steps", str(meta["local_steps"]),
-                  "--lr", repr(meta["lr"])]  # fmt: skip
+        words += [
+            "--rounds",
+            str(meta["rounds"]),
+            "--local-steps",
+            str(meta["local_steps"]),
+            "--lr",
+            repr(meta["lr"]),
+        ]
+        for key in ("aggregation", "global_lr", "prox_mu"):
+            if key in meta:
+                words += ["--" + key.replace("_", "-"), str(meta[key])]
+        for item in shlex.split(meta.get("options", "")):
+            words += ["--option", item]
         if meta.get("participation", "full") == "full":
             words += ["--seeds", "1"]  # one path: the run is deterministic
         return " ".join(shlex.quote(w) for w in words)
@@ -360,9 +385,17 @@ def interpolation_data(
             margin=worst,
         )
     data = InterpolationData(
-        mu, L, points, grads, values, counts, vec["x0"], vec["x_star"],
-        margins.min(axis=(1, 2)), meta,
-    )  # fmt: skip
+        mu,
+        L,
+        points,
+        grads,
+        values,
+        counts,
+        vec["x0"],
+        vec["x_star"],
+        margins.min(axis=(1, 2)),
+        meta,
+    )
     _check_stationary(data, where)
     return data
 
@@ -374,13 +407,28 @@ def _metadata(name: str, value: Any, where: str) -> Any:
     if kind is str:
         if not isinstance(value, str):
             raise AssumptionError(f"{label} must be a string, got {value!r}")
+        if name == "options":
+            _check_options(label, value)
         return value
     if kind is int:
         return check_int(label, value, minimum=0 if name == "rounds" else 1)
-    if name == "tau":
-        return check_positive(label, value, allow_zero=True)
+    if name in ("tau", "prox_mu", "global_lr"):
+        return check_positive(label, value, allow_zero=name != "global_lr")
     out = float(_finite(name, value, where))  # the solver's value: any finite real
     return out
+
+
+def _check_options(label: str, text: str) -> None:
+    """``options`` must be shell words NAME=VALUE (NAME an identifier): the ``--option`` values
+    of the replay command, read as data."""
+    try:
+        items = shlex.split(text)
+    except ValueError as exc:
+        raise AssumptionError(f"{label} must be shell words NAME=VALUE: {exc}") from None
+    for item in items:
+        name, sep, _ = item.partition("=")
+        if not (sep and name.isidentifier()):
+            raise AssumptionError(f"{label} must be shell words NAME=VALUE, got {item!r}")
 
 
 def _check_stationary(data: InterpolationData, where: str) -> None:
@@ -438,9 +486,16 @@ def write_interpolation_file(
         As :func:`interpolation_data`; an unwritable path (:func:`fedtheory.io.write_atomic`).
     """
     data = interpolation_data(
-        points=points, grads=grads, values=values, counts=counts, mu=mu, L=L, x0=x0,
-        x_star=x_star, **metadata,
-    )  # fmt: skip
+        points=points,
+        grads=grads,
+        values=values,
+        counts=counts,
+        mu=mu,
+        L=L,
+        x0=x0,
+        x_star=x_star,
+        **metadata,
+    )
     buf = io.BytesIO()
     np.savez(buf, **data.arrays())
     written = str(write_atomic(path, buf.getvalue()))
@@ -499,8 +554,10 @@ def read_interpolation(path: str | os.PathLike, arrays: dict | None = None) -> I
     where = os.fsdecode(os.fspath(path))
     data = read_npz(path, what=FILE_WHAT) if arrays is None else arrays
     if file_kind(data, where) != INTERPOLATION_KIND:
-        raise FedTheoryError(f"{where} is not an interpolation file (it has no kind "
-                             f"{INTERPOLATION_KIND!r}); expected {FILE_WHAT}")  # fmt: skip
+        raise FedTheoryError(
+            f"{where} is not an interpolation file (it has no kind "
+            f"{INTERPOLATION_KIND!r}); expected {FILE_WHAT}"
+        )
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise FedTheoryError(f"{where} lacks {', '.join(missing)}; expected {FILE_WHAT}")
@@ -552,8 +609,13 @@ def lowest_interpolant(
     """
     mu, L = _class_constants(mu, L, "")
     X = np.asarray(points)
-    X, G, F, _ = _client_arrays(X[None], np.asarray(grads)[None], np.asarray(values)[None],
-                                [X.shape[0] if X.ndim else 0], "")  # fmt: skip
+    X, G, F, _ = _client_arrays(
+        X[None],
+        np.asarray(grads)[None],
+        np.asarray(values)[None],
+        [X.shape[0] if X.ndim else 0],
+        "",
+    )
     x = check_finite("x", x)
     if x.shape != X.shape[2:]:
         raise AssumptionError(f"x must have shape (d,) = {X.shape[2:]}, got {x.shape}")
@@ -688,8 +750,11 @@ class _Interpolant:
         P = data.points.shape[1]
         self.valid = np.arange(P)[None, :] < data.counts[:, None]
         pts = data.points[self.valid]
-        scale = max(float(np.sqrt(((pts - data.x_star) ** 2).sum(-1).max())),
-                    float(np.sqrt((pts**2).sum(-1).max())), np.finfo(np.float64).tiny)  # fmt: skip
+        scale = max(
+            float(np.sqrt(((pts - data.x_star) ** 2).sum(-1).max())),
+            float(np.sqrt((pts**2).sum(-1).max())),
+            np.finfo(np.float64).tiny,
+        )
         self.match2 = (match_rtol * scale) ** 2
         self.solves = 0  # programs solved so far (queries off the stored points)
 

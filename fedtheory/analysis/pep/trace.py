@@ -34,6 +34,7 @@ checks superposition for the exact oracle.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -128,16 +129,23 @@ class Trace:
             return A[..., keep]
 
         return Trace(
-            self.n_clients, [k for k in self.kinds if k != kind], cut(self.g_star), self.f_star,
-            self.client, cut(self.point), cut(self.grad), self.value,
+            self.n_clients,
+            [k for k in self.kinds if k != kind],
+            cut(self.g_star),
+            self.f_star,
+            self.client,
+            cut(self.point),
+            cut(self.grad),
+            self.value,
             {k: v if k in SCALAR_OUTPUTS else cut(v) for k, v in self.outputs.items()},
             {k: cut(v) for k, v in self.start.items()},
-        )  # fmt: skip
+        )
 
     def pinned(self) -> Trace:
         """The trace with x* = 0 and every f_i(x*) = 0. Nothing depends on where x* is or on a
         client's value there (a common shift of x0, x* and every point, or of one client's
-        values, changes no constraint and no metric), but a free shift is a direction in which
+        values, changes no constraint and no metric, for a round that commutes with
+        translations, which :func:`trace` checks), but a free shift is a direction in which
         the Gram matrix may grow at the same objective (FOCUS, N = 2, K = 2, R = 3, at
         Clarabel's tolerance 1e-8: 0.541600130 free, 0.541599734 pinned, 0.541599690 at
         1e-10)."""
@@ -146,9 +154,17 @@ class Trace:
         cols = ~ref
         outs = {k: v[..., cols] if k in SCALAR_OUTPUTS else v for k, v in tr.outputs.items()}
         return Trace(
-            tr.n_clients, tr.kinds, tr.g_star, np.zeros((self.n_clients, int(cols.sum()))),
-            tr.client, tr.point, tr.grad, tr.value[:, cols], outs, tr.start,
-        )  # fmt: skip
+            tr.n_clients,
+            tr.kinds,
+            tr.g_star,
+            np.zeros((self.n_clients, int(cols.sum()))),
+            tr.client,
+            tr.point,
+            tr.grad,
+            tr.value[:, cols],
+            outs,
+            tr.start,
+        )
 
     def prune(self, roots: list[np.ndarray], values: list[np.ndarray] = ()) -> Trace:
         """The trace restricted to what ``roots`` (vector coefficient arrays, last axis n) and
@@ -185,11 +201,17 @@ class Trace:
         out = {k: v[..., scols if k in SCALAR_OUTPUTS else vcols] for k, v in self.outputs.items()}
         st = {k: v[..., vcols] for k, v in self.start.items()}
         return Trace(
-            self.n_clients, [c for c, k in zip(self.kinds, vcols, strict=True) if k],
-            self.g_star[:, vcols], self.f_star[:, scols], self.client[keep],
-            self.point[keep][:, vcols], self.grad[keep][:, vcols], self.value[keep][:, scols],
-            out, st,
-        )  # fmt: skip
+            self.n_clients,
+            [c for c, k in zip(self.kinds, vcols, strict=True) if k],
+            self.g_star[:, vcols],
+            self.f_star[:, scols],
+            self.client[keep],
+            self.point[keep][:, vcols],
+            self.grad[keep][:, vcols],
+            self.value[keep][:, scols],
+            out,
+            st,
+        )
 
 
 class TracingProblem:
@@ -204,9 +226,14 @@ class TracingProblem:
     stochastic = False  # exact gradients: ``rng`` changes nothing
 
     def __init__(
-        self, n_clients: int, dim: int, first: int, *, transform: np.ndarray | None = None,
+        self,
+        n_clients: int,
+        dim: int,
+        first: int,
+        *,
+        transform: np.ndarray | None = None,
         known: Trace | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         N, D = int(n_clients), int(dim)
         self.n_clients, self.dim = N, D
         self.x_star = self.f_star = self.L = self.mu = None
@@ -373,7 +400,10 @@ def participation_paths(model: Any, rule: str, rounds: int) -> Paths:
     draws, probs = draws[live], probs[live]
     w = np.asarray(model.weights(draws, rule), dtype=np.float64)
     k = draws.shape[0]
-    idx = np.indices((k,) * rounds).reshape(rounds, -1) if rounds else np.zeros((0, 1), int)
+    # path s takes draw idx[r, s] in round r, the last round's draw varying fastest (not
+    # np.indices: it makes one array axis per round, and numpy has 64)
+    idx = np.array(list(itertools.product(range(k), repeat=rounds)), dtype=np.intp)
+    idx = idx.reshape(k**rounds, rounds).T
     prob = np.prod(probs[idx], axis=0) if rounds else np.ones(1)
     counts = draws[idx] if draws.dtype.kind in "iu" else None
     return Paths(draws[idx] > 0, w[idx], prob, counts)
@@ -438,6 +468,7 @@ def trace(
         T = _random_map(D, seed)
         other = _run(algorithm, N, D, paths, start, evaluate_end, transform=T, known=tr)
         _compare(algorithm.name, tr, other)
+    _check_translation(algorithm, tr)
     return tr
 
 
@@ -456,6 +487,35 @@ def initial_coordinates(algorithm: Algorithm, n_clients: int) -> tuple[np.ndarra
     return u[:, 0], V[..., 0]
 
 
+def _check_translation(algorithm: Algorithm, tr: Trace) -> None:
+    """Refuse a round that does not commute with translations: shifting x0 (or the state by
+    its initial direction, :func:`initial_coordinates`), x* and every f_i by a must shift every
+    query point and the model by a and leave gradients unchanged. Otherwise the worst case
+    depends on where x* lies, which :meth:`Trace.pinned` fixes at the origin (a damped
+    x <- x / 2: 0.2025 after one round with x* = 0, unbounded over the class)."""
+    if "x" in tr.start:  # start="init": x0 moves
+        t, want = tr.start["x"][0].copy(), {}
+    else:
+        a_u, a_V = initial_coordinates(algorithm, tr.n_clients)
+        t = a_u @ tr.start["u"][0] + np.einsum("iv,ivn->n", a_V, tr.start["V"][0])
+        want = {"u": a_u, "V": a_V}
+    t += tr.x_star
+    checks = [("a query point", tr.point @ t, 1.0), ("the model x", tr.outputs["x"] @ t, 1.0)]
+    checks += [(f"the state's {k}", tr.outputs[k] @ t, v) for k, v in want.items()]
+    for what, got, expected in checks:
+        err = np.abs(got - expected)
+        if err.size and err.max() > VERIFY_RTOL * max(1.0, float(np.abs(got).max())):
+            j = np.unravel_index(int(np.argmax(err)), err.shape)
+            moved = float(np.ravel(got)[np.ravel_multi_index(j, err.shape)])
+            raise NotTraceableError(
+                f"{algorithm.name}: the round does not commute with translations: shifting "
+                f"x0, x* and every f_i by a moves {what} by {moved:.3g} a, not "
+                f"{float(np.broadcast_to(expected, err.shape)[j]):.3g} a, so its worst case "
+                "depends on where the minimizer lies (unbounded over the class); performance "
+                "estimation here needs a round that commutes with translations"
+            )
+
+
 def _random_map(D: int, seed: int) -> np.ndarray:
     """A random invertible D x D matrix: orthogonal times scales in [0.5, 2], times 3.7 (a
     round homogeneous of degree 0, such as a normalized step, is caught too)."""
@@ -472,9 +532,15 @@ def _layout_vectors(algorithm: Algorithm, N: int, D: int) -> tuple[Any, int, int
 
 
 def _run(
-    algorithm: Algorithm, N: int, D: int, paths: Paths, start: str, evaluate_end: bool,
-    transform: np.ndarray | None = None, known: Trace | None = None,
-) -> Trace:  # fmt: skip
+    algorithm: Algorithm,
+    N: int,
+    D: int,
+    paths: Paths,
+    start: str,
+    evaluate_end: bool,
+    transform: np.ndarray | None = None,
+    known: Trace | None = None,
+) -> Trace:
     S = paths.n_paths
     T = np.eye(D) if transform is None else transform
     starts: dict[str, np.ndarray] = {}
@@ -501,9 +567,11 @@ def _run(
     prob.kinds = [X0 if start == "init" else STATE] * first + prob.kinds
     for r in range(paths.rounds):
         draw = RoundDraw(
-            mask=paths.masks[r], weights=paths.weights[r], r=r,
+            mask=paths.masks[r],
+            weights=paths.weights[r],
+            r=r,
             counts=None if paths.counts is None else paths.counts[r],
-        )  # fmt: skip
+        )
         with np.errstate(all="ignore"):
             state = algorithm.round(state, prob, draw, None)
     Tinv = np.linalg.inv(T) if transform is not None else None
@@ -531,10 +599,17 @@ def _run(
     f_star[:, :N] = np.eye(N)
     outs = {k: v[..., :n] if k != "end_value" else _columns(v, m) for k, v in outs.items()}
     return Trace(
-        N, prob.kinds[:n], prob.g_star[:, :n], f_star, np.array(prob.client, dtype=int),
-        np.array(prob.point).reshape(Q, D)[:, :n], np.array(prob.grad).reshape(Q, D)[:, :n],
-        value, outs, {k: v[..., :n] for k, v in starts.items()},
-    )  # fmt: skip
+        N,
+        prob.kinds[:n],
+        prob.g_star[:, :n],
+        f_star,
+        np.array(prob.client, dtype=int),
+        np.array(prob.point).reshape(Q, D)[:, :n],
+        np.array(prob.grad).reshape(Q, D)[:, :n],
+        value,
+        outs,
+        {k: v[..., :n] for k, v in starts.items()},
+    )
 
 
 def _columns(v: np.ndarray, m: int) -> np.ndarray:
@@ -553,8 +628,11 @@ def _compare(name: str, a: Trace, b: Trace) -> None:
         vb = b.outputs[k][..., : va.shape[-1]]
         rest = b.outputs[k][..., va.shape[-1] :]
         scale = max(1.0, float(np.abs(va).max(initial=0.0)))
-        worst = max(worst, float(np.abs(va - vb).max(initial=0.0)) / scale,
-                    float(np.abs(rest).max(initial=0.0)) / scale)  # fmt: skip
+        worst = max(
+            worst,
+            float(np.abs(va - vb).max(initial=0.0)) / scale,
+            float(np.abs(rest).max(initial=0.0)) / scale,
+        )
     if not worst <= VERIFY_RTOL:
         raise NotTraceableError(
             f"{name}: with its leaves mapped through a random invertible matrix the round ends "
