@@ -6,9 +6,7 @@ Contract (other tools rely on it)::
                               [--seed S] [--json OUT]
     fedtheory bound --template [QUANTITY]
 
-prints a short table and one sentence per class, then (quadratic clients) the worst instance's
-N, M, K, d and eta and the ``fedtheory rate`` command that reproduces its exact value, each
-spec key a flag replaces said on stderr in one line; ``--json`` writes an object with ``violated``
+prints a short table and one sentence per class; ``--json`` writes an object with ``violated``
 (bool), ``worst`` {``stated``, ``exact``, ``ratio``, ``eta``, ``problem_file``}, ``instances``
 (list of {``stated``, ``exact``, ``condition_met``}), with a free constant
 ``implied_constant`` {``value``, ``problem_file``}, and per class ``class``, ``unbounded`` and
@@ -17,17 +15,17 @@ spec key a flag replaces said on stderr in one line; ``--json`` writes an object
 is written as an ``.npz`` problem file (and ``.p.npy`` probabilities) that ``fedtheory rate
 --problem-file`` and ``fedtheory simulate --problem-file`` read (``worst.command`` is the
 ``rate`` command that reproduces the exact value); over smooth strongly convex clients it is an
-interpolation file that ``fedtheory simulate --problem-file`` replays. docs/bounds.md describes
-the spec format.
+interpolation file that ``fedtheory simulate --problem-file`` replays. The quadratic check
+also writes ``coverage``, ``shape_fit`` and ``notes``, saves its worst instance whether or not
+it violates, and prints its N, M, K, d, eta and ``worst.command``; a line ``note: ...`` says
+each spec key that a flag or the named problem overrode. docs/bounds.md describes the spec
+format.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shlex
-import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +65,8 @@ def register(subparsers: Any) -> None:
             "bound as an expression of named constants, step-size condition, optional free "
             "constant) against the exact oracle: on one instance (stated, exact, simulated, "
             "rounds to epsilon) and by a worst-case search over the spec's [class] of "
-            "quadratic least-squares clients (random draws, then Nelder-Mead refinement). A "
+            "quadratic least-squares clients (random draws, structured extremes, then an ascent with "
+            "the exact gradient). A "
             "violated bound's worst instance is saved as a problem file that "
             "'fedtheory rate --problem-file' reproduces. --class smooth-strongly-convex (or "
             "[class] functions) takes the worst case over every L-smooth mu-strongly convex "
@@ -97,7 +96,8 @@ def register(subparsers: Any) -> None:
                    "file it runs as is")  # fmt: skip
     p.add_argument("--search", type=int, default=None, metavar="N",
                    help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
-                   "0: none); the worst three are refined with N/4 more evaluations")  # fmt: skip
+                   "0: none), then structured extremes and an ascent from the best with N/4 "
+                   "more evaluations")  # fmt: skip
     add_setting(p, "seed")
     p.add_argument("--class", dest="functions", choices=CLASS_CHOICES, default=None,
                    help="the clients the bound is checked on (default: the spec's [class] "
@@ -141,55 +141,6 @@ def _what_runs(spec: Any, args: argparse.Namespace) -> str:
     return " and ".join(parts) or "the spec"
 
 
-def _replaced(spec: Any, args: argparse.Namespace) -> list[str]:
-    """One line per spec key a flag replaces (the flag wins)."""
-    lines = []
-    flag = (("--problem", args.problem) if args.problem is not None else
-            ("--problem-file", args.problem_file) if args.problem_file is not None else None)  # fmt: skip
-    for key in ("problem", "problem_file"):
-        if flag is not None and getattr(spec, key) is not None:
-            lines.append(f"{flag[0]} {flag[1]} replaces the spec's {key} = {getattr(spec, key)}")
-    if args.seeds is not None and args.seeds != spec.seeds:
-        default = next(f.default for f in fields(spec) if f.name == "seeds")
-        lines.append(f"--seeds {args.seeds} replaces the spec's seeds = {spec.seeds}"
-                     + (" (the default)" if spec.seeds == default else ""))  # fmt: skip
-    cls = spec.instance_class
-    if args.functions is not None and cls is not None and args.functions != cls.functions:
-        lines.append(f"--class {args.functions} replaces the spec's [class] functions = "
-                     f"{cls.functions}")  # fmt: skip
-    return lines
-
-
-def _named_sizes(spec: Any, check: Any) -> str | None:
-    """One line when the named instance does not take the spec's sizes as written: N is the
-    problem's own (the spec's ``clients`` is the [class] search's), M and K the first of a
-    list."""
-    if check is None or check.named is None or not check.instances:
-        return None
-    e = check.instances[0]
-    parts = []
-    if spec.clients is not None and tuple(spec.clients) != (e.sizes.get("N"),):
-        parts.append(f"N = {e.sizes.get('N')} (its own; the spec's clients = "
-                     f"{list(spec.clients)} are the [class] search's)")  # fmt: skip
-    for key, size, given in (("clients_per_round", "M", spec.clients_per_round),
-                             ("local_steps", "K", spec.local_steps)):  # fmt: skip
-        if given is not None and len(given) > 1:
-            parts.append(f"{size} = {e.sizes.get(size)} (the first of {key} = {list(given)})")
-    return f"the instance {e.label} is checked with {', '.join(parts)}" if parts else None
-
-
-def _rerun(args: argparse.Namespace) -> str:
-    """The command that draws the same search again (a worst draw on which the bound holds is
-    not saved as a file; instance i depends only on (seed, i))."""
-    words = ["fedtheory", "bound", args.spec, "--seed", str(args.seed)]
-    if args.search is not None:
-        words += ["--search", str(args.search)]
-    if args.functions is not None:
-        words += ["--class", args.functions]
-    return (" ".join(shlex.quote(w) for w in words)
-            + "  (the same draws; the worst is saved as a file only when it breaks the bound)")  # fmt: skip
-
-
 def run(args: argparse.Namespace) -> int:
     if args.template is not None:
         if args.spec is not None:
@@ -210,16 +161,11 @@ def run(args: argparse.Namespace) -> int:
     if out_dir is None:
         out_dir = Path(args.json).parent if args.json not in (None, "-") else Path.cwd()
     out_dir = check_output_dir(out_dir)
-    for line in _replaced(spec, args):
-        print(f"fedtheory: {line}", file=sys.stderr)
     with working(f"checking {Path(spec.path).stem}: {_what_runs(spec, args)}"):
         res = check_classes(spec, functions=args.functions, search=args.search, seed=args.seed,
                             problem=args.problem, problem_file=args.problem_file,
                             measure_seeds=args.seeds, out_dir=out_dir,
                             name=Path(spec.path).stem)  # fmt: skip
-    sizes = _named_sizes(spec, res.quadratic)
-    if sizes:
-        print(f"fedtheory: {sizes}", file=sys.stderr)
     out = human_stream(args)
     title = spec.title or Path(spec.path).stem
     print(f"{title}: {spec.quantity} <= {spec.bound}"
@@ -228,13 +174,12 @@ def run(args: argparse.Namespace) -> int:
         if r is not None:
             if res.functions == "both":
                 print(f"-- {label}", file=out)
+            for note in getattr(r, "notes", ()):  # what a flag or the problem overrode
+                print(f"note: {note}", file=out)
             table = r.table()
             if table:
                 print(table, file=out)
             print(r.sentence(), file=out)
-            if r is res.quadratic and r.worst is not None:
-                print(r.worst_line(), file=out)
-                print(f"reproduce: {r.reproduce() or _rerun(args)}", file=out)
     if res.functions == "both" and res.by_setting():
         row = max(res.by_setting(), key=lambda r: r["general"])
         print(f"general / quadratic worst: {row['ratio']:.6g}", file=out)
