@@ -400,7 +400,8 @@ def _memoryless(
             v = vecs[:, top]
             V0 = np.real(np.outer(v, v.conj()))
             v0 = V0.reshape(-1) if dense_T is not None else s.pack(V0)
-        rho_ms, vec, how, _ = spectral_radius(apply, size, dense=dense_T, v0=v0, tol=tol)
+        rho_ms, vec, how, _ = spectral_radius(apply, size, dense=dense_T, v0=v0, tol=tol,
+                                              positive=True)  # fmt: skip
         methods["mean-square rate"] = how + " of P -> E[M_S P M_S^T] (first and second moments "
         methods["mean-square rate"] += "of the participation coefficients)"
     timings["mean-square rate"] = time.perf_counter() - t0
@@ -477,7 +478,8 @@ def _markov(
         dense_T = s.ms_dense()
     if v0 is None or np.shape(v0) != (dim2,):
         v0 = np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1)
-    rho_ms, vec, how, _ = spectral_radius(s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol)
+    rho_ms, vec, how, _ = spectral_radius(s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol,
+                                          positive=True)  # fmt: skip
     methods["mean-square rate"] = how + " of the chain-augmented second-moment map"
     timings["mean-square rate"] = time.perf_counter() - t0
     fields: dict[str, Any] = {

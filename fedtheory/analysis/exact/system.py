@@ -40,10 +40,11 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, gmres
+from scipy.sparse.linalg import LinearOperator, gmres
 from threadpoolctl import threadpool_limits
 
 from fedtheory.analysis.exact.extract import RoundModel
+from fedtheory.analysis.exact.krylov import krylov_schur
 from fedtheory.analysis.exact.law import MarkovLaw, RoundLaw
 from fedtheory.errors import FedTheoryError
 
@@ -53,8 +54,6 @@ CONSERVED_RTOL = 1e-9
 DENSE_MAX = 4096
 #: Dense eigenvalues (rather than ARPACK) up to this many unknowns.
 DENSE_EIG_MAX = 1024
-#: Arnoldi vectors of the first ARPACK attempt (twice as many if it does not converge).
-NCV = 60
 #: L0's server rows are multiplied as a sparse matrix below this fraction of non-zeros (FOCUS's
 #: x <- x - eta sum_j y_j has 1 non-zero per column: 2% of the Figure 4 block).
 SPARSE_L0_DENSITY = 0.1
@@ -87,18 +86,27 @@ def _swap(A: np.ndarray) -> np.ndarray:
 
 
 def spectral_radius(
-    apply: Any, dim: int, *, dense: np.ndarray | None = None, v0: Any = None, tol: float = 1e-10
+    apply: Any,
+    dim: int,
+    *,
+    dense: np.ndarray | None = None,
+    v0: Any = None,
+    tol: float = 1e-10,
+    positive: bool = False,
+    callback: Any = None,
 ) -> tuple[float, np.ndarray | None, str, int]:
     """Largest |eigenvalue| of a matrix or a matrix-free operator.
 
-    Returns ``(rho, eigenvector or None, method, matvecs)``: dense eigenvalues for a small
-    matrix (at most :data:`DENSE_EIG_MAX` unknowns), ARPACK otherwise
-    (:func:`scipy.sparse.linalg.eigs`, implicitly restarted Arnoldi, the one eigenvalue of
-    largest magnitude, 60 Arnoldi vectors, 120 if that does not converge), started from ``v0``.
-    Asking ARPACK for that single eigenvalue converges in about half the applications that a
-    block of four needs when the top of the spectrum is clustered, as it is for mean-square
-    operators of nearly exchangeable clients (measured on the 003 Figure 4 problem). The
-    method string gives the relative residual ||A v - rho v|| / ||rho v|| of the result.
+    Returns ``(rho, eigenvector or None, method, applications)``: dense eigenvalues for a small
+    matrix (at most :data:`DENSE_EIG_MAX` unknowns), Krylov-Schur otherwise
+    (:func:`~fedtheory.analysis.exact.krylov.krylov_schur`, 40 Arnoldi vectors, 20 kept across
+    a restart) started from ``v0`` (a warm start; a fixed vector when None) until the relative
+    residual of the dominant Ritz pair is at most ``tol``. ``positive`` says the operator is a
+    positive map (a mean-square operator): its spectral radius is then its eigenvalue of
+    largest real part (Perron-Frobenius for the cone of positive semidefinite matrices), which
+    the solver targets. The method string gives the relative residual ||A v - rho v|| /
+    ||rho v|| of the result, computed with one more application. ``callback(applications,
+    value, residual)`` is called after every Krylov-Schur cycle.
     """
     if dense is not None and dim <= DENSE_EIG_MAX:
         lam = np.linalg.eigvals(dense)
@@ -112,29 +120,21 @@ def spectral_radius(
         count[0] += 1
         return dense @ v if dense is not None else apply(v)
 
-    op = LinearOperator((dim, dim), matvec=mv, dtype=np.float64)
-    for ncv in (min(dim - 1, NCV), min(dim - 1, 2 * NCV)):
-        try:
-            with threadpool_limits(limits=1, user_api="blas"):
-                lam, vec = eigs(op, k=1, which="LM", v0=v0, tol=tol, ncv=ncv, maxiter=20 * dim)
-        except ArpackNoConvergence:
-            v0 = None
-            continue
-        v = np.real(vec[:, 0]) if abs(lam[0].imag) <= 1e-12 * abs(lam[0]) else None
+    if v0 is None or np.shape(v0) != (dim,) or not np.any(v0):
+        v0 = np.ones(dim)
+    with threadpool_limits(limits=1, user_api="blas"):
+        ks = krylov_schur(mv, np.asarray(v0, dtype=np.float64), tol=tol, callback=callback,
+                          which="LR" if positive else "LM")  # fmt: skip
+        lam, v = ks.value, ks.vector
         res = float("nan")
         if v is not None:
-            rho = float(lam[0].real)
-            res = float(np.linalg.norm(mv(v) - rho * v) / max(abs(rho) * np.linalg.norm(v), 1e-300))
-        where = "the dense" if dense is not None else "the matrix-free"
-        how = (
-            f"ARPACK eigs on {where} operator ({dim} unknowns, tol {tol:g}, {count[0]} "
-            f"applications, relative residual {res:.0e})"
-        )
-        return float(abs(lam[0])), v, how, count[0]
-    raise FedTheoryError(
-        f"ARPACK did not converge on the {dim}-dimensional operator (tol {tol:g}); "
-        "the exact rate could not be computed"
+            res = float(np.linalg.norm(mv(v) - lam * v) / max(abs(lam) * np.linalg.norm(v), 1e-300))
+    where = "the dense" if dense is not None else "the matrix-free"
+    how = (
+        f"Krylov-Schur on {where} operator ({dim} unknowns, tol {tol:g}, {count[0]} "
+        f"applications, relative residual {res:.0e})"
     )
+    return float(abs(lam)), v, how, count[0]
 
 
 def solve_fixed_point(
