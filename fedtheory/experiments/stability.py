@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedtheory.algorithms.registry import display_name
-from fedtheory.analysis.exact import exact_rates, largest_stable_lr
+from fedtheory.analysis.exact import WarmStart, exact_rates, largest_stable_lr
 from fedtheory.experiments.result import ExperimentResult
 from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.participation import make_participation
@@ -70,6 +70,8 @@ class StabilityCurve(ExperimentResult):
     bracket : list of float
     rate_at_paper_lr : float or None
     seconds : float
+    applications : int
+        Applications of the mean-square operator by the curve's eigen-solves.
     """
 
     lr: list
@@ -78,6 +80,7 @@ class StabilityCurve(ExperimentResult):
     bracket: list
     rate_at_paper_lr: float | None
     seconds: float
+    applications: int = 0
 
 
 @dataclass(repr=False)
@@ -195,13 +198,14 @@ class _Settings:
         problem, K, tol = self.problem, self.K, self.tol
         model = _model(name, m, problem)
         t0 = time.perf_counter()
+        warm = WarmStart()  # every eigen-solve of the curve starts from the previous eigenvector
         st = largest_stable_lr(problem, alg, model, lr_start=eta_p, local_steps=K,
-                               rtol=self.rtol, tol=tol)  # fmt: skip
+                               rtol=self.rtol, tol=tol, warm_start=warm)  # fmt: skip
         pts = dict(st.evaluated)
         more = [f * eta_p for f in self.extra if f < 1] + [f * st.hi for f in self.extra if f > 1]
         for eta in more:
             r = exact_rates(problem, alg, model, lr=eta, local_steps=K, tol=tol,
-                            stationary=False, verify=False)  # fmt: skip
+                            stationary=False, verify=False, warm_start=warm)  # fmt: skip
             pts[eta] = r.mean_square_rate
         lrs = sorted(pts)
         return {
@@ -211,6 +215,7 @@ class _Settings:
             "bracket": [st.lo, st.hi],
             "rate_at_paper_lr": pts.get(eta_p),
             "seconds": time.perf_counter() - t0,
+            "applications": warm.applications,
         }
 
     def map(self, todo: list, workers: int) -> list[dict[str, Any]]:

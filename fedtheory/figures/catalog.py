@@ -247,4 +247,5 @@ def stability_map_figure(cfg: dict):
         for cur in reg.values():
             if isinstance(cur, dict):
                 cur.pop("seconds", None)  # not data: differs run to run
+                cur.pop("applications", None)  # the eigensolver's work, not the figure's data
     return plot_stability_map(data), out

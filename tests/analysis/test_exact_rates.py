@@ -64,8 +64,8 @@ FLOOR_RTOL = 1e-9
 # -- the brute-force reference --------------------------------------------------------------
 def _leaves(state):
     out = []
-    for v in state:
-        out += _leaves(v) if isinstance(v, tuple) else [v]
+    for v in state:  # a field the state does not carry (None) has no coordinates
+        out += _leaves(v) if isinstance(v, tuple) else [] if v is None else [v]
     return out
 
 
@@ -83,6 +83,8 @@ def _unflat(tpl, z: np.ndarray):
         for v in t:
             if isinstance(v, tuple):
                 vals.append(rec(v))
+            elif v is None:
+                vals.append(None)
             else:
                 size = int(np.prod(v.shape[1:]))
                 vals.append(z[:, pos[0] : pos[0] + size].reshape((z.shape[0],) + v.shape[1:]))

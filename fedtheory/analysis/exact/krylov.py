@@ -142,7 +142,9 @@ def krylov_schur(
         Arnoldi vectors of a cycle and Schur vectors kept across a restart.
     max_applications : int
     callback : callable, optional
-        ``callback(applications, value, residual)`` after every cycle (progress).
+        ``callback(applications, value, residual)`` after every application (progress), with
+        the wanted Ritz value and residual of the last finished cycle (None and inf before
+        the first).
 
     Returns
     -------
@@ -165,11 +167,15 @@ def krylov_schur(
     H = np.zeros((m + 1, m))
     V[0] = v0 / norm0
     start, apps, restarts = 0, 0, 0
+    value: Any = None
+    residual = float("inf")
     while True:
         done = m
         for j in range(start, m):  # Arnoldi steps: CGS with one re-orthogonalization
             w = np.asarray(apply(V[j]), dtype=np.float64)
             apps += 1
+            if callback is not None:
+                callback(apps, value, residual)
             Vj = V[: j + 1]
             h = Vj @ w
             w -= h @ Vj
@@ -188,11 +194,9 @@ def krylov_schur(
         S, Q, kept = _ordered_schur(H[:done, :done], min(k, max(done - 1, 1)), which)
         b = H[done, :done] @ Q if done == m else np.zeros(done)
         wr, wi = _schur_eigenvalues(S[:2, :2] if done > 1 else S)
-        value: Any = float(wr[0]) if wi[0] == 0 else complex(wr[0], wi[0])
+        value = float(wr[0]) if wi[0] == 0 else complex(wr[0], wi[0])
         width = 1 if wi[0] == 0 else 2
         residual = float(np.linalg.norm(b[:width])) / max(abs(value), 1e-300)
-        if callback is not None:
-            callback(apps, value, residual)
         if residual <= tol or done < m:
             vector = Q[:, 0] @ V[:done] if width == 1 else None
             return KrylovSchur(value, vector, apps, residual, restarts)

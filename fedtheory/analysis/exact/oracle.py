@@ -160,6 +160,44 @@ class _Analysis:
     extras: dict = field(default_factory=dict)
 
 
+@dataclass
+class WarmStart:
+    """A start vector carried from one mean-square eigen-solve to the next.
+
+    The dominant eigenvector of a nearby operator (the previous step of a bisection, the
+    previous point of a curve, the previous instance of a bound search's refinement) is a
+    better start than the default (v v^T, v the dominant eigenvector of E[M_S]).
+    ``exact_rates(..., warm_start=ws)`` starts its mean-square eigensolver from
+    ``ws.vector`` when it has the operator's size, then stores the eigenvector it found there.
+
+    Attributes
+    ----------
+    vector : ndarray or None
+        The last eigenvector (packed upper triangle of a symmetric matrix, or the flattened
+        matrix for operators solved densely), None before the first solve.
+    applications : int
+        Operator applications of every solve that used this holder (a running total).
+    solves : int
+        Mean-square eigen-solves that used it.
+    """
+
+    vector: np.ndarray | None = None
+    applications: int = 0
+    solves: int = 0
+
+    def start(self, size: int) -> np.ndarray | None:
+        """The stored vector when it fits an operator with ``size`` unknowns, else None."""
+        v = self.vector
+        return v if v is not None and v.shape == (size,) else None
+
+    def keep(self, vector: np.ndarray | None, applications: int) -> None:
+        """Store the eigenvector of a finished solve (None: keep the previous one)."""
+        if vector is not None:
+            self.vector = np.asarray(vector, dtype=np.float64)
+        self.applications += int(applications)
+        self.solves += 1
+
+
 def _participation(participation: Any, n: int) -> Any:
     if participation is None or participation == "full":
         return Full(n)
@@ -177,7 +215,7 @@ def _participation(participation: Any, n: int) -> Any:
 
 _ANALYSE_KEYS = (
     "lr", "local_steps", "rule", "global_lr", "prox_mu", "options", "noise", "x0",
-    "mean_square", "tol", "verify", "stationary",
+    "mean_square", "tol", "verify", "stationary", "warm_start", "progress",
 )  # fmt: skip
 
 
@@ -251,6 +289,14 @@ def exact_rates(problem: Any, algorithm: Any, participation: Any = None, **kw: A
         Check the extracted round model against the algorithm's own round (default True).
     stationary : bool
         Compute the stationary mean and mean-square error (default True).
+    warm_start : WarmStart, optional
+        Start the mean-square eigensolver from ``warm_start.vector`` (a nearby operator's
+        eigenvector) and store the new eigenvector there.
+    progress : callable, optional
+        ``progress(stage, applications, value, residual)`` while a matrix-free solve runs:
+        after every Krylov-Schur cycle of the mean-square rate (``stage`` "mean-square rate",
+        ``value`` the current estimate of the rate) and every GMRES iteration of the
+        stationary covariance (``stage`` "stationary mse", ``value`` None).
 
     Returns
     -------
@@ -290,7 +336,8 @@ def _analyse(
     mean_square: str = "auto",
     tol: float = 1e-10,
     stationary: bool = True,
-    v0: Any = None,
+    warm_start: WarmStart | None = None,
+    progress: Any = None,
     **kw: Any,
 ) -> _Analysis:
     if mean_square not in ("auto", "operator", "skip"):
@@ -298,13 +345,21 @@ def _analyse(
             f"mean_square must be 'auto', 'operator' or 'skip', got {mean_square!r}"
         )
     tol = check_positive("the eigensolver tolerance", tol)
+    if warm_start is not None and not isinstance(warm_start, WarmStart):
+        raise AssumptionError(
+            f"warm_start must be a fedtheory.analysis.exact.WarmStart, got "
+            f"{type(warm_start).__name__}"
+        )
+    if progress is not None and not callable(progress):
+        raise AssumptionError("progress must be a callable (stage, applications, value, residual)")
     t0 = time.perf_counter()
     st = _system(problem, algorithm, participation, **kw)
     timings = {"round model and law": time.perf_counter() - t0}
     common = {
         "alg": st.alg, "model": st.model, "law": st.law, "sigma": st.sigma,
         "x_star": st.x_star, "tol": tol, "stationary": stationary,
-        "mean_square": mean_square, "v0": v0, "timings": timings,
+        "mean_square": mean_square, "warm": warm_start, "progress": progress,
+        "timings": timings,
     }  # fmt: skip
     if isinstance(st.system, MarkovSystem):
         return _markov(st.system, **common)
@@ -364,9 +419,17 @@ def _mse_parts(Xr, xb, C, mean_x, x_star) -> tuple[float, float, float]:
     return var + bias2, bias2, var
 
 
+def _stage(progress: Any, stage: str) -> Any:
+    """The solvers' callback ``(applications, value, residual)`` for ``progress`` at ``stage``."""
+    if progress is None:
+        return None
+    return lambda apps, value, residual: progress(stage, apps, value, residual)
+
+
 def _memoryless(
-    s: AffineSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, v0, timings
-) -> _Analysis:
+    s: AffineSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, warm,
+    progress, timings,
+) -> _Analysis:  # fmt: skip
     methods: dict[str, str] = {}
     t0 = time.perf_counter()
     Mbar = s.mean_matrix()
@@ -394,14 +457,19 @@ def _memoryless(
             apply, size = s.ms_vec, dim
         else:  # symmetric matrices, packed: half the unknowns
             apply, size = s.ms_vech, nr * (nr + 1) // 2
-        if v0 is None or np.shape(v0) != (size,):
+        v0 = warm.start(size) if warm is not None else None
+        if v0 is None:
             # Start from v v^H, v the dominant eigenvector of E[M_S]: PSD, like the Perron
             # eigenvector of the (positive) mean-square operator.
             v = vecs[:, top]
             V0 = np.real(np.outer(v, v.conj()))
             v0 = V0.reshape(-1) if dense_T is not None else s.pack(V0)
-        rho_ms, vec, how, _ = spectral_radius(apply, size, dense=dense_T, v0=v0, tol=tol,
-                                              positive=True)  # fmt: skip
+        rho_ms, vec, how, apps = spectral_radius(
+            apply, size, dense=dense_T, v0=v0, tol=tol, positive=True,
+            callback=_stage(progress, "mean-square rate"),
+        )  # fmt: skip
+        if warm is not None:
+            warm.keep(vec, apps)
         methods["mean-square rate"] = how + " of P -> E[M_S P M_S^T] (first and second moments "
         methods["mean-square rate"] += "of the participation coefficients)"
     timings["mean-square rate"] = time.perf_counter() - t0
@@ -441,8 +509,11 @@ def _memoryless(
                 )
             else:
                 Q = 0.5 * (cov_e + cov_e.T) + nz
-                sol, how = solve_fixed_point(s.ms_vec, Q.reshape(-1), dense=dense_T
-                                             if dense_T is not None else _maybe_dense(s))  # fmt: skip
+                sol, how = solve_fixed_point(
+                    s.ms_vec, Q.reshape(-1),
+                    dense=dense_T if dense_T is not None else _maybe_dense(s),
+                    callback=_stage(progress, "stationary mse"),
+                )  # fmt: skip
                 C = sol.reshape(nr, nr)
                 methods["stationary mse"] = (
                     f"stationary covariance C = E[M_S C M_S^T] + Cov(M_S mu + c_S) + noise, by "
@@ -460,8 +531,9 @@ def _maybe_dense(s: AffineSystem) -> np.ndarray | None:
 
 
 def _markov(
-    s: MarkovSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, v0, timings
-) -> _Analysis:
+    s: MarkovSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, warm,
+    progress, timings,
+) -> _Analysis:  # fmt: skip
     methods: dict[str, str] = {}
     Q, nr = s.Q, s.n_r
     t0 = time.perf_counter()
@@ -476,10 +548,15 @@ def _markov(
     dense_T = None
     if dim2 <= DENSE_MAX:
         dense_T = s.ms_dense()
-    if v0 is None or np.shape(v0) != (dim2,):
+    v0 = warm.start(dim2) if warm is not None else None
+    if v0 is None:
         v0 = np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1)
-    rho_ms, vec, how, _ = spectral_radius(s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol,
-                                          positive=True)  # fmt: skip
+    rho_ms, vec, how, apps = spectral_radius(
+        s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol, positive=True,
+        callback=_stage(progress, "mean-square rate"),
+    )  # fmt: skip
+    if warm is not None:
+        warm.keep(vec, apps)
     methods["mean-square rate"] = how + " of the chain-augmented second-moment map"
     timings["mean-square rate"] = time.perf_counter() - t0
     fields: dict[str, Any] = {
@@ -522,7 +599,8 @@ def _markov(
                 term = term + np.swapaxes(term, 1, 2)
                 term += pi[:, None, None] * (e[:, :, None] * e[:, None, :] + s.noise)
                 K = np.einsum("qp,qab->pab", P, term)
-                sol, how = solve_fixed_point(s.ms_vec, K.reshape(-1), dense=dense_T)
+                sol, how = solve_fixed_point(s.ms_vec, K.reshape(-1), dense=dense_T,
+                                             callback=_stage(progress, "stationary mse"))  # fmt: skip
                 C = sol.reshape(Q, nr, nr).sum(axis=0)
                 methods["stationary mse"] = f"chain-augmented stationary second moments by {how}"
             mse, bias2, var = _mse_parts(Xr, xb, C, mean_x, x_star)
@@ -594,7 +672,7 @@ def exact_mse_curve(
     """
     rounds = check_int("the number of rounds", rounds, minimum=0)
     _check_keywords(kw, _ANALYSE_KEYS)
-    for key in ("mean_square", "tol", "stationary"):
+    for key in ("mean_square", "tol", "stationary", "warm_start", "progress"):
         kw.pop(key, None)
     st = _system(problem, algorithm, participation, **kw)
     s, model, x_star = st.system, st.model, st.x_star
@@ -649,6 +727,8 @@ class StableStep:
     seconds : float
     evaluated : tuple of (lr, rate) pairs
         Every rate of the criterion computed on the way, in order.
+    applications : int
+        Applications of the mean-square operator by the eigen-solves (0 for dense ones).
     """
 
     lr: float
@@ -660,6 +740,7 @@ class StableStep:
     evaluations: int
     seconds: float
     evaluated: tuple = ()
+    applications: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -717,7 +798,9 @@ def largest_stable_lr(
     rate is then bisected between ``lr_start`` (halved until stable) and it. The boundary found
     is the one reached from ``lr_start``: a stability region that is not an interval is not
     explored beyond it. Other keywords as :func:`exact_rates` (``lr`` is the searched
-    variable; ``tol`` is the ARPACK tolerance of each mean-square rate).
+    variable; ``tol`` is the eigensolver tolerance of each mean-square rate). Each mean-square
+    eigen-solve starts from the previous one's eigenvector (a :class:`WarmStart`, this call's
+    own unless ``warm_start`` passes one in: a curve of bisections can share one).
 
     Raises
     ------
@@ -731,7 +814,10 @@ def largest_stable_lr(
     rtol = check_positive("rtol", rtol)
     t0 = time.perf_counter()
     verify = kw.pop("verify", True)
-    ms_kw = {k: kw.pop(k) for k in ("mean_square", "tol") if k in kw}
+    ms_kw = {k: kw.pop(k) for k in ("mean_square", "tol", "progress") if k in kw}
+    warm = kw.pop("warm_start", None)
+    warm = WarmStart() if warm is None else warm
+    apps0 = warm.applications
     kw.pop("stationary", None)
     count = [0]
     seen: dict[str, list] = {"mean": [], "mean_square": []}
@@ -747,7 +833,7 @@ def largest_stable_lr(
         if count[0] >= max_evals:
             raise FedTheoryError(f"no stability bracket within {max_evals} rate evaluations")
         an = _analyse(problem, algorithm, participation, lr=eta, stationary=False,
-                      verify=verify and count[0] == 0, **ms_kw, **kw)  # fmt: skip
+                      verify=verify and count[0] == 0, warm_start=warm, **ms_kw, **kw)  # fmt: skip
         count[0] += 1
         seen["mean_square"].append((eta, an.result.mean_square_rate))
         return an.result.mean_square_rate
@@ -758,7 +844,7 @@ def largest_stable_lr(
                           time.perf_counter() - t0, tuple(seen["mean"]))  # fmt: skip
     lo, hi, rlo, rhi = _bisect(ms_rate, min(lr, lo_m), rtol, hi_known=hi_m)
     return StableStep(lo, lo, hi, rlo, rhi, criterion, count[0], time.perf_counter() - t0,
-                      tuple(seen["mean_square"]))  # fmt: skip
+                      tuple(seen["mean_square"]), warm.applications - apps0)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -138,18 +138,27 @@ def spectral_radius(
 
 
 def solve_fixed_point(
-    apply: Any, rhs: np.ndarray, *, dense: np.ndarray | None = None, x0: Any = None
+    apply: Any,
+    rhs: np.ndarray,
+    *,
+    dense: np.ndarray | None = None,
+    x0: Any = None,
+    callback: Any = None,
 ) -> tuple[np.ndarray, str]:
     """Solve x = A(x) + rhs, i.e. (I - A) x = rhs: dense LU when ``dense`` is given, GMRES on
-    the matrix-free operator otherwise (relative residual 1e-13)."""
+    the matrix-free operator otherwise (relative residual 1e-13; ``callback(iterations, None,
+    residual)`` after every GMRES iteration)."""
     dim = rhs.size
     if dense is not None:
         return np.linalg.solve(np.eye(dim) - dense, rhs), f"dense solve ({dim} unknowns)"
     op = LinearOperator((dim, dim), matvec=lambda v: v - apply(v), dtype=np.float64)
     count = [0]
+    scale = max(float(np.linalg.norm(rhs)), 1e-300)
 
-    def cb(_: Any) -> None:
+    def cb(residual: Any) -> None:
         count[0] += 1
+        if callback is not None:
+            callback(count[0], None, float(residual) / scale)
 
     with threadpool_limits(limits=1, user_api="blas"):
         x, info = gmres(op, rhs, x0=x0, rtol=1e-13, atol=0.0, restart=80, maxiter=400,
