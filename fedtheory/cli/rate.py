@@ -98,7 +98,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--noise", type=float, default=None, metavar="SIGMA",
                    help="gradient-noise sigma of stochastic gradients (default: the problem's)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of the random built-in problems")
-    p.add_argument("--tol", type=float, default=1e-10, help="eigensolver (ARPACK) tolerance")
+    p.add_argument("--tol", type=float, default=1e-9,
+                   help="eigensolver tolerance: the relative residual of the mean-square "
+                   "eigenpair (Krylov-Schur)")  # fmt: skip
     p.add_argument("--largest-stable-lr", action="store_true",
                    help="also bisect the largest step with mean-square rate < 1")  # fmt: skip
     p.add_argument("--fail-on-divergence", action="store_true",
