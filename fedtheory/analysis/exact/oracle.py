@@ -661,7 +661,8 @@ def _system(
     part = _participation(participation, int(H.shape[0]))
     sigma = float(getattr(problem, "noise", 0.0)) if noise is None else noise
     sigma = check_positive("the gradient noise sigma", sigma, allow_zero=True)
-    model = extract_round_model(problem, alg, x0=x0, verify=verify)
+    # the noise response is read only when a noise will act on it (sigma > 0)
+    model = extract_round_model(problem, alg, x0=x0, verify=verify, noise=sigma > 0)
     law = participation_law(part, rule)
     if problem.x_star is None:
         raise AssumptionError("exact floors need x*, but the mean Hessian is singular")
