@@ -147,7 +147,8 @@ def run_stability_map(
         Besides the bisection's points, the rate is computed at these multiples of the paper's
         step (below 1) and of the largest stable step (above 1).
     tol : float
-        ARPACK tolerance of each mean-square rate.
+        Eigensolver tolerance of each mean-square rate (the relative residual of the
+        Krylov-Schur eigenpair).
     rtol : float
         Relative width of the bisection's final bracket.
     problem : QuadraticProblem, optional

@@ -17,13 +17,13 @@ real eigenvalues (003 Figure 4, FOCUS, uniform 4 of 16: 0.824413, 0.823928, 0.82
 0.823648, ... ; weighted 4 of 16, SCAFFOLD: eight eigenvalues within 4e-5 of 0.947704; the
 d (d + 1) / 2 covariance modes of a d-dimensional slow or stale subspace). Every Krylov method
 needs hundreds of applications there: measured on FOCUS, uniform 4 of 16, from the same start,
-an unrestarted Arnoldi basis of 190 vectors still had the rate wrong by 2.7e-4, and ARPACK with
-60 vectors needed 681 applications for tolerance 1e-10; this Krylov-Schur (40 vectors, 20
-kept) needs 671 applications for a relative residual of 4.5e-10 (60 kept of... see
-docs/exact-rates.md for the measurements), but spends a third of ARPACK's time outside the
-operator: ARPACK's restarts and BLAS-2 orthogonalization of 60 vectors of 361,675 numbers
-cost as much as the operator itself. Keeping half the basis across a restart keeps the
-cluster's Ritz vectors, which ``k=1`` throws away.
+an unrestarted Arnoldi basis of 190 vectors still had the rate wrong by 2.7e-4 (300 vectors:
+7e-6), ARPACK with 60 vectors needed 681 applications for tolerance 1e-10, and this
+Krylov-Schur 671 (40 vectors, 20 kept; 60/30: 619) for a relative residual of 4.5e-10, about
+90 applications per decade of the residual. Its gain is outside the operator: ARPACK's
+restarts and orthogonalization of 60 vectors of 361,675 numbers cost as much as the operator
+itself, here a third of that (docs/exact-rates.md has the measurements). Keeping half the
+basis across a restart keeps the cluster's Ritz vectors, which ``k=1`` throws away.
 
 The wanted eigenvalue is the one of largest real part (``which="LR"``, the Perron root of a
 positive map: real, and no other eigenvalue has a larger modulus, so none has a larger real
@@ -48,6 +48,9 @@ BASIS = 40
 KEEP = 20
 #: Applications after which :func:`krylov_schur` gives up.
 MAX_APPLICATIONS = 20_000
+#: Within a cycle, the wanted Ritz pair's residual is also read every this many applications
+#: (a small dense Schur form): a warm start that converges early stops early.
+CHECK = 10
 
 
 class KrylovSchur(NamedTuple):
@@ -191,12 +194,12 @@ def krylov_schur(
                 done = j + 1  # an invariant subspace: its Ritz values are eigenvalues
                 break
             V[j + 1] = w / beta
-        S, Q, kept = _ordered_schur(H[:done, :done], min(k, max(done - 1, 1)), which)
-        b = H[done, :done] @ Q if done == m else np.zeros(done)
-        wr, wi = _schur_eigenvalues(S[:2, :2] if done > 1 else S)
-        value = float(wr[0]) if wi[0] == 0 else complex(wr[0], wi[0])
-        width = 1 if wi[0] == 0 else 2
-        residual = float(np.linalg.norm(b[:width])) / max(abs(value), 1e-300)
+            if (j + 1 - start) % CHECK == 0 and j + 1 < m:  # converged within the cycle?
+                S, Q, _, value, width, residual, _ = _ritz(H, j + 1, k, which)
+                if residual <= tol:
+                    vector = Q[:, 0] @ V[: j + 1] if width == 1 else None
+                    return KrylovSchur(value, vector, apps, residual, restarts)
+        S, Q, kept, value, width, residual, b = _ritz(H, done, k, which, invariant=done < m)
         if residual <= tol or done < m:
             vector = Q[:, 0] @ V[:done] if width == 1 else None
             return KrylovSchur(value, vector, apps, residual, restarts)
@@ -212,3 +215,17 @@ def krylov_schur(
         H[kept, :kept] = b[:kept]
         start = kept
         restarts += 1
+
+
+def _ritz(H: np.ndarray, size: int, keep: int, which: str, *, invariant: bool = False) -> tuple:
+    """The wanted Ritz pair of the Krylov-Schur decomposition of dimension ``size`` held in
+    ``H`` (rows ``:size`` the Rayleigh quotient, row ``size`` the residual row): the ordered
+    Schur form (S, Q, kept), the Ritz value, its width (1 real, 2 a complex pair), its relative
+    residual and the residual row b = H[size, :size] Q (zero for an invariant subspace)."""
+    S, Q, kept = _ordered_schur(H[:size, :size], min(keep, max(size - 1, 1)), which)
+    b = np.zeros(size) if invariant else H[size, :size] @ Q
+    wr, wi = _schur_eigenvalues(S[:2, :2] if size > 1 else S)
+    value = float(wr[0]) if wi[0] == 0 else complex(wr[0], wi[0])
+    width = 1 if wi[0] == 0 else 2
+    residual = float(np.linalg.norm(b[:width])) / max(abs(value), 1e-300)
+    return S, Q, kept, value, width, residual, b

@@ -436,7 +436,7 @@ def _memoryless(
     t0 = time.perf_counter()
     Mbar = s.mean_matrix()
     nr = s.n_r
-    lam, vecs = np.linalg.eig(Mbar)
+    lam = np.linalg.eigvals(Mbar)  # the eigenvectors only where a start vector needs one
     top = int(np.argmax(np.abs(lam)))
     rho_mean = float(np.abs(lam[top]))
     methods["mean rate"] = f"dense eigenvalues ({nr} x {nr}) of R E[M_S] E"
@@ -463,7 +463,8 @@ def _memoryless(
         if v0 is None:
             # Start from v v^H, v the dominant eigenvector of E[M_S]: PSD, like the Perron
             # eigenvector of the (positive) mean-square operator.
-            v = vecs[:, top]
+            lam, vecs = np.linalg.eig(Mbar)
+            v = vecs[:, int(np.argmax(np.abs(lam)))]
             V0 = np.real(np.outer(v, v.conj()))
             v0 = V0.reshape(-1) if dense_T is not None else s.pack(V0)
         rho_ms, vec, how, apps = spectral_radius(

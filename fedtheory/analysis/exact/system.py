@@ -52,7 +52,7 @@ from fedtheory.errors import FedTheoryError
 CONSERVED_RTOL = 1e-9
 #: Mean-square operators with at most this many unknowns are built as dense Kronecker sums.
 DENSE_MAX = 4096
-#: Dense eigenvalues (rather than ARPACK) up to this many unknowns.
+#: Dense eigenvalues (rather than Krylov-Schur) up to this many unknowns.
 DENSE_EIG_MAX = 1024
 #: L0's server rows are multiplied as a sparse matrix below this fraction of non-zeros (FOCUS's
 #: x <- x - eta sum_j y_j has 1 non-zero per column: 2% of the Figure 4 block).
