@@ -118,3 +118,18 @@ def test_progress_reports_the_applications_value_and_residual(monkeypatch):
     assert last <= max(a for _, a, _, _ in seen)
     values = [v for _, _, v, _ in seen if v is not None]
     assert abs(values[-1] - res.mean_square_rate) <= 1e-6
+
+
+def test_a_start_in_an_invariant_subspace_goes_on_with_the_fallback():
+    """T(P) = A P A^T with A = diag(0.5, 0.9, 0.8): e1 e1^T is an exact eigenvector (0.25), not
+    the Perron one (0.81). From it alone the Krylov space is invariant and holds 0.25; the
+    fallback (the identity, positive definite) continues the basis and finds 0.81."""
+    A = np.diag([0.5, 0.9, 0.8])
+    T = np.kron(A, A)
+    e11 = np.zeros((3, 3))
+    e11[0, 0] = 1.0
+    alone = krylov_schur(lambda v: T @ v, e11.reshape(-1), tol=1e-12, basis=8, keep=4)
+    assert alone.value == pytest.approx(0.25, rel=1e-14)
+    ks = krylov_schur(lambda v: T @ v, e11.reshape(-1), tol=1e-12, basis=8, keep=4,
+                      fallback=np.eye(3).reshape(-1))  # fmt: skip
+    assert ks.value == pytest.approx(0.81, rel=1e-13)

@@ -127,6 +127,7 @@ def krylov_schur(
     keep: int = KEEP,
     max_applications: int = MAX_APPLICATIONS,
     callback: Callable[[int, Any, float], None] | None = None,
+    fallback: np.ndarray | None = None,
 ) -> KrylovSchur:
     """The dominant eigenpair of a real linear operator by Krylov-Schur (module docstring).
 
@@ -148,6 +149,12 @@ def krylov_schur(
         ``callback(applications, value, residual)`` after every application (progress), with
         the wanted Ritz value and residual of the last finished cycle (None and inf before
         the first).
+    fallback : ndarray, optional
+        Where the Krylov space of ``v0`` is invariant (an exact eigenvector or a few of them:
+        its Ritz values are eigenvalues, but not necessarily the wanted one), the basis goes on
+        with this vector orthogonalized against it, as ARPACK does with a random one (for a
+        positive map, the identity: every positive semidefinite eigenvector of the adjoint
+        sees it). Without it, the invariant subspace's wanted Ritz pair is returned.
 
     Returns
     -------
@@ -172,9 +179,11 @@ def krylov_schur(
     start, apps, restarts = 0, 0, 0
     value: Any = None
     residual = float("inf")
+    spare = None if fallback is None else np.asarray(fallback, dtype=np.float64).reshape(-1)
     while True:
         done = m
-        for j in range(start, m):  # Arnoldi steps: CGS with one re-orthogonalization
+        j = start
+        while j < m:  # Arnoldi steps: CGS with one re-orthogonalization
             w = np.asarray(apply(V[j]), dtype=np.float64)
             apps += 1
             if callback is not None:
@@ -191,13 +200,21 @@ def krylov_schur(
             if not np.isfinite(beta):
                 raise FedTheoryError("the operator returned a non-finite vector")
             if beta <= 1e-14 * max(float(np.abs(h).max(initial=0.0)), 1e-300):
-                done = j + 1  # an invariant subspace: its Ritz values are eigenvalues
-                break
-            V[j + 1] = w / beta
-            if (j + 1 - start) % CHECK == 0 and j + 1 < m:  # converged within the cycle?
-                S, Q, _, value, width, residual, _ = _ritz(H, j + 1, k, which)
+                # an invariant subspace: go on with the fallback vector if there is one
+                fresh = _orthonormal(spare, V[: j + 1]) if j + 1 < m else None
+                spare = None
+                if fresh is None:
+                    done = j + 1  # its Ritz values are eigenvalues
+                    break
+                H[j + 1, j] = 0.0
+                V[j + 1] = fresh
+            else:
+                V[j + 1] = w / beta
+            j += 1
+            if (j - start) % CHECK == 0 and j < m:  # converged within the cycle?
+                S, Q, _, value, width, residual, _ = _ritz(H, j, k, which)
                 if residual <= tol:
-                    vector = Q[:, 0] @ V[: j + 1] if width == 1 else None
+                    vector = Q[:, 0] @ V[:j] if width == 1 else None
                     return KrylovSchur(value, vector, apps, residual, restarts)
         S, Q, kept, value, width, residual, b = _ritz(H, done, k, which, invariant=done < m)
         if residual <= tol or done < m:
@@ -215,6 +232,18 @@ def krylov_schur(
         H[kept, :kept] = b[:kept]
         start = kept
         restarts += 1
+
+
+def _orthonormal(v: np.ndarray | None, V: np.ndarray) -> np.ndarray | None:
+    """``v`` orthogonalized against the rows of ``V`` (twice) and normalized; None when it lies
+    in their span (or is None)."""
+    if v is None:
+        return None
+    w = v.copy()
+    for _ in range(2):
+        w -= (V @ w) @ V
+    norm = float(np.linalg.norm(w))
+    return w / norm if norm > 1e-8 * float(np.linalg.norm(v)) else None
 
 
 def _ritz(H: np.ndarray, size: int, keep: int, which: str, *, invariant: bool = False) -> tuple:

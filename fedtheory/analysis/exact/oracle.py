@@ -55,6 +55,8 @@ from fedtheory.validation import check_int, check_positive
 #: Relative size of the one-round fluctuation below which the stationary mean is a fixed point
 #: common to every M_S.
 FIXED_POINT_RTOL = 1e-9
+#: The identity's weight (both of unit norm) added to a warm start's eigenvector.
+WARM_IDENTITY = 0.1
 
 
 def stated_rate(algorithm: str) -> str:
@@ -459,17 +461,24 @@ def _memoryless(
             apply, size = s.ms_vec, dim
         else:  # symmetric matrices, packed: half the unknowns
             apply, size = s.ms_vech, nr * (nr + 1) // 2
+        pack = (lambda A: A.reshape(-1)) if dense_T is not None else s.pack
+        eye = pack(np.eye(nr)) / np.sqrt(nr)  # unit Frobenius norm
         v0 = warm.start(size) if warm is not None else None
         if v0 is None:
-            # Start from v v^H, v the dominant eigenvector of E[M_S]: PSD, like the Perron
-            # eigenvector of the (positive) mean-square operator.
+            # v v^H, v the dominant eigenvector of E[M_S] (PSD, like the Perron eigenvector),
+            # plus the identity: a positive definite start has a component along the Perron
+            # vector whatever the spectrum (v v^H alone can be an exact eigenvector of another
+            # eigenvalue: FOCUS's near-1 mode on Figure 4 at eta = 3e-3, uniform 4 of 16)
             lam, vecs = np.linalg.eig(Mbar)
             v = vecs[:, int(np.argmax(np.abs(lam)))]
             V0 = np.real(np.outer(v, v.conj()))
-            v0 = V0.reshape(-1) if dense_T is not None else s.pack(V0)
+            v0 = pack(V0 / max(np.linalg.norm(V0), 1e-300)) + eye
+        else:  # the previous eigenvector (its sign: positive trace), a little of the identity
+            v0 = v0 / max(float(np.linalg.norm(v0)), 1e-300)
+            v0 = (v0 if v0 @ eye >= 0 else -v0) + WARM_IDENTITY * eye
         rho_ms, vec, how, apps = spectral_radius(
             apply, size, dense=dense_T, v0=v0, tol=tol, positive=True,
-            callback=_stage(progress, "mean-square rate"),
+            callback=_stage(progress, "mean-square rate"), fallback=eye,
         )  # fmt: skip
         if warm is not None:
             warm.keep(vec, apps)
@@ -575,6 +584,7 @@ def _markov(
     rho_ms, vec, how, apps = spectral_radius(
         s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol, positive=True,
         callback=_stage(progress, "mean-square rate"),
+        fallback=np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1),
     )  # fmt: skip
     if warm is not None:
         warm.keep(vec, apps)

@@ -94,6 +94,7 @@ def spectral_radius(
     tol: float = 1e-10,
     positive: bool = False,
     callback: Any = None,
+    fallback: Any = None,
 ) -> tuple[float, np.ndarray | None, str, int]:
     """Largest |eigenvalue| of a matrix or a matrix-free operator.
 
@@ -106,7 +107,9 @@ def spectral_radius(
     largest real part (Perron-Frobenius for the cone of positive semidefinite matrices), which
     the solver targets. The method string gives the relative residual ||A v - rho v|| /
     ||rho v|| of the result, computed with one more application. ``callback(applications,
-    value, residual)`` is called after every Krylov-Schur cycle.
+    value, residual)`` is called after every application; ``fallback`` continues the basis
+    where the start's Krylov space is invariant (:func:`~fedtheory.analysis.exact.krylov.
+    krylov_schur`).
     """
     if dense is not None and dim <= DENSE_EIG_MAX:
         lam = np.linalg.eigvals(dense)
@@ -124,7 +127,7 @@ def spectral_radius(
         v0 = np.ones(dim)
     with threadpool_limits(limits=1, user_api="blas"):
         ks = krylov_schur(mv, np.asarray(v0, dtype=np.float64), tol=tol, callback=callback,
-                          which="LR" if positive else "LM")  # fmt: skip
+                          which="LR" if positive else "LM", fallback=fallback)  # fmt: skip
         lam, v = ks.value, ks.vector
         res = float("nan")
         if v is not None:
