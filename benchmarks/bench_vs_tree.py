@@ -142,6 +142,8 @@ def bench_exact(trees: dict, args: argparse.Namespace) -> list[dict]:
     print(f"{'case':24s} {'tree':5s} {'rate':>16s} {'apps':>5s} {'residual':>9s} "
           f"{'CPU s':>7s} {'wall s':>7s}")  # fmt: skip
     for case, (alg, part, lr) in EXACT_CASES.items():
+        if case not in args.cases:
+            continue
         got = {}
         for name, tree in trees.items():
             r = child(tree, CHILD_EXACT, alg, part, lr, args.tol)
@@ -217,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=500)
     ap.add_argument("--consensus", action="store_true", help="also time with consensus recorded")
+    ap.add_argument("--cases", nargs="+", default=list(EXACT_CASES), choices=list(EXACT_CASES),
+                    metavar="CASE", help="exact: the cases to run (default: all four)")  # fmt: skip
     ap.add_argument("--json", default=None, help="also write the numbers as JSON")
     args = ap.parse_args(argv)
     trees = {"this": HERE, "base": Path(args.base).resolve()}

@@ -13,6 +13,16 @@ class AssumptionError(FedTheoryError):
     (e.g. "W is not column stochastic: column 3 sums to 0.97")."""
 
 
+class NotInterpolableError(AssumptionError):
+    """Interpolation data that no function of the class fits: an interpolation inequality of
+    the class fails (or holds only with equality) for one client's ordered pair of data rows.
+    ``client``, ``pair`` (the rows (j, k)) and ``margin`` name the worst one."""
+
+    def __init__(self, message: str, client: int = -1, pair: tuple = (), margin: float = 0.0):
+        super().__init__(message)
+        self.client, self.pair, self.margin = client, pair, margin
+
+
 class BackendUnavailableError(FedTheoryError):
     """The requested array backend cannot run on this machine (e.g. CuPy without a GPU)."""
 

@@ -25,7 +25,10 @@ number or an expression of the constants (not ``eta``); ``condition`` is one ine
 joined by ``and``, or a list of them; ``constant`` names the free constant and
 ``constant_value`` may give the paper's value of it. ``problem`` (a built-in name) or
 ``problem_file`` (an ``.npz``) names one instance to check; ``[class]`` the instance class to
-search. Unknown keys and unknown symbols are refused naming the accepted ones.
+search; ``[options]`` sets the algorithm's own options (``server_momentum = 0.9``). Unknown keys,
+options and symbols are refused naming the accepted ones. ``algorithm`` may name a user's own
+algorithm, ``"my_algos.py:fednova"`` (a path relative to the spec file) or ``"module:NAME"``:
+loading the spec imports that file, which runs its code (docs/own-algorithm.md).
 
 Expressions are parsed by sympy (``^`` is a power, as typed from a PDF) after a check that every
 name in them is an accepted constant or one of :data:`FUNCTIONS`, so a spec cannot call Python.
@@ -45,7 +48,8 @@ from typing import Any
 import sympy
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
-from fedtheory.analysis.exact import AFFINE_ALGORITHMS
+from fedtheory.algorithms.registry import SHARED_SETTINGS, configure, resolve_algorithm
+from fedtheory.analysis.exact import check_affine
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
 from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
 from fedtheory.io import check_input_file
@@ -56,7 +60,21 @@ QUANTITIES: dict[str, str] = {
     "mean_rate": "per-round factor of ||E z_r - z_bar|| (the exact mean rate rho(E[M_S]))",
     "stationary_mse": "lim_r E||x_r - x*||^2, the floor (absolute, not relative to ||x*||^2)",
     "rounds_to": "rounds until E||x_r - x*||^2 <= epsilon ||x_0 - x*||^2 (exact transient)",
+    "mse_after_rounds": "E||x_R - x*||^2 after R = rounds rounds from ||x_0 - x*||^2 = D2",
+    "f_minus_f_star_after_rounds": "E f(x_R) - f* after R = rounds rounds from ||x_0 - x*||^2 = D2",
+    "grad_norm2_after_rounds": "E||grad f(x_R)||^2 after R = rounds rounds from "
+    "||x_0 - x*||^2 = D2",
 }
+#: Quantities after a fixed number of rounds R (the spec's ``rounds``), and what each reads
+#: of x_R.
+AFTER_ROUNDS = {
+    "mse_after_rounds": "distance2",
+    "f_minus_f_star_after_rounds": "f_minus_f_star",
+    "grad_norm2_after_rounds": "grad_norm2",
+}
+#: The function classes a bound is checked on: quadratic clients (the exact oracle and a search
+#: over instances) or every L-smooth mu-strongly convex client (performance estimation).
+FUNCTION_CLASSES = ("quadratic", "smooth-strongly-convex")
 #: Quantities that are per-round factors: compared in rounds (log(stated) / log(exact)).
 RATE_QUANTITIES = ("mean_square_rate", "mean_rate")
 
@@ -86,9 +104,9 @@ _TOP_KEYS = (
     "title", "source", "stated", "algorithm", "participation", "clients", "clients_per_round",
     "p", "local_steps", "lr", "quantity", "bound", "condition", "constant", "constant_value",
     "epsilon", "tolerance", "aggregation", "empty", "global_lr", "prox_mu", "noise",
-    "problem", "problem_file", "topology", "seeds", "rounds", "class",
+    "problem", "problem_file", "topology", "seeds", "rounds", "class", "options",
 )  # fmt: skip
-_CLASS_KEYS = ("dim", "L", "mu", "heterogeneity", "p_range")
+_CLASS_KEYS = ("functions", "dim", "L", "mu", "heterogeneity", "p_range", "D2", "zeta2")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FORBIDDEN = re.compile(r"__|[;\[\]{}'\"\\@:`$#!?]|\blambda\b|\.[A-Za-z_]")
 
@@ -191,23 +209,36 @@ def _numeric(expr: sympy.Basic, names: tuple[str, ...]) -> Callable[[dict], floa
 
 @dataclass(frozen=True)
 class InstanceClass:
-    """The ``[class]`` table: quadratic least-squares clients to search over.
+    """The ``[class]`` table: the clients a bound is checked on.
 
+    ``functions = "quadratic"`` (the default): quadratic least-squares clients, searched.
     Client i has f_i(x) = 1/2 ||A_i x - b_i||^2 with A_i = diag(sqrt(lambda_i)) Q_i^T (so
     H_i = Q_i diag(lambda_i) Q_i^T, every lambda_ij in [mu, L]) and b_i = A_i x_i*,
-    x_i* = z + h e_i with h in [0, heterogeneity].
+    x_i* = z + h e_i with h in [0, heterogeneity]. ``functions = "smooth-strongly-convex"``:
+    every L-smooth mu-strongly convex f_i (mu = 0: smooth convex), the worst case by
+    performance estimation (:mod:`fedtheory.bounds.general`).
 
     Attributes
     ----------
     dim : tuple of int
-        Dimensions d drawn from.
+        Dimensions d drawn from (the quadratic class; the general class is dimension-free).
     L, mu : float
-        Every client's smoothness at most L, strong convexity at least mu (0 < mu <= L).
+        Every client's smoothness at most L, strong convexity at least mu (0 < mu <= L; mu = 0
+        on the general class).
     heterogeneity : float
         Largest spread h of the client optima (default 1).
     p_range : (float, float)
         Range of drawn participation probabilities (Bernoulli p_i; weighted draws: raw weights
         normalized to sum 1) when the spec gives no ``p`` (default (0.05, 1)).
+    functions : {"quadratic", "smooth-strongly-convex"}
+    D2 : float or None
+        The start's bound ||x_0 - x*||^2 <= D2 (None: not given; the general class and the
+        quantities after R rounds read 1). Quadratic draws then start at distance sqrt(D2).
+    zeta2 : float or None
+        The heterogeneity bound (1/N) sum_i ||grad f_i(x*)||^2 <= zeta2 (None: none; the
+        general class is then unbounded for FedAvg with K >= 2). Quadratic draws are scaled to
+        meet it with equality (the quantities are homogeneous in it: the worst case is on the
+        boundary).
     """
 
     dim: tuple[int, ...]
@@ -215,6 +246,9 @@ class InstanceClass:
     mu: float
     heterogeneity: float = 1.0
     p_range: tuple[float, float] = (0.05, 1.0)
+    functions: str = "quadratic"
+    D2: float | None = None
+    zeta2: float | None = None
 
     @classmethod
     def from_dict(cls, d: Any) -> InstanceClass:
@@ -225,13 +259,21 @@ class InstanceClass:
             raise UnknownOptionError(
                 f"unknown key(s) {', '.join(bad)} in [class]; accepted: {', '.join(_CLASS_KEYS)}"
             )
-        for key in ("dim", "L", "mu"):
+        functions = d.get("functions", "quadratic")
+        if functions not in FUNCTION_CLASSES:
+            raise AssumptionError(
+                f"[class] functions must be one of {', '.join(FUNCTION_CLASSES)}, got {functions!r}"
+            )
+        general = functions == "smooth-strongly-convex"
+        for key in ("L", "mu") if general else ("dim", "L", "mu"):
             if key not in d:
                 raise AssumptionError(f"[class] needs {key} (accepted: {', '.join(_CLASS_KEYS)})")
         L = _float("[class] L", d["L"], positive=True, allow_zero=False)
-        mu = _float("[class] mu", d["mu"], positive=True, allow_zero=False)
-        if mu > L:
-            raise AssumptionError(f"[class] needs mu <= L, got mu = {mu}, L = {L}")
+        mu = _float("[class] mu", d["mu"], positive=True, allow_zero=general)
+        if mu > L or (general and mu == L):
+            raise AssumptionError(
+                f"[class] needs mu {'<' if general else '<='} L, got mu = {mu}, L = {L}"
+            )
         het = _float("[class] heterogeneity", d.get("heterogeneity", 1.0), positive=True)
         pr = d.get("p_range", (0.05, 1.0))
         if not (isinstance(pr, list | tuple) and len(pr) == 2):
@@ -239,11 +281,21 @@ class InstanceClass:
         lo, hi = (_float("[class] p_range", v) for v in pr)
         if not 0 < lo <= hi <= 1:
             raise AssumptionError(f"[class] p_range must satisfy 0 < low <= high <= 1, got {pr}")
-        return cls(_ints("[class] dim", d["dim"]), L, mu, het, (lo, hi))
+        D2 = None if "D2" not in d else _float("[class] D2", d["D2"], positive=True,
+                                                allow_zero=False)  # fmt: skip
+        zeta2 = None if "zeta2" not in d else _float("[class] zeta2", d["zeta2"], positive=True)
+        dim = _ints("[class] dim", d["dim"]) if "dim" in d else ()
+        return cls(dim, L, mu, het, (lo, hi), functions, D2, zeta2)
 
     def to_dict(self) -> dict:
-        return {"dim": list(self.dim), "L": self.L, "mu": self.mu,
-                "heterogeneity": self.heterogeneity, "p_range": list(self.p_range)}  # fmt: skip
+        out = {"functions": self.functions, "dim": list(self.dim), "L": self.L, "mu": self.mu,
+               "heterogeneity": self.heterogeneity, "p_range": list(self.p_range)}  # fmt: skip
+        for key in ("D2", "zeta2"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if not self.dim:
+            del out["dim"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -252,6 +304,10 @@ class BoundSpec:
 
     Build it with :meth:`from_dict` (a parsed TOML table) or :func:`load_spec` (a file); the
     constructor takes the same keys as keywords (``class`` is ``instance_class``).
+    ``algorithm`` is a registry name (:meth:`from_dict` loads a user's ``FILE.py:NAME``,
+    :func:`~fedtheory.algorithms.registry.resolve_algorithm`); ``algorithm_source`` is how
+    another process names it (the absolute ``FILE.py:NAME``: the search's worker processes and
+    the ``fedtheory rate`` command that reproduces a value use it).
     """
 
     algorithm: str
@@ -282,6 +338,8 @@ class BoundSpec:
     title: str = ""
     source: str = ""
     stated: str = ""
+    options: dict = field(default_factory=dict, hash=False)
+    algorithm_source: str | None = field(default=None, compare=False)
     path: str | None = field(default=None, compare=False)
 
     # -- construction -----------------------------------------------------------------------
@@ -300,7 +358,16 @@ class BoundSpec:
             if key not in d:
                 raise AssumptionError(f"the bound spec needs {key!r}")
         kw: dict[str, Any] = {"path": path}
-        for key in ("algorithm", "participation", "quantity", "aggregation", "empty", "title",
+        if not isinstance(d["algorithm"], str):
+            raise AssumptionError(f"algorithm must be a string, got {d['algorithm']!r}")
+        base = os.path.dirname(os.path.abspath(path)) if path is not None else None
+        found = resolve_algorithm(d["algorithm"], base_dir=base)  # a user's file is imported
+        kw["algorithm"], kw["algorithm_source"] = found.name, found.source
+        if "options" in d:
+            if not isinstance(d["options"], dict):
+                raise AssumptionError(f"[options] must be a table, got {d['options']!r}")
+            kw["options"] = dict(d["options"])
+        for key in ("participation", "quantity", "aggregation", "empty", "title",
                     "source", "stated", "problem", "problem_file", "topology", "constant",
                     "bound"):  # fmt: skip
             if key in d:
@@ -331,11 +398,14 @@ class BoundSpec:
         return cls(**kw)
 
     def __post_init__(self) -> None:
-        if self.algorithm not in AFFINE_ALGORITHMS:
+        check_affine(self.algorithm)  # an unknown name, or why it has no exact rate
+        shared = sorted(k for k in self.options if k in SHARED_SETTINGS)
+        if shared:
             raise AssumptionError(
-                f"algorithm {self.algorithm!r} has no exact rate (its round is not affine); "
-                f"a bound is checked for one of {', '.join(AFFINE_ALGORITHMS)}"
+                f"[options] holds the algorithm's own options; give {', '.join(shared)} as "
+                "top-level keys of the spec"
             )
+        configure(self.algorithm, **self.options)  # unknown options, naming the accepted ones
         if self.participation not in PARTICIPATION:
             raise AssumptionError(
                 f"participation {self.participation!r}: choose one of {', '.join(PARTICIPATION)}"
@@ -362,6 +432,8 @@ class BoundSpec:
                 raise AssumptionError(
                     f"the free constant {self.constant!r} does not appear in the bound"
                 )
+        if self.quantity in AFTER_ROUNDS and not self.rounds:
+            raise AssumptionError(f"{self.quantity} needs rounds = R (the horizon)")
         if not 0 < self.epsilon < 1:
             raise AssumptionError(f"epsilon must lie in (0, 1), got {self.epsilon}")
         # Parse everything now: a typo is refused before any computation.
@@ -436,6 +508,17 @@ class BoundSpec:
         return all(bool(f(vals) is True or f(vals) == 1) for f in self._evaluators[1])
 
     @property
+    def functions(self) -> str:
+        """The class of the spec's ``[class]`` (``quadratic`` without one)."""
+        return self.instance_class.functions if self.instance_class else "quadratic"
+
+    @property
+    def D2(self) -> float:
+        """The start's bound ||x_0 - x*||^2 <= D2 of the class (1 when not given)."""
+        c = self.instance_class
+        return 1.0 if c is None or c.D2 is None else c.D2
+
+    @property
     def is_rate(self) -> bool:
         return self.quantity in RATE_QUANTITIES
 
@@ -444,10 +527,14 @@ class BoundSpec:
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name == "path" or v is None or v == () or v == "":
+            if f.name in ("path", "algorithm_source") or v is None or v in ((), "", {}):
                 continue
             if f.name == "instance_class":
                 out["class"] = v.to_dict()
+            elif f.name == "algorithm":
+                out[f.name] = self.algorithm_source or v
+            elif f.name == "options":
+                out[f.name] = {k: x.tolist() if hasattr(x, "tolist") else x for k, x in v.items()}
             else:
                 out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
