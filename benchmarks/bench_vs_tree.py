@@ -13,6 +13,9 @@ what it computed, so the ratio B / A is read from one run on one machine. Worklo
   ``exact_rates(..., stationary=False, verify=False)``, the rate, the operator applications and
   residual from its method string. Verdicts: at most 10 s of CPU per rate on this tree, and the
   two trees' rates equal to 1e-8.
+- ``operator``: ms per application of the packed mean-square operator (``AffineSystem.ms_vech``,
+  one BLAS thread, the best of ``--reps`` runs of 10 applications to a random packed symmetric
+  matrix) for the same four cases, and the largest difference of the two trees' results.
 - ``simulator``: ms per seed-run of ``simulate`` at 1000 seeds x 500 rounds on the same problem
   (uniform 4 of 16, K = 3, eta = 1.5e-4, one process, the default call: the error every round),
   FedAvg, FOCUS and SCAFFOLD; and with ``consensus`` recorded too (``--consensus``). Best of
@@ -23,7 +26,7 @@ what it computed, so the ratio B / A is read from one run on one machine. Worklo
   all, and the largest data difference between the trees.
 
 Run: ``.venv/bin/python benchmarks/bench_vs_tree.py --base /tmp/base156 [--workloads exact
-simulator stability] [--reps 3] [--json out.json]`` (make the other checkout with ``git
+operator simulator stability] [--reps 3] [--json out.json]`` (make the other checkout with ``git
 worktree add /tmp/base156 156d184``). The load average is printed at the start and the end.
 """
 
@@ -37,6 +40,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parents[1]
 TARGET_CPU_S = 10.0
@@ -70,6 +75,33 @@ res = re.search(r"relative residual ([0-9.e+-]+)", how)
 print(json.dumps({"tree": fedtheory.__file__, "value": r.mean_square_rate, "cpu": cpu,
                   "wall": wall, "applications": int(apps.group(1)) if apps else None,
                   "residual": float(res.group(1)) if res else None}))
+"""
+
+CHILD_OP = r"""
+import json, sys, time
+import numpy as np
+from threadpoolctl import threadpool_limits
+import fedtheory
+from fedtheory.analysis.exact.oracle import _system
+from fedtheory.participation import make_participation
+from fedtheory.problems import figure4_problem
+alg, part, lr, reps = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+prob = figure4_problem()
+n = prob.n_clients
+model = (make_participation("uniform", n, 4) if part == "uniform"
+         else make_participation("weighted", n, 4, p=prob.participation_p))
+with threadpool_limits(limits=1, user_api="blas"):
+    s = _system(prob, alg, model, lr=lr, local_steps=3, verify=False).system
+    size = s.n_r * (s.n_r + 1) // 2
+    v = np.random.default_rng(0).standard_normal(size)
+    out = s.ms_vech(v)
+    best = float("inf")
+    for _ in range(reps):
+        c0 = time.process_time()
+        for _ in range(10):
+            s.ms_vech(v)
+        best = min(best, (time.process_time() - c0) / 10)
+print(json.dumps({"tree": fedtheory.__file__, "ms": 1e3 * best, "checksum": out[:1000].tolist()}))
 """
 
 CHILD_SIM = r"""
@@ -161,6 +193,23 @@ def bench_exact(trees: dict, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def bench_operator(trees: dict, args: argparse.Namespace) -> list[dict]:
+    rows = []
+    print("\nmean-square operator on packed symmetric matrices: CPU ms per application, best of "
+          f"{args.reps} x 10")  # fmt: skip
+    for case, (alg, part, lr) in EXACT_CASES.items():
+        got = {
+            name: child(tree, CHILD_OP, alg, part, lr, args.reps) for name, tree in trees.items()
+        }
+        a, b = got["this"], got["base"]
+        x, y = (np.asarray(g["checksum"]) for g in (a, b))
+        diff = float(np.abs(x - y).max() / np.abs(y).max())
+        print(f"{case:24s} this {a['ms']:6.1f} ms  base {b['ms']:6.1f} ms  base/this "
+              f"{b['ms'] / a['ms']:.2f}x; results equal to {diff:.0e} relative")  # fmt: skip
+        rows.append({"case": case, "this_ms": a["ms"], "base_ms": b["ms"], "difference": diff})
+    return rows
+
+
 def bench_simulator(trees: dict, args: argparse.Namespace) -> list[dict]:
     rows = []
     modes = ["0", "1"] if args.consensus else ["0"]
@@ -213,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the other checkout (its fedtheory/ inside)")
     ap.add_argument("--workloads", nargs="+", default=["exact", "simulator"],
-                    choices=("exact", "simulator", "stability"))  # fmt: skip
+                    choices=("exact", "operator", "simulator", "stability"))  # fmt: skip
     ap.add_argument("--tol", default="default", help="eigensolver tolerance of both trees")
     ap.add_argument("--reps", type=int, default=3, help="simulator repeats (best kept)")
     ap.add_argument("--seeds", type=int, default=1000)
@@ -231,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     if "exact" in args.workloads:
         out["exact"] = bench_exact(trees, args)
+    if "operator" in args.workloads:
+        out["operator"] = bench_operator(trees, args)
     if "simulator" in args.workloads:
         out["simulator"] = bench_simulator(trees, args)
     if "stability" in args.workloads:
