@@ -128,6 +128,7 @@ def krylov_schur(
     max_applications: int = MAX_APPLICATIONS,
     callback: Callable[[int, Any, float], None] | None = None,
     fallback: np.ndarray | None = None,
+    accept: Callable[[Any, np.ndarray | None], bool] | None = None,
 ) -> KrylovSchur:
     """The dominant eigenpair of a real linear operator by Krylov-Schur (module docstring).
 
@@ -155,6 +156,21 @@ def krylov_schur(
         with this vector orthogonalized against it, as ARPACK does with a random one (for a
         positive map, the identity: every positive semidefinite eigenvector of the adjoint
         sees it). Without it, the invariant subspace's wanted Ritz pair is returned.
+    accept : callable, optional
+        ``accept(value, vector) -> bool``: a further test of a Ritz pair that passed the
+        residual test (the oracle: the eigenvector of a positive map is positive semidefinite);
+        a refused pair is not returned and the iteration goes on.
+
+    Notes
+    -----
+    A Ritz pair is returned when its relative residual is at most ``tol`` and its Ritz value
+    moved by at most ``tol`` (relative) since the previous reading. The second test guards
+    against the transient Ritz values of a far-from-normal operator: early in the iteration a
+    Ritz value can sit well outside the spectrum with a small residual (it is in the
+    pseudospectrum), then move on; measured on FOCUS, Figure 4, uniform 4 of 16, a Ritz pair
+    0.9038 (the rate is 0.8244) had a residual below 1e-4 after 20 applications. With
+    ``which="LR"`` (a positive map) a complex wanted Ritz value is never returned either: the
+    Perron root is real.
 
     Returns
     -------
@@ -180,6 +196,16 @@ def krylov_schur(
     value: Any = None
     residual = float("inf")
     spare = None if fallback is None else np.asarray(fallback, dtype=np.float64).reshape(-1)
+    previous: list = [None]  # the wanted Ritz value at the last reading
+
+    def done_with(value: Any, width: int, residual: float, vector: Any) -> bool:
+        last, previous[0] = previous[0], value
+        if residual > tol or (which == "LR" and width != 1) or last is None:
+            return False
+        if abs(value - last) > tol * abs(value):
+            return False
+        return accept is None or bool(accept(value, vector()))
+
     while True:
         done = m
         j = start
@@ -213,13 +239,13 @@ def krylov_schur(
             j += 1
             if (j - start) % CHECK == 0 and j < m:  # converged within the cycle?
                 S, Q, _, value, width, residual, _ = _ritz(H, j, k, which)
-                if residual <= tol:
-                    vector = Q[:, 0] @ V[:j] if width == 1 else None
-                    return KrylovSchur(value, vector, apps, residual, restarts)
+                ritz = lambda Q=Q, j=j, width=width: Q[:, 0] @ V[:j] if width == 1 else None  # noqa: E731
+                if done_with(value, width, residual, ritz):
+                    return KrylovSchur(value, ritz(), apps, residual, restarts)
         S, Q, kept, value, width, residual, b = _ritz(H, done, k, which, invariant=done < m)
-        if residual <= tol or done < m:
-            vector = Q[:, 0] @ V[:done] if width == 1 else None
-            return KrylovSchur(value, vector, apps, residual, restarts)
+        ritz = lambda Q=Q, done=done, width=width: Q[:, 0] @ V[:done] if width == 1 else None  # noqa: E731
+        if done < m or done_with(value, width, residual, ritz):
+            return KrylovSchur(value, ritz(), apps, residual, restarts)
         if apps >= max_applications:
             raise FedTheoryError(
                 f"Krylov-Schur did not converge on the {n}-dimensional operator within "
