@@ -13,17 +13,20 @@ computes with :mod:`fedtheory.analysis.exact`
 * the paper's step sizes (6e-4, 1.5e-4, 1e-4) and the rates there.
 
 :func:`plot_stability_map` draws one panel per regime. The mean-square rates of the partial
-regimes need ARPACK on operators with 722,500 unknowns; the eigensolver tolerance ``tol``
-(default 1e-4: rates to about 2e-5 on this problem, measured against tolerance 1e-10, far below
-what a plot shows) trades accuracy for time.
+regimes need an eigensolver on operators with 361,675 unknowns (packed symmetric matrices); the
+eigensolver tolerance ``tol`` (default 1e-4, the relative residual of the eigenpair: rates to
+a few 1e-4 on this problem, against solves at 1e-9, far below what a plot shows) trades accuracy
+for time.
 
 The (regime, algorithm) settings are independent, so :func:`run_stability_map` computes them in
 ``workers`` forked processes (one BLAS thread each, as :func:`~fedtheory.analysis.exact.exact_rates`
 pins it): every number is the one the same setting gives in one process, bit for bit; only the
 wall time changes. Within a setting the work is sequential (each bisection step depends on the
-last) and is the eigensolver's: about 200 applications of the mean-square operator per rate, at
-70-180 ms each on Figure 4 (a warm start from the previous step's eigenvector, tried, did not
-cut the applications: the top of the spectrum is clustered and ARPACK restarts dominate).
+last) and is the eigensolver's: 40 to 300 applications of the mean-square operator per rate at
+25-45 ms each on Figure 4, and up to 2,500 where FOCUS's near-1 mode is the top (eta about 2e-3
+to 2.9e-3 under partial participation: a cluster of eigenvalues within 1e-4 of 1). Each curve's
+solves share a warm start (:class:`~fedtheory.analysis.exact.WarmStart`), which saves little on
+these clusters (the eigenvector rotates within the cluster as eta moves).
 """
 
 from __future__ import annotations
