@@ -65,7 +65,7 @@ def _blas_threads() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tol", type=float, default=1e-9, help="eigensolver tolerance of the rates")
+    ap.add_argument("--tol", type=float, default=1e-10, help="eigensolver tolerance of the rates")
     ap.add_argument("--bisect-tol", type=float, default=1e-6, help="the same, in the bisection")
     ap.add_argument("--rtol", type=float, default=1e-2, help="relative bracket of the bisection")
     ap.add_argument("--no-bisect", action="store_true", help="skip the largest stable steps")

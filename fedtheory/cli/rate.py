@@ -109,7 +109,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--noise", type=float, default=None, metavar="SIGMA",
                    help="gradient-noise sigma of stochastic gradients (default: the problem's)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of the random built-in problems")
-    p.add_argument("--tol", type=float, default=1e-9,
+    p.add_argument("--tol", type=float, default=1e-10,
                    help="eigensolver tolerance: the relative residual of the mean-square "
                    "eigenpair (Krylov-Schur)")  # fmt: skip
     p.add_argument("--largest-stable-lr", action="store_true",
