@@ -484,12 +484,13 @@ def _memoryless(
         )  # fmt: skip
         if warm is not None:
             warm.keep(vec, apps)
+        how += " of P -> E[M_S P M_S^T] (first and second moments of the participation "
+        how += "coefficients)"
         if vec is not None:
             how += "; " + _perron_check(
                 vec.reshape(nr, nr) if dense_T is not None else s.unpack(vec)
             )
-        methods["mean-square rate"] = how + " of P -> E[M_S P M_S^T] (first and second moments "
-        methods["mean-square rate"] += "of the participation coefficients)"
+        methods["mean-square rate"] = how
     timings["mean-square rate"] = time.perf_counter() - t0
     fields: dict[str, Any] = {
         "state_dim": nr, "conserved": int(s.red.tied.size), "mean_rate": rho_mean,
