@@ -3,7 +3,7 @@
 A bound file names an algorithm and its setting, the quantity bounded, the bound as a sympy
 expression of named constants (:data:`~fedtheory.bounds.constants.CONSTANTS`), the theorem's
 step-size condition, and optionally a free constant (``c`` of an O(.) shape). The minimal
-file (issue 21)::
+file::
 
     algorithm = "fedavg"
     participation = "full"
@@ -54,6 +54,10 @@ from fedtheory.analysis.exact import check_affine
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
 from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
 from fedtheory.io import check_input_file
+from fedtheory.participation import model_names
+from fedtheory.simulation.settings import SETTINGS, defaults
+
+_D = defaults()
 
 #: The quantities a bound may be about, and what each is.
 QUANTITIES: dict[str, str] = {
@@ -95,18 +99,60 @@ FUNCTIONS: dict[str, Any] = {
     "pi": sympy.pi,
 }
 
-#: Participation models a bound may name (those with an exact law in the oracle).
-PARTICIPATION = ("full", "uniform", "weighted", "bernoulli")
+#: Participation models a bound may name: those whose law the exact oracle knows (the
+#: registry's ``exact_law``).
+PARTICIPATION = tuple(model_names(exact_law=True))
 
 #: Default violation tolerance, relative to the stated value (docs/bounds.md, "Tolerance").
 TOLERANCE = 1e-6
 
-_TOP_KEYS = (
-    "title", "source", "stated", "algorithm", "participation", "clients", "clients_per_round",
-    "p", "local_steps", "lr", "quantity", "bound", "condition", "constant", "constant_value",
-    "epsilon", "tolerance", "aggregation", "empty", "global_lr", "prox_mu", "noise",
-    "problem", "problem_file", "topology", "seeds", "rounds", "class", "options",
-)  # fmt: skip
+#: The keys of a bound spec that are run settings: their meaning, range and help are
+#: :data:`~fedtheory.simulation.settings.SETTINGS`'s (``p`` is ``probabilities``, given inline
+#: as a list; ``clients``, ``clients_per_round`` and ``local_steps`` may be lists for a search
+#: to draw from; ``lr`` may be an expression of the constants).
+RUN_KEYS = (
+    "algorithm",
+    "participation",
+    "clients",
+    "clients_per_round",
+    "p",
+    "local_steps",
+    "lr",
+    "aggregation",
+    "empty",
+    "replace",
+    "markov_a",
+    "markov_b",
+    "start",
+    "global_lr",
+    "prox_mu",
+    "noise",
+    "problem",
+    "problem_file",
+    "topology",
+    "seeds",
+    "rounds",
+    "options",
+)
+#: The table name of a run key spelled otherwise in a bound spec.
+SPELLED = {"p": "probabilities"}
+#: Its own keys: the bound, where it is stated and how it is checked (docs/bounds.md).
+BOUND_KEYS = (
+    "title",
+    "source",
+    "stated",
+    "quantity",
+    "bound",
+    "condition",
+    "constant",
+    "constant_value",
+    "epsilon",
+    "tolerance",
+    "class",
+)
+_TOP_KEYS = (*BOUND_KEYS[:3], *RUN_KEYS, *BOUND_KEYS[3:])
+#: The keys of its ``[class]`` table (the clients a search draws, or the class a performance
+#: estimation ranges over).
 _CLASS_KEYS = ("functions", "dim", "L", "mu", "heterogeneity", "p_range", "D2", "zeta2")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FORBIDDEN = re.compile(r"__|[;\[\]{}'\"\\@:`$#!?]|\blambda\b|\.[A-Za-z_]")
@@ -180,6 +226,17 @@ def parse_expression(text: Any, allowed: tuple[str, ...], what: str) -> sympy.Ex
         raise AssumptionError(
             f"{what} {src!r} is not an expression sympy can read ({first})"
         ) from None
+
+
+def _setting(key: str, value: Any) -> Any:
+    """A run setting's value, checked against its declaration (its type: TOML's)."""
+    s = SETTINGS[key]
+    want = {"bool": bool, "str": str}.get(s.kind)
+    if want is not None and not isinstance(value, want):
+        raise AssumptionError(f"{key} must be a {s.kind}, got {value!r}")
+    if s.kind in ("float", "rate"):
+        value = _float(key, value)
+    return s.check(value)
 
 
 def _conditions(value: Any) -> tuple[str, ...]:
@@ -326,7 +383,11 @@ class BoundSpec:
     epsilon: float = 1e-6
     tolerance: float = TOLERANCE
     aggregation: str = "mean"
-    empty: str = "redraw"
+    empty: str = _D["empty"]
+    replace: bool = _D["replace"]
+    markov_a: float | None = _D["markov_a"]
+    markov_b: float | None = _D["markov_b"]
+    start: str = _D["start"]
     global_lr: float | None = None
     prox_mu: float | None = None
     noise: float = 0.0
@@ -384,6 +445,9 @@ class BoundSpec:
             if not isinstance(d["p"], list | tuple) or not d["p"]:
                 raise AssumptionError(f"p must be a list of probabilities, got {d['p']!r}")
             kw["p"] = tuple(_float("p", v, positive=True) for v in d["p"])
+        for key in ("replace", "markov_a", "markov_b", "start"):
+            if key in d:
+                kw[key] = _setting(key, d[key])
         kw["condition"] = _conditions(d.get("condition"))
         for key in ("constant_value", "global_lr", "prox_mu"):
             if key in d:
@@ -538,6 +602,8 @@ class BoundSpec:
             v = getattr(self, f.name)
             if f.name in ("path", "algorithm_source") or v is None or v in ((), "", {}):
                 continue
+            if f.name in ("replace", "start") and v == SETTINGS[f.name].default:
+                continue  # model settings at their defaults: as a spec that leaves them out
             if f.name == "instance_class":
                 out["class"] = v.to_dict()
             elif f.name == "algorithm":

@@ -42,6 +42,7 @@ from fedtheory.io.jsonout import (
     dumps,
     emit_json,
     jsonable,
+    renamed,
 )
 from fedtheory.io.reading import (
     check_input_file,
@@ -84,6 +85,7 @@ __all__ = [
     "pyplot",
     "read_array",
     "read_npz",
+    "renamed",
     "save_figure",
     "temporary_directory",
     "utc_now",
