@@ -65,7 +65,7 @@ PARTICIPATION = tuple(
 #: The algorithm's settings an affine algorithm may read (passed only when given).
 ALGORITHM_SETTINGS = ("global_lr", "prox_mu")
 #: Its own flags, which are no run setting.
-OWN_FLAGS = ("tol", "largest_stable_lr", "fail_on_divergence", "json")
+OWN_FLAGS = ("tol", "eigensolver", "largest_stable_lr", "fail_on_divergence", "json")
 
 
 def register(subparsers: Any) -> None:
