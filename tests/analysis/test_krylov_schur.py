@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fedtheory.analysis.exact import WarmStart, exact_rates, oracle
 from fedtheory.analysis.exact.krylov import CHECK, krylov_schur
+from fedtheory.analysis.exact.system import spectral_radius
 from fedtheory.errors import FedTheoryError
 from fedtheory.participation import make_participation
 from fedtheory.problems import random_quadratic
@@ -37,15 +38,15 @@ def test_the_perron_root_of_a_positive_map_is_the_dense_spectral_radius(n, terms
     assert lam.min() >= -1e-8 * lam.max()
 
 
-@settings(max_examples=25, deadline=None)
-@given(n=st.integers(6, 40), seed=st.integers(0, 10_000))
-def test_largest_modulus_of_a_general_matrix(n, seed):
-    A = np.random.default_rng(seed).standard_normal((n, n))
-    lam = np.linalg.eigvals(A)
-    ks = krylov_schur(lambda v: A @ v, np.ones(n), tol=1e-12, which="LM", basis=12, keep=6)
-    assert abs(abs(ks.value) - np.abs(lam).max()) <= 1e-9 * np.abs(lam).max()
-    if np.iscomplexobj(ks.value):  # a complex pair: no real eigenvector
-        assert ks.vector is None
+def test_largest_modulus_is_refused_naming_arpack():
+    """Krylov-Schur is for positive maps (their Perron root, ``which="LR"``); a general
+    operator's largest modulus is ARPACK's (spectral_radius sends it there)."""
+    A = np.random.default_rng(142).standard_normal((7, 7))
+    with pytest.raises(FedTheoryError, match="ARPACK"):
+        krylov_schur(lambda v: A @ v, np.ones(7), which="LM")
+    rho, _, how, _ = spectral_radius(lambda v: A @ v, 7, solver="krylov-schur", tol=1e-12)
+    assert "ARPACK" in how
+    assert abs(rho - np.abs(np.linalg.eigvals(A)).max()) <= 1e-10 * rho
 
 
 def test_a_close_start_converges_at_the_second_reading_and_a_subspace_at_once():
@@ -113,7 +114,8 @@ def test_progress_reports_the_applications_value_and_residual(monkeypatch):
     model = make_participation("uniform", 6, 2)
     seen = []
     res = exact_rates(prob, "focus", model, lr=0.05, local_steps=2, stationary=False,
-                      mean_square="operator", progress=lambda *a: seen.append(a))  # fmt: skip
+                      mean_square="operator", eigensolver="krylov-schur",
+                      progress=lambda *a: seen.append(a))  # fmt: skip
     stages = {s for s, *_ in seen}
     assert stages == {"mean-square rate"}
     last = [a for s, a, v, r in seen if v is not None][-1]
@@ -135,3 +137,24 @@ def test_a_start_in_an_invariant_subspace_goes_on_with_the_fallback():
     ks = krylov_schur(lambda v: T @ v, e11.reshape(-1), tol=1e-12, basis=8, keep=4,
                       fallback=np.eye(3).reshape(-1))  # fmt: skip
     assert ks.value == pytest.approx(0.81, rel=1e-13)
+
+
+def test_arpack_and_krylov_schur_agree_and_arpack_reports_each_application(monkeypatch):
+    """The default eigensolver (ARPACK) and Krylov-Schur give the same mean-square rate on a
+    matrix-free operator, and ARPACK's progress is one call per application with no estimate
+    (value None, residual nan: ARPACK reports nothing before it converges)."""
+    monkeypatch.setattr(oracle, "DENSE_MAX", 0)
+    prob = random_quadratic(6, 3, condition=4.0, seed=2)
+    model = make_participation("uniform", 6, 2)
+    kw = dict(lr=0.05, local_steps=2, stationary=False, mean_square="operator", tol=1e-12)
+    seen = []
+    arpack = exact_rates(prob, "focus", model, progress=lambda *a: seen.append(a), **kw)
+    ks = exact_rates(prob, "focus", model, eigensolver="krylov-schur", **kw)
+    assert "ARPACK" in arpack.methods["mean-square rate"]
+    assert "Krylov-Schur" in ks.methods["mean-square rate"]
+    assert abs(arpack.mean_square_rate - ks.mean_square_rate) <= 1e-9
+    counts = [a for _, a, _, _ in seen]
+    assert counts == list(range(1, len(counts) + 1)) and len(counts) > 5
+    assert all(v is None and np.isnan(r) for _, _, v, r in seen)
+    with pytest.raises(Exception, match="unknown eigensolver"):
+        exact_rates(prob, "focus", model, eigensolver="lanczos", **kw)

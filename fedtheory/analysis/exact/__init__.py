@@ -58,10 +58,11 @@ from fedtheory.analysis.exact.oracle import (
     problem_constants,
     stated_rate,
 )
-from fedtheory.analysis.exact.system import AffineSystem, MarkovSystem
+from fedtheory.analysis.exact.system import EIGENSOLVERS, AffineSystem, MarkovSystem
 
 __all__ = [
     "AFFINE_ALGORITHMS",
+    "EIGENSOLVERS",
     "NO_LAYOUT",
     "NOT_AFFINE",
     "AffineSystem",

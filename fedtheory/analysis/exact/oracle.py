@@ -220,7 +220,7 @@ def _participation(participation: Any, n: int) -> Any:
 
 _ANALYSE_KEYS = (
     "lr", "local_steps", "rule", "global_lr", "prox_mu", "options", "noise", "x0",
-    "mean_square", "tol", "verify", "stationary", "warm_start", "progress",
+    "mean_square", "tol", "verify", "stationary", "warm_start", "progress", "eigensolver",
 )  # fmt: skip
 
 
@@ -288,12 +288,12 @@ def exact_rates(problem: Any, algorithm: Any, participation: Any = None, **kw: A
         eigen-decomposition and a solve; the operator's eigenvalue can take a minute); "operator"
         always computes the spectral radius of the mean-square operator.
     tol : float
-        Eigensolver tolerance of the mean-square rate on large operators: the relative
-        residual ||T v - rho v|| / ||rho v|| of the Krylov-Schur eigenpair (default 1e-10; the
-        rate's error can be about a hundred times the residual on a cluster of a far-from-normal
-        operator: 5e-8 at a residual of 6e-10 was measured on the 003 Figure 4 problem; the
-        method string reports the residual reached and how far the eigenvector is from positive
-        semidefinite).
+        Eigensolver tolerance of the mean-square rate on large operators (ARPACK's ``tol``, or
+        the relative residual ||T v - rho v|| / ||rho v|| of the Krylov-Schur eigenpair; default
+        1e-10). The rate's error can be about a hundred times the residual on a cluster of a
+        far-from-normal operator (5e-8 at a Krylov-Schur residual of 6e-10 on the 003 Figure 4
+        problem); the method string reports the residual reached and how far the eigenvector is
+        from positive semidefinite.
     verify : bool
         Check the extracted round model against the algorithm's own round (default True).
     stationary : bool
@@ -301,10 +301,17 @@ def exact_rates(problem: Any, algorithm: Any, participation: Any = None, **kw: A
     warm_start : WarmStart, optional
         Start the mean-square eigensolver from ``warm_start.vector`` (a nearby operator's
         eigenvector) and store the new eigenvector there.
+    eigensolver : {"arpack", "krylov-schur"}
+        The mean-square rate's eigensolver on large operators (default "arpack": its residual
+        fixes the 003 Figure 4 rates to 1e-10; "krylov-schur" costs less outside the operator
+        and reports a residual at every restart, but stops at a residual that leaves those
+        rates 5e-8 to 1.4e-7 off; :func:`~fedtheory.analysis.exact.system.spectral_radius`).
     progress : callable, optional
         ``progress(stage, applications, value, residual)`` while a matrix-free solve runs:
-        after every Krylov-Schur cycle of the mean-square rate (``stage`` "mean-square rate",
-        ``value`` the current estimate of the rate) and every GMRES iteration of the
+        after every application of the mean-square operator (``stage`` "mean-square rate";
+        Krylov-Schur: ``value`` the current estimate of the rate and ``residual`` its residual
+        after every cycle; ARPACK: ``value`` None and ``residual`` nan, as ARPACK reports
+        nothing before it converges) and every GMRES iteration of the
         stationary covariance (``stage`` "stationary mse", ``value`` None).
 
     Returns
@@ -347,6 +354,7 @@ def _analyse(
     stationary: bool = True,
     warm_start: WarmStart | None = None,
     progress: Any = None,
+    eigensolver: str = "arpack",
     **kw: Any,
 ) -> _Analysis:
     if mean_square not in ("auto", "operator", "skip"):
@@ -367,7 +375,7 @@ def _analyse(
     common = {
         "alg": st.alg, "model": st.model, "law": st.law, "sigma": st.sigma,
         "x_star": st.x_star, "tol": tol, "stationary": stationary,
-        "mean_square": mean_square, "warm": warm_start, "progress": progress,
+        "mean_square": mean_square, "warm": warm_start, "progress": progress, "solver": eigensolver,
         "timings": timings,
     }  # fmt: skip
     if isinstance(st.system, MarkovSystem):
@@ -437,7 +445,7 @@ def _stage(progress: Any, stage: str) -> Any:
 
 def _memoryless(
     s: AffineSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, warm,
-    progress, timings,
+    progress, solver, timings,
 ) -> _Analysis:  # fmt: skip
     methods: dict[str, str] = {}
     t0 = time.perf_counter()
@@ -483,7 +491,7 @@ def _memoryless(
             v0 = (v0 if v0 @ eye >= 0 else -v0) + WARM_IDENTITY * eye
         rho_ms, vec, how, apps = spectral_radius(
             apply, size, dense=dense_T, v0=v0, tol=tol, positive=True,
-            callback=_stage(progress, "mean-square rate"), fallback=eye,
+            callback=_stage(progress, "mean-square rate"), fallback=eye, solver=solver,
         )  # fmt: skip
         if warm is not None:
             warm.keep(vec, apps)
@@ -568,7 +576,7 @@ def _maybe_dense(s: AffineSystem) -> np.ndarray | None:
 
 def _markov(
     s: MarkovSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, warm,
-    progress, timings,
+    progress, solver, timings,
 ) -> _Analysis:  # fmt: skip
     methods: dict[str, str] = {}
     Q, nr = s.Q, s.n_r
@@ -576,7 +584,7 @@ def _markov(
     dim1 = Q * nr
     A = s.mean_matrix() if dim1 <= DENSE_MAX else None
     rho_mean, _, how, _ = spectral_radius(lambda v: s.mean_apply(v.reshape(Q, nr)).reshape(-1),
-                                          dim1, dense=A, tol=tol)  # fmt: skip
+                                          dim1, dense=A, tol=tol, solver=solver)  # fmt: skip
     methods["mean rate"] = how + " of the chain-augmented first-moment map"
     timings["mean rate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -589,7 +597,7 @@ def _markov(
         v0 = np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1)
     rho_ms, vec, how, apps = spectral_radius(
         s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol, positive=True,
-        callback=_stage(progress, "mean-square rate"),
+        callback=_stage(progress, "mean-square rate"), solver=solver,
         fallback=np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1),
     )  # fmt: skip
     if warm is not None:
@@ -719,7 +727,7 @@ def exact_mse_curve(
     """
     rounds = check_int("the number of rounds", rounds, minimum=0)
     _check_keywords(kw, _ANALYSE_KEYS)
-    for key in ("mean_square", "tol", "stationary", "warm_start", "progress"):
+    for key in ("mean_square", "tol", "stationary", "warm_start", "progress", "eigensolver"):
         kw.pop(key, None)
     st = _system(problem, algorithm, participation, **kw)
     s, model, x_star = st.system, st.model, st.x_star
@@ -866,7 +874,7 @@ def largest_stable_lr(
     rtol = check_positive("rtol", rtol)
     t0 = time.perf_counter()
     verify = kw.pop("verify", True)
-    ms_kw = {k: kw.pop(k) for k in ("mean_square", "tol", "progress") if k in kw}
+    ms_kw = {k: kw.pop(k) for k in ("mean_square", "tol", "progress", "eigensolver") if k in kw}
     warm = kw.pop("warm_start", None)
     warm = WarmStart() if warm is None else warm
     apps0 = warm.applications
