@@ -52,6 +52,16 @@ class MissingExtraError(FedTheoryError, ImportError):
         self.extra = extra
 
 
+class MetricNotRecordedError(FedTheoryError, KeyError, AttributeError):
+    """A metric the run could have recorded but did not (a run records ``error`` alone by
+    default); the message names the ``metrics=[...]`` that records it. Also a ``KeyError``
+    (``result.metrics[name]``) and an ``AttributeError`` (``result.name``), so ``name in
+    result.metrics`` and ``getattr(result, name, None)`` keep their meaning."""
+
+    def __str__(self) -> str:  # the message as written (KeyError would quote it)
+        return BaseException.__str__(self)
+
+
 class HostConversionError(FedTheoryError, TypeError):
     """A device array of the strict backend crossed to the host implicitly (``np.asarray``,
     ``__array__``, a NumPy array mixed into device arithmetic), where CuPy raises ``TypeError``;

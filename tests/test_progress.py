@@ -135,9 +135,12 @@ def test_figures_reports_each_figure_and_goes_past_a_failing_one(
     assert main(["figures", "--out", str(tmp_path)]) == 1
     cap = capsys.readouterr()
     err = cap.err.splitlines()
-    assert err[0].startswith("[1/3] figure first written")
-    assert err[1].startswith("[2/3] figure broken FAILED (ValueError: the builder is broken)")
-    assert err[2].startswith("[3/3] figure last written")
+    assert err[0] == "[1/3 started] figure first"
+    assert err[1].startswith("[1/3] figure first written")
+    assert err[2] == "[2/3 started] figure broken"
+    assert err[3].startswith("[2/3] figure broken FAILED (ValueError: the builder is broken)")
+    assert err[4] == "[3/3 started] figure last"
+    assert err[5].startswith("[3/3] figure last written")
     assert err[-1] == "fedtheory: error: figure broken failed: ValueError: the builder is broken"
     assert (tmp_path / "last.png").is_file() and (tmp_path / "last.json").is_file()
     assert "first" in cap.out and "last" in cap.out and "broken" not in cap.out

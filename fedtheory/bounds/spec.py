@@ -39,11 +39,12 @@ from __future__ import annotations
 import math
 import os
 import re
+import textwrap
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sympy
@@ -106,6 +107,14 @@ PARTICIPATION = tuple(model_names(exact_law=True))
 #: Default violation tolerance, relative to the stated value (docs/bounds.md, "Tolerance").
 TOLERANCE = 1e-6
 
+
+class SpecKey(NamedTuple):
+    """One key of a bound spec: what it is, and a value to show in the template."""
+
+    meaning: str
+    example: Any = None
+
+
 #: The keys of a bound spec that are run settings: their meaning, range and help are
 #: :data:`~fedtheory.simulation.settings.SETTINGS`'s (``p`` is ``probabilities``, given inline
 #: as a list; ``clients``, ``clients_per_round`` and ``local_steps`` may be lists for a search
@@ -151,9 +160,84 @@ BOUND_KEYS = (
     "class",
 )
 _TOP_KEYS = (*BOUND_KEYS[:3], *RUN_KEYS, *BOUND_KEYS[3:])
-#: The keys of its ``[class]`` table (the clients a search draws, or the class a performance
-#: estimation ranges over).
-_CLASS_KEYS = ("functions", "dim", "L", "mu", "heterogeneity", "p_range", "D2", "zeta2")
+
+#: What a run key is in a bound spec beyond its setting's help (lists a search draws from,
+#: expressions of the constants), and a value to show in the template.
+_RUN_NOTES: dict[str, tuple[str, Any]] = {
+    "algorithm": ("an affine one (fedtheory rate --help lists them); your own 'FILE.py:NAME' is "
+                  "relative to the spec", "fedavg"),
+    "participation": (f"the models with an exact law: {', '.join(PARTICIPATION)}", "full"),
+    "clients": ("or a list the class search draws from (needed with [class])", 4),
+    "clients_per_round": ("or a list", 2),
+    "p": ("inline, a list", [0.5, 0.5, 0.9, 0.2]),
+    "local_steps": ("or a list the search draws from", 1),
+    "lr": ("a number or an expression of the constants (not eta)", "1/L_f"),
+    "problem": ("one named instance to check the bound on", "quadratic"),
+    "problem_file": ("one named instance to check the bound on", "counterexample.npz"),
+    "topology": ("gives the constant rho", "ring"),
+    "seeds": ("simulations on the named instance (the flag --seeds 0: none)", 32),
+    "rounds": ("simulation rounds on the named instance and the horizon of rounds_to's exact "
+               "transient (default: from the exact rate)", 500),
+    "options": ("an [options] table (server_momentum = 0.9)", None),
+}  # fmt: skip
+
+
+def _run_key(key: str) -> SpecKey:
+    note, example = _RUN_NOTES.get(key, ("", None))
+    meaning = SETTINGS[SPELLED.get(key, key)].help
+    if example is None and key != "options":
+        example = SETTINGS[SPELLED.get(key, key)].default
+    return SpecKey(f"{meaning}; {note}" if note else meaning, example)
+
+
+#: Every key of a bound spec, what it is and an example value: the one table that
+#: ``fedtheory bound --help``, the template (:func:`template`) and the spec's refusal of
+#: unknown keys read (defaults come from :class:`BoundSpec`'s fields). A run key's meaning is
+#: its setting's help (:data:`~fedtheory.simulation.settings.SETTINGS`), with what a bound spec
+#: adds to it.
+_BOUND_SPEC_KEYS: dict[str, SpecKey] = {
+    "title": SpecKey("a title for the report", "my bound"),
+    "source": SpecKey("where the bound is stated (paper, theorem, line)", "paper, Theorem 1"),
+    "stated": SpecKey("what the paper states, in words", "linear convergence"),
+    "quantity": SpecKey(f"what is bounded: {', '.join(QUANTITIES)}", "mean_square_rate"),
+    "bound": SpecKey("the bound, an expression of the constants (^ is a power too)",
+                     "(1 - eta*mu_f)**2"),
+    "condition": SpecKey("the theorem's condition: inequalities joined by 'and', or a list",
+                         "eta <= 1/L_f"),
+    "constant": SpecKey("the name of the bound's free constant (c of an O(.) shape): the "
+                        "check reports the constant the instances imply", "c"),
+    "constant_value": SpecKey("the paper's value of the free constant, where known", 1.0),
+    "epsilon": SpecKey("the accuracy factor of rounds_to", 1e-6),
+    "tolerance": SpecKey("the violation tolerance, relative to the stated value", TOLERANCE),
+    "class": SpecKey("[class] table: the clients the bound is checked on (the quadratic class "
+                     "is searched; keys below)"),
+}  # fmt: skip
+KEYS: dict[str, SpecKey] = {
+    k: _run_key(k) if k in RUN_KEYS else _BOUND_SPEC_KEYS[k] for k in _TOP_KEYS
+}
+#: The keys a spec must give.
+REQUIRED = ("algorithm", "lr", "quantity", "bound")
+#: The keys of the ``[class]`` table, what each is and an example value.
+CLASS_KEYS: dict[str, SpecKey] = {
+    "functions": SpecKey(f"the clients: {' or '.join(FUNCTION_CLASSES)} (every L-smooth "
+                         "mu-strongly convex f_i, by performance estimation: the extra pep)",
+                         "quadratic"),
+    "dim": SpecKey("the dimension d, or a list (quadratic clients: required)", 3),
+    "L": SpecKey("every client's smoothness is at most L", 10.0),
+    "mu": SpecKey("every client's strong convexity is at least mu (0 < mu <= L; on the general "
+                  "class mu = 0 is smooth convex)", 1.0),
+    "heterogeneity": SpecKey("the client optima spread over the box z +- heterogeneity", 1.0),
+    "p_range": SpecKey(
+        "[low, high]: drawn participation weights (where the spec gives no p)", [0.05, 1.0]
+    ),
+    "D2": SpecKey("the start's bound ||x_0 - x*||^2 <= D2 (quadratic draws start at that "
+                  "distance; the general class and the quantities after R rounds read 1)", 1.0),
+    "zeta2": SpecKey("the heterogeneity bound (1/N) sum_i ||grad f_i(x*)||^2 <= zeta2 "
+                     "(quadratic draws meet it with equality)", 1.0),
+}  # fmt: skip
+#: The keys ``[class]`` must give (and ``dim`` for quadratic clients).
+CLASS_REQUIRED = ("L", "mu")
+_CLASS_KEYS = tuple(CLASS_KEYS)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FORBIDDEN = re.compile(r"__|[;\[\]{}'\"\\@:`$#!?]|\blambda\b|\.[A-Za-z_]")
 
@@ -416,7 +500,7 @@ class BoundSpec:
                 f"unknown key(s) {', '.join(bad)} in the bound spec; accepted: "
                 f"{', '.join(_TOP_KEYS)}"
             )
-        for key in ("algorithm", "lr", "quantity", "bound"):
+        for key in REQUIRED:
             if key not in d:
                 raise AssumptionError(f"the bound spec needs {key!r}")
         kw: dict[str, Any] = {"path": path}
@@ -637,3 +721,159 @@ def load_spec(path: str | os.PathLike) -> BoundSpec:
         return BoundSpec.from_dict(data, path=given)
     except FedTheoryError as exc:
         raise type(exc)(f"{given}: {exc}") from None
+
+
+# -- what the tool says about the format: --help and --template --------------------------------
+#: Per quantity, the template's worked example: what it shows (a fact of the example, checked
+#: by tests/bounds/test_bound_template.py) and the keys it sets beyond :data:`TEMPLATE_KEYS`.
+TEMPLATES: dict[str, tuple[str, dict[str, Any]]] = {
+    "mean_square_rate": (
+        "gradient descent (FedAvg, full participation, K = 1) at eta = 1/L_f contracts "
+        "E||x - x*||^2 by at most (1 - eta mu_f)^2 per round, with equality on the worst "
+        "instance: the bound holds, with ratio 1",
+        {},
+    ),
+    "mean_rate": (
+        "gradient descent at eta = 1/L_f contracts ||E x_r - x*|| by 1 - eta mu_f per round on "
+        "the worst instance: the bound holds, with ratio 1",
+        {"bound": "1 - eta*mu_f"},
+    ),
+    "stationary_mse": (
+        "under gradient noise of standard deviation sigma, FedAvg keeps a floor lim "
+        "E||x_r - x*||^2 > 0; the check reports the smallest constant c for which "
+        "c eta sigma^2 / mu_f bounds it on every instance drawn",
+        {"lr": "0.5/L_f", "noise": 0.1, "bound": "c*eta*sigma^2/mu_f", "constant": "c"},
+    ),
+    "rounds_to": (
+        "gradient descent at eta = 1/L_f reaches E||x_r - x*||^2 <= epsilon ||x_0 - x*||^2 "
+        "within ceiling(kappa_f log(1/epsilon) / 2) rounds, since (1 - 1/kappa_f)^(2r) <= "
+        "exp(-2r/kappa_f): the bound holds",
+        {"bound": "ceiling(kappa_f*log(1/epsilon)/2)"},
+    ),
+    "mse_after_rounds": (
+        "gradient descent at eta = 1/L_f contracts ||x_r - x*||^2 by at most (1 - eta mu_f)^2 "
+        "per round, so after R = 3 rounds from ||x_0 - x*||^2 = D2 it is at most "
+        "(1 - eta mu_f)^6 D2: the bound holds",
+        {"rounds": 3, "bound": "(1 - eta*mu_f)**6*D2"},
+    ),
+    "f_minus_f_star_after_rounds": (
+        "gradient descent at eta = 1/L_f after R = 3 rounds: f(x_R) - f* <= L_f/2 "
+        "||x_R - x*||^2 <= L_f/2 (1 - eta mu_f)^6 D2 (f is L_f-smooth): the bound holds",
+        {"rounds": 3, "bound": "L_f/2*(1 - eta*mu_f)**6*D2"},
+    ),
+    "grad_norm2_after_rounds": (
+        "gradient descent at eta = 1/L_f after R = 3 rounds: ||grad f(x_R)||^2 <= L_f^2 "
+        "||x_R - x*||^2 <= L_f^2 (1 - eta mu_f)^6 D2: the bound holds",
+        {"rounds": 3, "bound": "L_f**2*(1 - eta*mu_f)**6*D2"},
+    ),
+}
+#: The keys every template sets (with :data:`KEYS`' examples unless :data:`TEMPLATES` says).
+TEMPLATE_KEYS = ("algorithm", "participation", "clients", "local_steps", "lr", "quantity", "bound",
+                 "condition")  # fmt: skip
+
+
+def _default(key: str, owner: type) -> Any:
+    """The default of ``key`` in dataclass ``owner`` (None when it has none or it is None)."""
+    name = "instance_class" if key == "class" else key
+    for f in fields(owner):
+        if f.name == name:
+            if f.default is not MISSING:
+                value = f.default
+            elif f.default_factory is not MISSING:
+                value = f.default_factory()
+            else:
+                return None
+            if isinstance(value, tuple):  # (1,): one value of a list key
+                value = value[0] if len(value) == 1 else list(value)
+            return value if value not in (None, "", {}, []) else None
+    return None
+
+
+def _toml(value: Any) -> str:
+    """A TOML value: strings double-quoted, lists in brackets, numbers as Python writes them."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+def key_help(width: int = 100) -> str:
+    """The spec's keys, the ``[class]`` keys, the constants and the functions, as
+    ``fedtheory bound --help`` lists them (from :data:`KEYS`, :data:`CLASS_KEYS`,
+    :data:`~fedtheory.bounds.constants.CONSTANTS` and :data:`FUNCTIONS`)."""
+
+    def block(title: str, table: dict[str, str]) -> list[str]:
+        pad = max(map(len, table)) + 2
+        out = [title]
+        for name, text in table.items():
+            out += textwrap.wrap(text, width, initial_indent=f"  {name:<{pad}}",
+                                 subsequent_indent=" " * (pad + 2))  # fmt: skip
+        return out
+
+    def described(keys: dict[str, SpecKey], owner: type, required: tuple) -> dict[str, str]:
+        out = {}
+        for k, key in keys.items():
+            d = _default(k, owner)
+            tail = "; required" if k in required else ("" if d is None else f"; default {d!r}")
+            out[k] = key.meaning + tail
+        return out
+
+    lines = block(f"spec keys (TOML; required: {', '.join(REQUIRED)}):",
+                  described(KEYS, BoundSpec, REQUIRED))  # fmt: skip
+    lines += block(f"[class] keys (required: {', '.join(CLASS_REQUIRED)}, and dim for quadratic "
+                   "clients):",
+                   described(CLASS_KEYS, InstanceClass, CLASS_REQUIRED))  # fmt: skip
+    lines += block("constants (computed from each instance; a bound, a condition and lr may "
+                   "use them, lr all but eta):", CONSTANTS)  # fmt: skip
+    lines += block("quantities:", QUANTITIES)
+    lines += textwrap.wrap(f"functions: {', '.join(FUNCTIONS)}", width)
+    return "\n".join(lines)
+
+
+def template(quantity: str = "mean_square_rate") -> str:
+    """A commented bound spec for ``quantity`` to start from (``fedtheory bound --template``):
+    every key of :data:`KEYS` with its meaning, those of the worked example set (it runs as
+    is: saved as ``spec.toml``, ``fedtheory bound spec.toml`` checks it), the others commented
+    out with an example value; the constants and functions a bound may use.
+
+    Raises
+    ------
+    AssumptionError
+        An unknown quantity (naming the accepted ones).
+    """
+    if quantity not in TEMPLATES:
+        raise AssumptionError(f"quantity {quantity!r}: choose one of {', '.join(QUANTITIES)}")
+    what, extra = TEMPLATES[quantity]
+    values = {k: KEYS[k].example for k in TEMPLATE_KEYS} | {"quantity": quantity} | extra
+    wrap = lambda text: textwrap.wrap(text, 98, initial_indent="# ", subsequent_indent="# ")  # noqa: E731
+    lines = [
+        f"# A bound spec for `fedtheory bound` (made by `fedtheory bound --template {quantity}`;",
+        "# docs/bounds.md has the format). Saved as a file it runs as is: fedtheory bound FILE",
+        *wrap(f"The example: {what}."),
+        "# Replace the algorithm, the setting and the bound by the theorem you read; keys",
+        "# commented out are optional (their default, or an example value).",
+        "#",
+        "# Constants a bound, a condition or lr may use (lr: all but eta), computed per instance:",
+        *[f"#   {name:<8} {text}" for name, text in CONSTANTS.items()],
+        *wrap(f"Functions: {', '.join(FUNCTIONS)}; ^ is a power, as typed from a PDF."),
+        "",
+    ]
+
+    def entry(key: str, spec: SpecKey, owner: type, required: tuple, given: dict) -> list[str]:
+        d = _default(key, owner)
+        note = "required" if key in required else ("" if d is None else f"default {d!r}")
+        head = wrap(spec.meaning + (f"; {note}" if note else ""))
+        if key in given:
+            return [*head, f"{key} = {_toml(given[key])}"]
+        return [*head, f"# {key} = {_toml(spec.example if d is None else d)}"]
+
+    for key, spec in KEYS.items():
+        if key not in ("class", "options"):
+            lines += entry(key, spec, BoundSpec, REQUIRED, values)
+    lines += ["", *wrap(KEYS["options"].meaning), "# [options]", ""]
+    lines += [*wrap(KEYS["class"].meaning), "[class]"]
+    given = {k: CLASS_KEYS[k].example for k in ("dim", "L", "mu")}  # quadratic clients
+    for key, spec in CLASS_KEYS.items():
+        lines += entry(key, spec, InstanceClass, CLASS_REQUIRED, given)
+    return "\n".join(lines) + "\n"

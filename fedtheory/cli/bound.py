@@ -4,6 +4,7 @@ Contract (other tools rely on it)::
 
     fedtheory bound SPEC.toml [--class quadratic|smooth-strongly-convex|both] [--search N]
                               [--seed S] [--json OUT]
+    fedtheory bound --template [QUANTITY]
 
 prints a short table and one sentence per class; ``--json`` writes an object with ``violated``
 (bool), ``worst`` {``stated``, ``exact``, ``ratio``, ``eta``, ``problem_file``}, ``instances``
@@ -32,10 +33,12 @@ from fedtheory.bounds import (
     CLASS_CHOICES,
     DEFAULT_SEARCH,
     GENERAL,
+    QUANTITIES,
     check_classes,
     load_spec,
     paper_bounds,
 )
+from fedtheory.bounds.spec import key_help, template
 from fedtheory.cli.common import (
     add_json,
     add_parser,
@@ -45,11 +48,11 @@ from fedtheory.cli.common import (
     write_json,
 )
 from fedtheory.errors import FedTheoryError
-from fedtheory.io import check_output_dir
+from fedtheory.io import check_output_dir, working
 
 #: Its own flags, which are no run setting: the bound's (the spec, the search, the class of
 #: clients it is checked on) and its outputs.
-OWN_FLAGS = ("spec", "search", "functions", "out_dir", "json")
+OWN_FLAGS = ("spec", "template", "search", "functions", "out_dir", "json")
 
 
 def register(subparsers: Any) -> None:
@@ -79,9 +82,18 @@ def register(subparsers: Any) -> None:
             "fedtheory bound floor.toml --class both",
             "fedtheory bound focus-thm1-rate --problem figure4",
             "fedtheory bound spec.toml --problem-file counterexample.npz --seeds 64",
+            "fedtheory bound --template rounds_to > spec.toml && fedtheory bound spec.toml",
         ],
     )
-    p.add_argument("spec", metavar="SPEC.toml", help="a bound spec (or a shipped bound's name)")
+    p.epilog = (f"{key_help()}\n\nThe format in full: docs/bounds.md; 'fedtheory bound --template "
+                f"QUANTITY' prints a commented spec to start from.\n\n{p.epilog}")  # fmt: skip
+    p.add_argument("spec", metavar="SPEC.toml", nargs="?",
+                   help="a bound spec (or a shipped bound's name); --template prints one")  # fmt: skip
+    p.add_argument("--template", nargs="?", const="mean_square_rate", choices=list(QUANTITIES),
+                   metavar="QUANTITY",
+                   help="print a commented spec to start from, bounding QUANTITY (one of "
+                   f"{', '.join(QUANTITIES)}; default mean_square_rate), and exit: saved as a "
+                   "file it runs as is")  # fmt: skip
     p.add_argument("--search", type=int, default=None, metavar="N",
                    help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
                    "0: none), then structured extremes and an ascent from the best with N/4 "
@@ -112,7 +124,34 @@ def _spec_path(text: str) -> str:
     )
 
 
+def _what_runs(spec: Any, args: argparse.Namespace) -> str:
+    """The work a check does, for its progress line: the named instance (exact value and
+    simulation), the search over quadratic clients, the worst case over the general class."""
+    parts = []
+    named = args.problem or args.problem_file or spec.problem or spec.problem_file
+    if named:
+        parts.append(f"the instance {named}")
+    cls = spec.instance_class
+    functions = args.functions or (cls.functions if cls is not None else "quadratic")
+    if cls is not None and functions in ("quadratic", "both") and args.search != 0:
+        n = DEFAULT_SEARCH if args.search is None else args.search
+        parts.append(f"a search of {n} draws over the class")
+    if functions in (GENERAL, "both"):
+        parts.append(f"the worst case over {GENERAL} clients (performance estimation)")
+    return " and ".join(parts) or "the spec"
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.template is not None:
+        if args.spec is not None:
+            raise FedTheoryError("--template prints a spec and exits: give no SPEC.toml with it")
+        print(template(args.template), end="")
+        return 0
+    if args.spec is None:
+        raise FedTheoryError(
+            "give a bound spec SPEC.toml or a shipped bound's name (fedtheory bound --template "
+            "prints a spec to start from; fedtheory bound --help lists the keys)"
+        )
     spec = load_spec(_spec_path(args.spec))
     if args.search is not None and args.search < 0:
         raise FedTheoryError(f"--search N must be >= 0, got {args.search}")
@@ -122,10 +161,11 @@ def run(args: argparse.Namespace) -> int:
     if out_dir is None:
         out_dir = Path(args.json).parent if args.json not in (None, "-") else Path.cwd()
     out_dir = check_output_dir(out_dir)
-    res = check_classes(spec, functions=args.functions, search=args.search, seed=args.seed,
-                        problem=args.problem, problem_file=args.problem_file,
-                        measure_seeds=args.seeds, out_dir=out_dir,
-                        name=Path(spec.path).stem)  # fmt: skip
+    with working(f"checking {Path(spec.path).stem}: {_what_runs(spec, args)}"):
+        res = check_classes(spec, functions=args.functions, search=args.search, seed=args.seed,
+                            problem=args.problem, problem_file=args.problem_file,
+                            measure_seeds=args.seeds, out_dir=out_dir,
+                            name=Path(spec.path).stem)  # fmt: skip
     out = human_stream(args)
     title = spec.title or Path(spec.path).stem
     print(f"{title}: {spec.quantity} <= {spec.bound}"

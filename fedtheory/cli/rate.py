@@ -51,6 +51,7 @@ from fedtheory.cli.common import (
 )
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import progress as progress_bar
+from fedtheory.io import working
 from fedtheory.participation import model_info, model_names
 from fedtheory.problems import make_problem
 from fedtheory.simulation.settings import SETTINGS
@@ -234,8 +235,11 @@ def run(args: argparse.Namespace) -> int:
     if options:
         kw["options"] = options
     solve = _SolveProgress(args.tol)
+    unit = (f"exact rates of {args.algorithm} on {args.problem_file or args.problem} "
+            f"({args.participation} participation, K = {args.local_steps}, lr = {args.lr:g})")  # fmt: skip
     try:
-        res = exact_rates(problem, args.algorithm, model, lr=args.lr, progress=solve, **kw)
+        with working(unit):  # the round's extraction and the eigen-solves: a heartbeat in a log
+            res = exact_rates(problem, args.algorithm, model, lr=args.lr, progress=solve, **kw)
         if args.noise and not res.noise:  # the round never drew the gradient noise
             raise FedTheoryError(
                 f"{res.algorithm} uses exact gradients: --noise (the gradient-noise sigma) does "
@@ -246,10 +250,11 @@ def run(args: argparse.Namespace) -> int:
         if args.largest_stable_lr:
             kw.pop("tol")
             solve.tols["mean-square rate"] = 1e-8
-            extra["largest_stable_lr"] = largest_stable_lr(
-                problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8,
-                progress=solve, **kw,
-            ).to_dict()  # fmt: skip
+            with working(f"largest stable step of {args.algorithm} (bisection from {args.lr:g})"):
+                extra["largest_stable_lr"] = largest_stable_lr(
+                    problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8,
+                    progress=solve, **kw,
+                ).to_dict()  # fmt: skip
     finally:
         solve.close()
     rates = {"mean": res.mean_rate, "mean-square": res.mean_square_rate}

@@ -17,7 +17,14 @@ from fedtheory.errors import FedTheoryError
 from fedtheory.io import check_output_dir, temporary_directory, write_atomic
 from fedtheory.validation import check_int
 from fedtheory.verify import FULL, QUICK, Context, select
-from fedtheory.verify.report import format_table, summary, to_html, to_json, to_markdown
+from fedtheory.verify.report import (
+    findings,
+    format_table,
+    summary,
+    to_html,
+    to_json,
+    to_markdown,
+)
 from fedtheory.verify.runner import keep_requested, run_claims
 
 
@@ -142,7 +149,9 @@ def _run(args, claims, fig_dir, to_stdout: bool, *, kept: bool = True) -> int:
     results = keep_requested(ran, args.only)
     seconds = time.perf_counter() - t0
     out = sys.stderr if to_stdout else sys.stdout
-    if not to_stdout:
+    if not to_stdout:  # the findings first, then the full table, the count again at its end
+        print(findings(results, seconds=seconds, tier=ctx.tier), file=out)
+        print(f"\nThe full table ({len(results)} results):\n", file=out)
         print(format_table(results), file=out)
         print(f"\n{len(results)} results in {seconds:.1f} s ({ctx.tier} tier): {summary(results)}")
     report = to_json(results, tier=ctx.tier, seed=ctx.seed, seconds=seconds)

@@ -346,8 +346,17 @@ def _first_below(curve: np.ndarray, tol: float) -> int | None:
     return int(hit[0]) if hit.size else None
 
 
+#: Line styles and markers of the curves, in the order of the algorithms: no curve hides another
+#: where two coincide.
+LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (8, 3)))
+MARKERS = ("o", "s", "^", "v", "D", "x")
+
+
 def plot_figure4(data: Figure4Result, path: Any = None) -> Any:
-    """Draw the three panels (full, uniform, arbitrary) of :func:`run_figure4`'s result.
+    """Draw the three panels (full, uniform, arbitrary) of :func:`run_figure4`'s result: per
+    algorithm the median curve over seeds (its own colour, line style and markers, the markers
+    of the algorithms at rounds apart, so that coinciding curves stay visible) and the band of
+    the middle half of the seeds.
 
     Returns the matplotlib Figure; saves it to ``path`` when given.
     """
@@ -361,10 +370,17 @@ def plot_figure4(data: Figure4Result, path: Any = None) -> Any:
     fig, axes = plt.subplots(1, len(regimes), figsize=(5.2 * len(regimes), 4.6), squeeze=False)
     for ax, regime in zip(axes[0], regimes, strict=True):
         reg = data.regimes[regime]
+        n = len(reg.curves)
         for k, (alg, curve) in enumerate(reg.curves.items()):
             y = np.array([np.nan if v is None else v for v in curve], dtype=float)
             color = f"C{k}"
-            ax.semilogy(np.arange(y.size), y, label=display_name(alg), lw=1.6, color=color)
+            # Curves that coincide (FedAvg and MIFA's floors under full participation, the
+            # exact methods at 1e-15) stay apart: each its own line style and its own markers,
+            # placed at rounds the others leave free.
+            every = max(y.size // 6, 1)
+            ax.semilogy(np.arange(y.size), y, label=display_name(alg), lw=1.6, color=color,
+                        ls=LINE_STYLES[k % len(LINE_STYLES)], marker=MARKERS[k % len(MARKERS)],
+                        ms=6, markevery=(k * every // n, every), mfc="none", mew=1.4)  # fmt: skip
             band = reg.bands.get(alg)
             if band is not None:  # the middle half of the seeds
                 lo, hi = (

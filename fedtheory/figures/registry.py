@@ -150,8 +150,10 @@ def generate(
     keep_going: bool = False,
 ) -> list[FigureResult]:
     """Regenerate ``names`` (all registered figures when None), reporting each figure on
-    stderr as it is written (:func:`fedtheory.io.progress`: a bar on a terminal, a line such as
-    ``[3/9] figure fedavg_floor written 12.0 s`` in a log; nothing when ``quiet``).
+    stderr as it starts and as it is written (:func:`fedtheory.io.progress`: a bar on a
+    terminal; in a log the lines ``[3/9 started] figure fedavg_floor`` and ``[3/9] figure
+    fedavg_floor written 12.0 s``, and while it is drawn a heartbeat line every 10 s saying for
+    how long; nothing when ``quiet``).
 
     A figure whose optional extra is missing is not drawn (its result says why in ``missing``)
     and the others still are. Any other error propagates, unless ``keep_going``: then it is
@@ -175,6 +177,7 @@ def generate(
     bar = progress(total=len(names), desc="figures", unit="fig", disable=quiet)
     try:
         for name in names:
+            bar.started(f"figure {name}")  # a line in a log; the heartbeat names it meanwhile
             bar.set_postfix_str(name)
             t0 = time.perf_counter()
             try:

@@ -19,7 +19,7 @@ Output never destroys anything (:func:`write_atomic`, which :func:`emit_json` an
   operating-system error (permission denied, disk full) is re-raised with that path too.
 
 JSON convention (every JSON fedtheory writes): a non-finite number, i.e. NaN or +-inf (a
-diverged seed, a metric that was not recorded), is written as ``null``. Reading it back with
+diverged seed, a round that ``record_every`` skipped), is written as ``null``. Reading it back with
 ``np.array(d["error"], dtype=float)`` gives NaN there; a reader in any language gets a number or
 nothing, never a string such as ``"nan"`` and never the invalid JSON token ``NaN``.
 """
@@ -27,9 +27,13 @@ nothing, never a string such as ``"nan"`` and never the invalid JSON token ``NaN
 from __future__ import annotations
 
 from fedtheory.io.bars import (
+    HEARTBEAT,
     LineProgress,
+    duration,
+    heartbeat_seconds,
     notebook_front_end,
     progress,
+    working,
 )
 from fedtheory.io.figures import (
     check_figure_path,
@@ -65,6 +69,7 @@ from fedtheory.io.writing import (
 )
 
 __all__ = [
+    "HEARTBEAT",
     "LineProgress",
     "OutputTarget",
     "STREAM_FOLDERS",
@@ -73,10 +78,12 @@ __all__ = [
     "check_output_dir",
     "check_output_path",
     "dumps",
+    "duration",
     "emit_json",
     "figure_bytes",
     "figure_formats",
     "git_commit",
+    "heartbeat_seconds",
     "jsonable",
     "library_versions",
     "notebook_front_end",
@@ -89,5 +96,6 @@ __all__ = [
     "save_figure",
     "temporary_directory",
     "utc_now",
+    "working",
     "write_atomic",
 ]

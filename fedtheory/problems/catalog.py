@@ -61,6 +61,12 @@ def make_problem(
         The caller computes exact rates (``fedtheory rate``, ``fedtheory bound``), which need a
         quadratic: an interpolation file is refused, saying to replay it with simulate.
 
+    Returns
+    -------
+    Problem
+        Its ``name`` attribute is the built-in name or the file's path (a run's result records
+        it, :meth:`~fedtheory.simulation.SimulationResult.settings`).
+
     Raises
     ------
     FedTheoryError
@@ -81,6 +87,12 @@ def make_problem(
                     f"{where}: exact rates need a quadratic; this is an interpolation "
                     "counterexample: replay it with fedtheory simulate"
                 )
-            return InterpolatedProblem(read_interpolation(where, arrays), dtype=dtype)
-        return ProblemFile(path, arrays=arrays, dtype=dtype)
-    return problem_info(name).build(seed, dtype)
+            problem = InterpolatedProblem(read_interpolation(where, arrays), dtype=dtype)
+        else:
+            problem = ProblemFile(path, arrays=arrays, dtype=dtype)
+        problem.name = where  # what a result records as its problem
+        return problem
+    info = problem_info(name)
+    problem = info.build(seed, dtype)
+    problem.name = info.name
+    return problem

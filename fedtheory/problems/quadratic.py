@@ -452,6 +452,7 @@ def figure4_problem(dtype: Any = None) -> LeastSquaresProblem:
     prob.participation_p = p
     prob.clients_per_round = 4
     prob.x_o = x_o
+    prob.name = "figure4"  # the built-in name (problems.registry)
     return prob
 
 

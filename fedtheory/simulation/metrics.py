@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.backend import get_namespace, row_dots
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, MetricNotRecordedError
 
 Array = Any
 Metric = Callable[[Any, Any], Array]
@@ -80,8 +80,64 @@ METRIC_ATTRS: dict[str, dict[str, str]] = {
 
 def metric_attrs(name: str) -> dict[str, str]:
     """A metric's CF attributes (:data:`METRIC_ATTRS`; an algorithm's or a caller's own metric:
-    its name as ``long_name``)."""
-    return dict(METRIC_ATTRS.get(name, {"long_name": name}))
+    its name as ``long_name`` and ``units`` 1, the metrics being ratios and norms of a
+    dimensionless model)."""
+    return dict(METRIC_ATTRS.get(name, {"long_name": name, "units": "1"}))
+
+
+#: The name of the axis of the model's coordinates in every xarray result and sweep store.
+MODEL_DIM = "component"
+
+#: CF attributes of the dimensions of results and sweep stores (seeds, rounds, the model's
+#: coordinates).
+DIMENSION_ATTRS: dict[str, dict[str, str]] = {
+    "seed": {"long_name": "seed (child of the root seed)", "units": "1"},
+    "round": {"long_name": "communication round", "units": "rounds"},
+    MODEL_DIM: {"long_name": "component of the model", "units": "1"},
+}
+
+#: CF attributes of a run's results besides its metrics, the one description that xarray
+#: results and sweep stores carry.
+RESULT_ATTRS: dict[str, dict[str, str]] = {
+    "x_final": {"long_name": "final server model", "units": "1"},
+    "x_mean": {"long_name": "time average of the server model", "units": "1"},
+    "x_star": {"long_name": "minimizer x* of f", "units": "1"},
+    "diverged": {"long_name": "seed diverged", "units": "1"},
+    "diverged_at": {"long_name": "round of divergence", "units": "rounds"},
+    "diverging": {"long_name": "seed diverging", "units": "1"},
+    "diverging_at": {"long_name": "round flagged as diverging", "units": "rounds"},
+}
+
+
+class RecordedMetrics(dict):
+    """The metrics a run recorded, by name (arrays of shape (seeds, rounds + 1)).
+
+    Asking for a metric the run could have recorded but did not raises
+    :class:`~fedtheory.errors.MetricNotRecordedError` naming the ``metrics=[...]`` that records
+    it (a ``KeyError`` too, so ``name in metrics`` and ``metrics.get(name)`` work as for a
+    dict); ``available`` names every metric the run could have recorded.
+    """
+
+    def __init__(self, values: Mapping[str, Any] = (), *, available: Sequence[str] = ()) -> None:
+        super().__init__(values)
+        self.available = tuple(available)
+
+    def __missing__(self, name: str) -> Any:
+        raise not_recorded(name, list(self), self.available)
+
+
+def not_recorded(name: str, recorded: Sequence[str], available: Sequence[str]) -> Exception:
+    """The error for reading ``name`` from a run that recorded ``recorded``: a
+    :class:`~fedtheory.errors.MetricNotRecordedError` naming the ``metrics=[...]`` that records
+    it when the run could have (``available``), a ``KeyError`` naming the recorded ones else."""
+    if name not in available:
+        return KeyError(f"no metric {name!r}: the run recorded {', '.join(recorded) or 'none'}")
+    want = [*recorded, name]
+    return MetricNotRecordedError(
+        f"the run did not record {name!r} (it recorded {', '.join(recorded) or 'none'}; a run "
+        "records error alone by default, grad_norm2 where x* is unknown): run it with "
+        f"metrics={want!r} or metrics='all' (on the command line: --metrics {','.join(want)})"
+    )
 
 
 #: ``metrics="all"``: every metric the run can record (the runner's and the algorithm's own).

@@ -59,11 +59,16 @@ from fedtheory.io import progress as progress_bar
 from fedtheory.parallel import fork_all
 from fedtheory.participation import ParticipationModel
 from fedtheory.simulation.metrics import (
+    DIMENSION_ATTRS,
+    MODEL_DIM,
     RENAMED,
+    RESULT_ATTRS,
     RUNNER_METRICS,
     Metric,
+    RecordedMetrics,
     current_name,
     metric_attrs,
+    not_recorded,
     select_metrics,
 )
 from fedtheory.simulation.settings import defaults
@@ -82,10 +87,6 @@ from fedtheory.validation import (
 )
 
 Array = Any
-
-#: The name of the model's axis (the components of x) in every result and store: a
-#: :meth:`SimulationResult.to_xarray` and a sweep store's ``x_final``.
-MODEL_DIM = "component"
 
 _D = defaults()
 #: simulate's keywords that are not a run's settings (RunSpec's fields).
@@ -176,10 +177,12 @@ def check_run_memory(
 class SimulationResult:
     """Per-round metrics of a batched run (arrays of shape (seeds, rounds + 1)).
 
-    Every metric the run could record is in :attr:`metrics` (NaN where it was not recorded: a
-    round skipped by ``record_every``, a metric left out by ``metrics=``, a seed after its
-    divergence) and is also an attribute: ``result.error``, ``result.consensus``,
-    ``result.tracking_residual`` (FOCUS), ...
+    Every metric the run recorded is in :attr:`metrics` (NaN in a round skipped by
+    ``record_every`` and for a seed after its divergence) and is also an attribute:
+    ``result.error``, ``result.consensus``, ``result.tracking_residual`` (FOCUS), ... Reading a
+    metric the run could have recorded but did not (a run records ``error`` alone by default)
+    raises :class:`~fedtheory.errors.MetricNotRecordedError` naming the ``metrics=[...]`` that
+    records it.
 
     Attributes
     ----------
@@ -188,7 +191,8 @@ class SimulationResult:
     seed : int
         The run's root seed; seed s uses ``SeedSequence(seed).spawn(...)[seed_ids[s]]``.
     seed_ids : list of int
-    metrics : dict of str to ndarray (seeds, rounds + 1)
+    metrics : RecordedMetrics (a dict of str to ndarray (seeds, rounds + 1))
+        The recorded metrics; ``metrics.available`` names every metric the run could record.
     diverged : ndarray of bool (seeds,)
     diverged_at : ndarray of int (seeds,); -1 where the seed did not diverge
     diverging : ndarray of bool (seeds,)
@@ -236,6 +240,8 @@ class SimulationResult:
             return metrics[current_name(name)]  # an earlier name, with a DeprecationWarning
         if metrics is not None and name in metrics:
             return metrics[name]
+        if metrics is not None and name in getattr(metrics, "available", ()):
+            raise not_recorded(name, list(metrics), metrics.available)
         raise AttributeError(
             f"{type(self).__name__} of {self.__dict__.get('algorithm', '?')} has no attribute or "
             f"metric {name!r} (metrics: {', '.join(metrics or ())})"
@@ -285,20 +291,44 @@ class SimulationResult:
         lines.append(f"  diverged: {self.divergence_summary() or f'{n_div} of {self.seeds}'}")
         return "\n".join(lines)
 
+    def settings(self) -> dict[str, Any]:
+        """The run's settings as flat attributes: ``problem``, ``algorithm``, ``participation``,
+        ``n_clients`` (N), ``clients_per_round`` (M: the model's, or the expected number for
+        Bernoulli participation; absent where the model has no fixed or expected M),
+        ``local_steps`` (K) and ``lr``, the names a sweep store gives the same settings."""
+        model = dict(self.config.get("participation_model") or {})
+        out: dict[str, Any] = {
+            "problem": self.config.get("problem", ""),
+            "algorithm": self.algorithm,
+            "participation": model.get("model", self.participation),
+            "n_clients": model.get("n_clients"),
+            "clients_per_round": model.get("clients_per_round"),
+            "local_steps": self.config.get("local_steps"),
+            "lr": self.config.get("lr"),
+        }
+        if out["clients_per_round"] is None and model.get("model") == "full":
+            out["clients_per_round"] = model.get("n_clients")
+        if out["clients_per_round"] is None and model.get("p") is not None:
+            out["clients_per_round"] = float(np.sum(model["p"]))  # expected, sum_i p_i
+        return {k: v for k, v in out.items() if v is not None and v != ""}
+
     def to_xarray(self) -> Any:
         """The run as an :class:`xarray.Dataset` (needs the optional extra ``fedtheory[sweep]``).
 
         Returns
         -------
         xarray.Dataset
-            One variable per metric with dims ``(seed, round)``; ``diverged``, ``diverged_at``,
-            ``diverging``, ``diverging_at`` with dim ``seed``; ``x_final`` (and ``x_mean``)
-            with dims ``(seed, component)``, ``x_star`` with dim ``component``
-            (:data:`MODEL_DIM`, as in a sweep store). Coordinates:
-            ``seed`` holds the seed ids, ``round`` 0..R (0 is the initial model). Attributes:
-            algorithm, participation, rounds, root seed, dtype, wall time, the fedtheory
-            version, the run's configuration as JSON text (``config``) and each of its plain
-            entries (``config_<key>``).
+            One variable per recorded metric with dims ``(seed, round)``; ``diverged``,
+            ``diverged_at``, ``diverging``, ``diverging_at`` with dim ``seed``; ``x_final``
+            (and ``x_mean``) with dims ``(seed, component)``, ``x_star`` with dim
+            ``component``: the dimension names of a sweep store
+            (:data:`~fedtheory.simulation.metrics.MODEL_DIM`). Every variable and coordinate
+            has CF ``long_name`` and ``units``. Coordinates: ``seed`` holds the seed ids,
+            ``round`` 0..R (0 is the initial model). Attributes: the run's settings
+            (:meth:`settings`: problem, algorithm, participation, n_clients, clients_per_round,
+            local_steps, lr), rounds, root seed, dtype, wall time, the fedtheory version, the
+            run's configuration as JSON text (``config``) and each of its plain entries
+            (``config_<key>``).
 
         Raises
         ------
@@ -308,28 +338,31 @@ class SimulationResult:
         require("sweep", "SimulationResult.to_xarray()")
         import xarray as xr  # noqa: PLC0415  (optional extra)
 
-        coords = {"seed": np.asarray(self.seed_ids, dtype=np.int64),
-                  "round": np.arange(self.rounds + 1)}  # fmt: skip
+        coords = {
+            "seed": ("seed", np.asarray(self.seed_ids, dtype=np.int64), DIMENSION_ATTRS["seed"]),
+            "round": ("round", np.arange(self.rounds + 1), DIMENSION_ATTRS["round"]),
+            MODEL_DIM: (MODEL_DIM, np.arange(np.shape(self.x_final)[-1]),
+                         DIMENSION_ATTRS[MODEL_DIM]),
+        }  # fmt: skip
         data: dict[str, Any] = {
             k: (("seed", "round"), np.asarray(v), metric_attrs(k)) for k, v in self.metrics.items()
         }
         for k in ("diverged", "diverged_at", "diverging", "diverging_at"):
             v = getattr(self, k)
             if v is not None:
-                data[k] = (("seed",), np.asarray(v))
-        data["x_final"] = (("seed", MODEL_DIM), np.asarray(self.x_final))
+                data[k] = (("seed",), np.asarray(v), RESULT_ATTRS[k])
+        data["x_final"] = (("seed", MODEL_DIM), np.asarray(self.x_final), RESULT_ATTRS["x_final"])
         if self.x_mean is not None:
-            data["x_mean"] = (("seed", MODEL_DIM), np.asarray(self.x_mean))
+            data["x_mean"] = (("seed", MODEL_DIM), np.asarray(self.x_mean), RESULT_ATTRS["x_mean"])
         if self.x_star is not None:
-            data["x_star"] = ((MODEL_DIM,), np.asarray(self.x_star))
+            data["x_star"] = ((MODEL_DIM,), np.asarray(self.x_star), RESULT_ATTRS["x_star"])
         plain = {
             f"config_{k}": v
             for k, v in self.config.items()
             if isinstance(v, str | int | float) and not isinstance(v, bool)
         }
         attrs = {
-            "algorithm": self.algorithm,
-            "participation": self.participation,
+            **self.settings(),
             "rounds": self.rounds,
             "root_seed": self.seed,
             "dtype": self.dtype,
@@ -341,10 +374,11 @@ class SimulationResult:
         return xr.Dataset(data, coords=coords, attrs=attrs)
 
     def to_dataframe(self) -> Any:
-        """The metrics as a long :class:`pandas.DataFrame` (needs ``fedtheory[sweep]``: pandas
-        comes with xarray): one row per (seed, round, metric), columns ``seed``, ``round``,
-        ``metric``, ``value`` and the seed's ``diverged`` flag. Rounds that were not recorded
-        are NaN, as in :attr:`metrics`.
+        """The recorded metrics as a long :class:`pandas.DataFrame` (needs ``fedtheory[sweep]``:
+        pandas comes with xarray): one row per (seed, recorded round, metric) with a value,
+        columns ``seed``, ``round``, ``metric``, ``value`` and the seed's ``diverged`` flag.
+        Rounds that were not recorded (``record_every``) and a diverged seed's rounds after
+        its divergence have no value and no row.
 
         Raises
         ------
@@ -354,6 +388,7 @@ class SimulationResult:
         ds = self.to_xarray()
         wide = ds[list(self.metrics)].to_dataframe().reset_index()
         long = wide.melt(id_vars=["seed", "round"], var_name="metric", value_name="value")
+        long = long.dropna(subset=["value"]).reset_index(drop=True)
         diverged = dict(zip(ds["seed"].values.tolist(), np.asarray(self.diverged).tolist(),
                             strict=True))  # fmt: skip
         long["diverged"] = long["seed"].map(diverged).astype(bool)
@@ -1061,7 +1096,9 @@ def _result(
         seeds=len(plan.seed_ids),
         seed=plan.seed,
         seed_ids=plan.seed_ids,
-        metrics=record.values,
+        metrics=RecordedMetrics(
+            {k: record.values[k] for k in plan.recorded}, available=list(plan.available)
+        ),  # fmt: skip
         diverged=record.diverged,
         diverged_at=record.diverged_at,
         x_final=to_numpy(state.x),
@@ -1075,6 +1112,8 @@ def _result(
             "divergence_window": plan.divergence_window,
             "record_every": plan.record_every,
             "recorded_metrics": list(plan.recorded),
+            "problem": getattr(plan.problem, "name", None) or type(plan.problem).__name__,
+            "participation_model": plan.model.describe(),
         },
         diverging=record.diverging,
         diverging_at=record.diverging_at,
@@ -1093,7 +1132,10 @@ def _concatenate(parts: list) -> SimulationResult:
         seeds=sum(p.seeds for p in parts),
         seed=first.seed,
         seed_ids=[i for p in parts for i in p.seed_ids],
-        metrics={k: cat(lambda p, k=k: p.metrics[k]) for k in first.metrics},
+        metrics=RecordedMetrics(
+            {k: cat(lambda p, k=k: p.metrics[k]) for k in first.metrics},
+            available=first.metrics.available,
+        ),  # fmt: skip
         diverged=cat(lambda p: p.diverged),
         diverged_at=cat(lambda p: p.diverged_at),
         diverging=cat(lambda p: p.diverging),

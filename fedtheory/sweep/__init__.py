@@ -64,7 +64,7 @@ import numpy as np
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError
 from fedtheory.parallel import Engine, map_tasks, sweep_module
-from fedtheory.simulation.runner import MODEL_DIM
+from fedtheory.simulation.metrics import MODEL_DIM
 from fedtheory.sweep.spec import KEYS, Spec, Task, load_spec, normalize
 from fedtheory.sweep.store import (
     FILE_BYTES,
@@ -76,6 +76,7 @@ from fedtheory.sweep.store import (
     SweepStore,
     check_store,
     open_dataset,
+    stored_spec,
 )
 from fedtheory.sweep.task import TaskResult, check_spec, run_task
 from fedtheory.validation import check_int, check_memory, format_bytes
@@ -235,10 +236,10 @@ def run(
         task is written.
     """
     t0 = time.perf_counter()
-    spec = _as_spec(spec)
+    path = Path(store).expanduser().absolute()
+    spec = _as_spec(spec).on_store(stored_spec(path))  # more seeds: the store's block kept
     max_tasks = check_int("max_tasks", max_tasks, minimum=1)
     engine = Engine(workers=workers, scheduler=scheduler)  # checks the arguments, starts nothing
-    path = Path(store).expanduser().absolute()
     if spec.n_tasks > max_tasks:  # before the grid's problems are built: refused at once
         _check_size(spec, 0, path, max_tasks)
     checked = check_spec(spec)
@@ -281,7 +282,7 @@ def run(
             st.remove()  # a store made by this call that holds no task is not left behind
             raise
     dims = {a.name: len(a.points) for a in spec.axes}
-    dims.update(seed=spec.values["seeds"], round=spec.values["rounds"] + 1, component=dim)
+    dims.update({"seed": spec.values["seeds"], "round": spec.values["rounds"] + 1, MODEL_DIM: dim})
     return {
         "tasks_total": len(tasks),
         "tasks_skipped": len(done),

@@ -184,11 +184,14 @@ class Spec:
     ``values["algorithm"]`` is then the tuple of their names), ``values["options"]`` is the
     ``[options]`` table (or None). An algorithm is held as another process names it: a registry
     name, or the absolute ``FILE.py:NAME`` of a user's file. Build one with :func:`normalize`
-    or :func:`load_spec`; ``values`` is then validated.
+    or :func:`load_spec`; ``values`` is then validated. ``block_given`` is False when the spec
+    left ``seed_block`` out (it is then all the seeds, or the block of the store it grows:
+    :meth:`on_store`).
     """
 
     values: dict
     source: str = "spec"
+    block_given: bool = True
 
     @cached_property
     def axes(self) -> tuple[Axis, ...]:
@@ -324,6 +327,49 @@ class Spec:
         """Keys whose values differ from another normalized spec's (``other`` as hashable dict)."""
         mine = self.hashable()
         return [k for k in sorted(set(mine) | set(other)) if mine.get(k) != other.get(k)]
+
+    def on_store(self, stored: dict | None) -> Spec:
+        """This spec as it runs into a store made from the spec ``stored`` (its hashable dict;
+        None: a new store). A spec that left ``seed_block`` out and has more seeds than the
+        store (or as many) keeps the store's block size, so that raising ``seeds`` alone grows
+        the store (a first spec of 4 seeds made one block of 4: 8 seeds are then two blocks of
+        4), and the raised spec resumes the grown store."""
+        if self.block_given or not isinstance(stored, dict):
+            return self
+        try:
+            old = _plain(stored, "the stored spec")
+        except FedTheoryError:
+            return self
+        S0, B0, S = old.values["seeds"], old.values["seed_block"], self.values["seeds"]
+        if not (isinstance(S0, int) and isinstance(B0, int) and 0 < B0 and S >= S0):
+            return self
+        return Spec({**self.values, "seed_block": B0}, self.source, block_given=True)
+
+    def seeds_hint(self, stored: dict) -> str | None:
+        """What to change so that this spec grows the store made from ``stored``, when only
+        ``seeds`` and ``seed_block`` stand in the way (None otherwise): the store's block size,
+        more seeds than it holds, or another store when its seeds end in a short block."""
+        try:
+            old = _plain(stored, "the stored spec")
+        except FedTheoryError:
+            return None
+        if set(self.differences(stored)) - {"seeds", "seed_block"}:
+            return None
+        S0, B0 = old.values["seeds"], old.values["seed_block"]
+        S, B = self.values["seeds"], self.values["seed_block"]
+        if S < S0:
+            return (f"the store holds {S0} seeds: set seeds = {S0} or more (a store keeps the "
+                    "seeds it has), or give another --store")  # fmt: skip
+        if S > S0 and S0 % B0:
+            return (f"its {S0} seeds end in a short block of {S0 % B0} (seed_block = {B0}), and "
+                    "a store grows by whole blocks only: give another --store for "
+                    f"seeds = {S} (seeds a multiple of seed_block can grow later)")  # fmt: skip
+        if B != B0:
+            grow = f" to grow it from {S0} to {S} seeds" if S > S0 else ""
+            return (f"its tasks hold seed_block = {B0} seeds each: set seed_block = {B0} (or "
+                    f"leave seed_block out: the store's is kept){grow}, or give another "
+                    "--store")  # fmt: skip
+        return None
 
     def growth(self, other: dict) -> list[str] | None:
         """How this spec extends the spec ``other`` (a hashable dict, as a store keeps it).
@@ -531,11 +577,12 @@ def normalize(
     if problems:
         raise FedTheoryError("; ".join(problems))
     values["options"] = options
+    given = values["seed_block"] is not None
     if values["seed_block"] is None or values["seed_block"] > values["seeds"]:
         values["seed_block"] = values["seeds"]
     values["zip"] = zip_keys or None
     values["algorithms"] = algs
-    return Spec(values=values, source=source)
+    return Spec(values=values, source=source, block_given=given)
 
 
 def _algorithm_sources(

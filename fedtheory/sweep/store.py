@@ -77,8 +77,7 @@ from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
 from fedtheory.io import renamed
 from fedtheory.parallel import sweep_module
-from fedtheory.simulation.metrics import METRIC_ATTRS
-from fedtheory.simulation.runner import MODEL_DIM
+from fedtheory.simulation.metrics import DIMENSION_ATTRS, METRIC_ATTRS, MODEL_DIM, RESULT_ATTRS
 from fedtheory.sweep.spec import (
     ALGORITHM_FILES,
     KEYS,
@@ -117,33 +116,33 @@ class Variable(NamedTuple):
     description: str
 
 
-#: The store's variables.
+#: The store's variables (their CF attributes those of an xarray result:
+#: :data:`~fedtheory.simulation.metrics.RESULT_ATTRS`).
+def _var(name: str, extra: str | None, dtype: Any, fill: Any, description: str) -> Variable:
+    attrs = RESULT_ATTRS[name]
+    return Variable(extra, dtype, fill, attrs["long_name"], attrs["units"], description)
+
+
 VARIABLES = {
     "error": Variable("round", np.float64, np.nan, METRIC_ATTRS["error"]["long_name"],
                       METRIC_ATTRS["error"]["units"], "the runner's error metric, x_0 = 0"),
-    "x_final": Variable(MODEL_DIM, np.float64, np.nan, "final server model", "1",
-                        "the server model x_R after the last round"),
-    "diverged": Variable(None, np.bool_, False, "seed diverged", "1",
-                         "the seed diverged and was frozen"),
-    "diverged_at": Variable(None, np.int64, -1, "round of divergence", "rounds",
-                            "round of divergence (-1: none)"),
-    "diverging": Variable(None, np.bool_, False, "seed diverging", "1",
-                          "the error grew by the divergence growth factor within the "
-                          "divergence window to above its start (the seed kept running)"),
-    "diverging_at": Variable(None, np.int64, -1, "round flagged as diverging", "rounds",
-                             "round the seed was flagged as diverging (-1: none)"),
+    "x_final": _var("x_final", MODEL_DIM, np.float64, np.nan,
+                    "the server model x_R after the last round"),
+    "diverged": _var("diverged", None, np.bool_, False, "the seed diverged and was frozen"),
+    "diverged_at": _var("diverged_at", None, np.int64, -1, "round of divergence (-1: none)"),
+    "diverging": _var("diverging", None, np.bool_, False,
+                      "the error grew by the divergence growth factor within the "
+                      "divergence window to above its start (the seed kept running)"),
+    "diverging_at": _var("diverging_at", None, np.int64, -1,
+                         "round the seed was flagged as diverging (-1: none)"),
     "checksum": Variable(None, np.uint64, 0, "checksum of the seed's values", "1",
                          "BLAKE2b-64 of the seed's values and place (0: none)"),
     "complete": Variable(None, np.bool_, False, "task complete", "1",
                          "the task holding this seed has written its data"),
 }  # fmt: skip
 
-#: CF attributes of the dimensions that are not spec keys.
-DIMENSIONS = {
-    "seed": {"long_name": "seed (child of the root seed)", "units": "1"},
-    "round": {"long_name": "communication round", "units": "rounds"},
-    MODEL_DIM: {"long_name": "component of the model", "units": "1"},
-}
+#: CF attributes of the dimensions that are not spec keys (those of an xarray result).
+DIMENSIONS = DIMENSION_ATTRS
 
 #: The variables a seed's checksum covers, in the order they are hashed.
 DATA = ("error", "x_final", "diverged", "diverged_at", "diverging", "diverging_at")
@@ -467,6 +466,19 @@ def _read_root(path: Path) -> tuple[dict | None, str]:
         return None, text
 
 
+def stored_spec(path: str | os.PathLike) -> dict | None:
+    """The spec a store at ``path`` was made from (its hashable dict, files' digests
+    included), or None when there is no store there or its metadata cannot say (opening it
+    then says why)."""
+    try:
+        attrs, _ = _read_root(Path(path))
+        spec = json.loads(attrs["fedtheory_spec"])
+        spec.update(json.loads(attrs.get("fedtheory_spec_files", "{}")))
+    except (FedTheoryError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return spec if isinstance(spec, dict) else None
+
+
 def _check_format(path: Path, attrs: dict) -> None:
     kind = attrs.get("fedtheory_store")
     if kind == STORE_FORMAT:
@@ -731,10 +743,13 @@ def _resume_metadata(path: Path, spec: Spec, dim: int) -> tuple[list[str], list[
             if keys:  # else only the hash attribute is damaged: rewritten below
                 grown = spec.growth(old) or []
                 if not grown:  # no extension: refused as any store of another spec
+                    hint = spec.seeds_hint(old) or (
+                        "give another --store, or the spec it was made from (its attribute "
+                        "fedtheory_spec)"
+                    )
                     raise StoreError(
                         f"the store {path} was made from a different spec (it differs in "
-                        f"{', '.join(keys)}): give another --store, or the spec it was made from "
-                        "(its attribute fedtheory_spec)"
+                        f"{', '.join(keys)}): {hint}"
                     )
                 before = _stored_dim(text)
                 if before != dim:

@@ -266,9 +266,37 @@ class ShapeTest:
         return HOLDS if self.slope.side(edge, self.floor) == -1 else INCONCLUSIVE
 
     def text(self, var: str = "K") -> str:
-        return (f"{self.a:.3g} {var}^{self.power:g} + {self.b:.3g} fits within "
-                f"{100 * self.max_relative_residual:.1f}%; slope in log {var} "
-                f"{_signed(self.slope)}, ratio to the shape {_signed(self.ratio_trend)}")  # fmt: skip
+        """The reading as a reviewer would sign it: how the metric moves in ``var`` against the
+        shape's exponent, the closest a var^p + b and how far the metric is from it (a
+        description, not a claim that the shape fits), and the trend of the ratio to it.
+
+        E.g. ``slope in log M -1.94 [-2.03, -1.84]: falls faster than M^-0.5; closest a M^-0.5
+        + b is 0.209 M^-0.5 + 0, up to 657% off the metric; metric / that curve trends -1.44
+        [-1.53, -1.34] in log M``."""
+        shape = f"{var}^{self.power:g}"
+        side = self.slope.side(self.power)
+        if side == 0:
+            how = f"consistent with the shape's {shape}"
+        elif side < 0:
+            how = (
+                f"falls faster than {shape}"
+                if self.power <= 0
+                else f"rises more slowly than {shape}"
+            )
+        else:
+            how = (
+                f"falls more slowly than {shape}"
+                if self.power < 0
+                else f"rises faster than {shape}"
+            )
+        if self.power > 0 and side < 0 and self.slope.side(0.0) < 0:
+            how = f"falls, where the shape {shape} rises"
+        if self.power < 0 and side > 0 and self.slope.side(0.0) > 0:
+            how = f"rises, where the shape {shape} falls"
+        return (f"slope in log {var} {_signed(self.slope)}: {how}; closest a {shape} + b is "
+                f"{self.a:.3g} {shape} + {self.b:.3g}, up to "
+                f"{100 * self.max_relative_residual:.1f}% off the metric; metric / that curve "
+                f"trends {_signed(self.ratio_trend)} in log {var}")  # fmt: skip
 
     def to_dict(self) -> dict:
         return {

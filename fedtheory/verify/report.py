@@ -111,6 +111,71 @@ def summary(results: list[ClaimResult]) -> str:
     return head + ("; besides them: " + ", ".join(rest) if rest else "")
 
 
+#: The verdicts a reviewer reads first (:func:`findings`), in this order, crashes before them.
+FIRST = ("fails", "inconclusive")
+#: The width of a line of :func:`findings`.
+FINDINGS_WIDTH = 118
+
+
+def first_clause(text: str) -> str:
+    """``text`` up to its first ';' outside brackets: a ';' inside ``(...)`` or ``[...]``
+    separates the parts of a parenthesis ("K exponent on the ring (rho 0.995; c = 0.01, ...)"),
+    not the measurement's clauses."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(depth - 1, 0)
+        elif ch == ";" and depth == 0:
+            return text[:i]
+    return text
+
+
+def headline(r: ClaimResult, width: int = FINDINGS_WIDTH - 16) -> str:
+    """A result in one line: a crash's error, an inconclusive row's reason, else the first
+    clause of its measurement (:func:`first_clause`), cut at a word to ``width``."""
+    if r.crashed:
+        text = (r.error or "").splitlines()[0] if r.error else "the check crashed"
+    elif r.verdict == "inconclusive" and r.reason:
+        text = f"{first_clause(_cell(r.measured))} ({r.reason})"
+    else:
+        text = first_clause(_cell(r.measured))
+    return textwrap.shorten(text, width, placeholder=" ...")
+
+
+def findings(results: list[ClaimResult], *, seconds: float | None = None,
+             tier: str | None = None) -> str:  # fmt: skip
+    """What a reviewer reads first: the count line (:func:`summary`), then the crashed, failing
+    and inconclusive results grouped by verdict, one line each (:func:`headline`); the full
+    table (:func:`format_table`) follows them in ``fedtheory verify``'s output."""
+    took = "" if seconds is None else f" in {seconds:.1f} s"
+    where = "" if tier is None else f" ({tier} tier)"
+    lines = [f"{len(results)} results{took}{where}: {summary(results)}"]
+    groups = [("CRASHED", [r for r in results if r.crashed])]
+    groups += [(v, [r for r in results if r.verdict == v and r.ran]) for v in FIRST]
+    # the ids in one column, as wide as the longest shown (13 at least), the lines within width
+    shown = [r.id for _, rows in groups for r in rows]
+    col = max([13, *map(len, shown)])
+    for title, rows in groups:
+        if rows:
+            lines += ["", f"{title} ({len(rows)}):"]
+            lines += [f"  {r.id:<{col}} {headline(r, FINDINGS_WIDTH - col - 3)}" for r in rows]
+    if not any(rows for _, rows in groups):
+        lines += ["", "No claim fails, none is inconclusive and no check crashed."]
+    return "\n".join(lines)
+
+
+def claim_seconds(results: list[ClaimResult]) -> dict[str, float]:
+    """Each claim's wall seconds (the sum over its results, which share them): the seconds its
+    progress line said when it finished."""
+    out: dict[str, float] = {}
+    for r in results:
+        claim = r.id.split("/")[0]
+        out[claim] = out.get(claim, 0.0) + float(r.seconds or 0.0)
+    return out
+
+
 #: The version of the layout of :func:`to_json` (bumped when a key changes meaning).
 JSON_SCHEMA = 2
 
@@ -210,7 +275,7 @@ _COLORS = {
 
 
 def _row(r: ClaimResult) -> str:
-    color = "#f4a0a0" if r.crashed else _COLORS.get(r.verdict, "#e8e8e8")
+    color = _color(r)
     anchor = html.escape(r.id.replace("/", "-"))
     return (
         "<tr>"
@@ -221,9 +286,24 @@ def _row(r: ClaimResult) -> str:
     )
 
 
-def _details(r: ClaimResult, seen: dict) -> str:
+def is_finding(r: ClaimResult) -> bool:
+    """A result a reviewer reads first: a crash, a ``fails`` or an ``inconclusive``."""
+    return r.crashed or (r.ran and r.verdict in FIRST)
+
+
+def _took(r: ClaimResult, results: list[ClaimResult]) -> str:
+    """The seconds of ``r``'s claim, all its results together (what its progress line said)."""
+    claim = r.id.split("/")[0]
+    mine = [x for x in results if x.id.split("/")[0] == claim]
+    took = claim_seconds(mine).get(claim, 0.0)
+    return f"{took:.1f} s" + (f" (claim {claim}: its {len(mine)} results together)"
+                              if len(mine) > 1 else "")  # fmt: skip
+
+
+def _details(r: ClaimResult, seen: dict, took: str) -> str:
     """One claim's evidence: the decision in a few lines, the figure, and the raw evidence in a
-    collapsed ``<details>``."""
+    collapsed ``<details>``; a finding's (:func:`is_finding`) is open, its figure in view.
+    ``took``: the claim's seconds (:func:`_took`)."""
     anchor = html.escape(r.id.replace("/", "-"))
     extra = "".join(
         f"<p><b>{k}:</b> {html.escape(str(v))}</p>"
@@ -235,7 +315,7 @@ def _details(r: ClaimResult, seen: dict) -> str:
             ("test", r.test),
             ("uncertainty", r.uncertainty),
             ("reason", r.reason),
-            ("seconds", f"{r.seconds:.2f}"),
+            ("seconds", took if r.ran or r.crashed else ""),
         )
         if v
     )
@@ -244,21 +324,49 @@ def _details(r: ClaimResult, seen: dict) -> str:
     n = body.count("\n") + 1
     raw = (f"<details><summary>evidence ({n} lines of JSON)</summary>"
            f"<pre>{html.escape(body)}</pre></details>") if r.evidence else ""  # fmt: skip
+    opened = " open" if is_finding(r) else ""
     return (
-        f'<details class=claim id="{anchor}"><summary><b>{html.escape(r.id)}</b>: '
+        f'<details class=claim id="{anchor}"{opened}><summary><b>{html.escape(r.id)}</b>: '
         f"{html.escape(verdict_label(r))} &middot; {html.escape(str(r.stated))}</summary>"
         f"{extra}{err}{_img(r, seen)}{raw}</details>"
     )
 
 
+def _findings_html(results: list[ClaimResult]) -> str:
+    """The page's first section: the findings as a list, one line each, linking to their open
+    evidence just below."""
+    rows = [r for r in results if is_finding(r)]
+    if not rows:
+        return ("<h2>Findings</h2>\n<p>No claim fails, none is inconclusive and no check "
+                "crashed.</p>")  # fmt: skip
+    items = "\n".join(
+        f'<li><a href="#{html.escape(r.id.replace("/", "-"))}">{html.escape(r.id)}</a> '
+        f'<span class=verdict style="background:{_color(r)}">{html.escape(verdict_label(r))}'
+        f"</span> {html.escape(headline(r))}</li>"
+        for r in sorted(
+            rows, key=lambda r: (not r.crashed, FIRST.index(r.verdict) if r.verdict in FIRST else 0)
+        )  # fmt: skip
+    )
+    return (f"<h2>Findings</h2>\n<p>{len(rows)} of {len(results)} results fail, are "
+            f"inconclusive or crashed; each one's evidence follows, open.</p>\n"
+            f"<ul class=findings>\n{items}\n</ul>")  # fmt: skip
+
+
+def _color(r: ClaimResult) -> str:
+    return "#f4a0a0" if r.crashed else _COLORS.get(r.verdict, "#e8e8e8")
+
+
 def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
-    """A self-contained HTML page (viewport-ready): per section (the papers' claims; the
-    measurements, implementation invariants and unstated formulas; the claims not run), a
-    table, then each
-    claim's evidence collapsed in a ``<details>`` with its figure inline (alt text saying what
-    it shows)."""
+    """A self-contained HTML page (viewport-ready) that opens on the findings: the crashed,
+    failing and inconclusive results listed one line each, then their evidence open with the
+    figures in view; then per section (the papers' claims; the measurements, implementation
+    invariants and unstated formulas; the claims not run) a table and every other claim's
+    evidence collapsed in a ``<details>``, figures inline (alt text saying what they show).
+    A claim's seconds are its results' together, as its progress line said."""
     seen: dict = {}
-    parts = []
+    found = [r for r in results if is_finding(r)]
+    parts = [_findings_html(results)]
+    parts += [_details(r, seen, _took(r, results)) for r in found]
     for title, keep in HTML_SECTIONS:
         rows = [r for r in results if keep(r)]
         if not rows:
@@ -268,7 +376,7 @@ def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
             "<th>stated</th><th>measured</th><th>verdict</th></tr>\n"
             + "\n".join(_row(r) for r in rows)
             + "\n</table>\n"
-            + "\n".join(_details(r, seen) for r in rows)
+            + "\n".join(_details(r, seen, _took(r, results)) for r in rows if not is_finding(r))
         )
     body = "\n".join(parts)
     return f"""<!DOCTYPE html>
@@ -281,6 +389,7 @@ table{{border-collapse:collapse;margin-bottom:1em}}
 td,th{{border:1px solid #bbb;padding:4px 8px;vertical-align:top}}
 pre{{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:85%}}pre.err{{background:#fde}}
 details.claim{{border-top:1px solid #ddd;padding:4px 0}}summary{{cursor:pointer}}
+ul.findings li{{margin:0.2em 0}}span.verdict{{padding:0 6px;border-radius:3px}}
 img{{max-width:100%;height:auto}}
 </style></head><body>
 <h1>fedtheory verify</h1>
@@ -310,7 +419,8 @@ CATALOG_END = "<!-- END claim catalog -->"
 
 def to_markdown(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
     """The verdict table as a Markdown page (``fedtheory verify --markdown docs/verdicts.md``):
-    the table ``fedtheory verify`` prints, its summary line and the run's provenance."""
+    what ``fedtheory verify`` prints (the findings first, then the table and its summary line)
+    and the run's provenance."""
     prov = provenance()
     return "\n".join([
         "# Verdicts, as `make run` prints them",
@@ -322,6 +432,10 @@ def to_markdown(results: list[ClaimResult], *, tier: str, seconds: float) -> str
         "result, not an error.",
         "",
         "```",
+        findings(results, tier=tier),
+        "",
+        f"The full table ({len(results)} results):",
+        "",
         format_table(results),
         "",
         f"{len(results)} results ({tier} tier): {summary(results)}",

@@ -12,6 +12,7 @@ from one).
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from collections.abc import Iterable
@@ -22,7 +23,7 @@ from fedtheory.analysis.stats import Effect
 from fedtheory.backend import STRICT, get_backend
 from fedtheory.errors import BackendUnavailableError, FedTheoryError, MissingExtraError
 from fedtheory.extras import install_hint, missing
-from fedtheory.io import progress
+from fedtheory.io import duration, progress
 from fedtheory.parallel import cpu_time, fork_map, map_tasks
 from fedtheory.validation import available_cores, check_int, did_you_mean
 from fedtheory.verify.registry import REGISTRY, Claim, Context, all_claims
@@ -215,20 +216,25 @@ def run_claims(
     On a terminal the progress is a bar; on any other stderr (a log, a pipe, CI) a line when a
     claim starts and one per result when it finishes (:func:`fedtheory.io.progress`), e.g.
     ``claim 12 of 37 started: C2 (running: N1, C2)`` and ``claim 9 of 37 done: C1/uniform holds
-    4.1 s``, so a log-redirected run is never silent for long. A claim that does not run in
-    this tier or without an optional extra (:func:`not_run_reason`) is answered at once.
+    4.1 s``, and, after 10 s without a line, the claims running with their times and the time
+    left (:class:`Clock`: ``claims running: N1 2 min 10 s, A6 1 min 5 s; 7 of 37 done; about
+    4 min left``), so a log-redirected run is never silent for long. A claim that does not run
+    in this tier or without an optional extra (:func:`not_run_reason`) is answered at once.
     """
     if workers is not None and scheduler is not None:
         raise FedTheoryError("give workers or a scheduler address, not both")
     n_workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)
     if not on_cpu():
         n_workers = 1
-    bar = progress(total=len(claims), desc="verify", unit="claim", counts="claim", disable=quiet)
+    clock = Clock(claims, ctx.tier, n_workers)
+    bar = progress(total=len(claims), desc="verify", unit="claim", counts="claim", disable=quiet,
+                   status=clock.status, eta=clock.time_left)  # fmt: skip
     done: dict[str, list[ClaimResult]] = {}
-    running: list[str] = []
+    running = clock.running  # claim id -> when it started, in the order they started
 
     def report(claim_id: str, res: list[ClaimResult]) -> None:
         done[claim_id] = res
+        clock.finished(claim_id)
         bar.done(finished(res), seconds=sum(r.seconds or 0.0 for r in res))
 
     try:
@@ -255,7 +261,7 @@ def run_claims(
             order = todo if n_workers == 1 else longest_first(todo, ctx.tier)
 
             def start(i: int) -> None:
-                running.append(order[i].id)
+                clock.started(order[i].id)
                 also = f" (running: {', '.join(running)})" if n_workers > 1 else ""
                 bar.started(f"{order[i].id}{also}")
 
@@ -267,11 +273,85 @@ def run_claims(
                 describe=lambda c: c.id,
             )
             for i, res in tasks:
-                running.remove(order[i].id)
                 report(order[i].id, res)
         return [r for c in claims for r in done[c.id]]
     finally:
         bar.close()
+
+
+class Clock:
+    """What the claims of a run are doing, for the heartbeat of :func:`run_claims`: the claims
+    running and for how long, how many are done, and the time left.
+
+    The time left is estimated from the claims' measured costs (:meth:`Claim.cost`, CPU seconds
+    on one BLAS thread, counted as at least :attr:`FLOOR` seconds: a fork and the result's way
+    back cost that much) scaled by this run's own pace: the wall seconds the finished claims
+    took over their costs, at least 1 (before any finished: the load average per core, at
+    least 1, or the slowest running claim's seconds so far over its cost, whichever is
+    larger: on a shared machine a claim takes its cost times the processes per core). Each running claim has its scaled cost less the time it has run left,
+    each waiting claim its scaled cost; the run ends no sooner than the longest of these and no
+    sooner than their sum spread over the workers. Unknown (None) while a claim left was never
+    measured, or when every claim left has run past its estimate.
+    """
+
+    #: The least seconds a claim counts for in the pace (fork, pipe, result).
+    FLOOR = 1.0
+
+    def __init__(self, claims: list[Claim], tier: str, workers: int) -> None:
+        self.cost = {c.id: c.cost(tier) for c in claims}
+        self.workers = max(1, int(workers))
+        self.running: dict[str, float] = {}
+        self.waiting = [c.id for c in claims]
+        self.spent = self.expected = 0.0  # the finished claims' wall seconds and costs
+        self.n_done, self.total = 0, len(claims)
+
+    def started(self, claim_id: str) -> None:
+        self.running[claim_id] = time.perf_counter()
+        if claim_id in self.waiting:
+            self.waiting.remove(claim_id)
+
+    def finished(self, claim_id: str) -> None:
+        t0 = self.running.pop(claim_id, None)
+        if claim_id in self.waiting:
+            self.waiting.remove(claim_id)
+        self.n_done += 1
+        cost = self.cost.get(claim_id)
+        if t0 is not None and cost is not None:
+            self.spent += time.perf_counter() - t0
+            self.expected += max(cost, self.FLOOR)
+
+    def status(self) -> str:
+        """``claims running: N1 2 min 10 s, A6 1 min 5 s; 7 of 37 done``."""
+        now = time.perf_counter()
+        running = list(self.running.items())  # one C call: safe while the runner changes it
+        names = ", ".join(f"{c} {duration(now - t0)}" for c, t0 in running)
+        head = f"claims running: {names}" if names else "claims starting"
+        return f"{head}; {self.n_done} of {self.total} done"
+
+    def time_left(self) -> float | None:
+        """Seconds left (class docstring), or None when a claim left has no measured cost."""
+        now = time.perf_counter()
+        running, waiting = list(self.running.items()), list(self.waiting)
+        if any(self.cost.get(c) is None for c in [*dict(running), *waiting]):
+            return None
+        cost = {c: max(self.cost[c], self.FLOOR) for c in [*dict(running), *waiting]}
+        if self.expected > 0:
+            pace = max(1.0, self.spent / self.expected)
+        else:  # nothing finished yet: the machine's load, the slowest running claim so far
+            pace = max([_load_per_core()] + [(now - t0) / cost[c] for c, t0 in running])
+        rest = [max(cost[c] * pace - (now - t0), 0.0) for c, t0 in running]
+        rest += [cost[c] * pace for c in waiting]
+        left = max(max(rest, default=0.0), sum(rest) / self.workers)
+        return left if left > 0 or not running else None
+
+
+def _load_per_core() -> float:
+    """The one-minute load average per core this process may use, at least 1 (1 where the
+    platform has no load average)."""
+    try:
+        return max(1.0, os.getloadavg()[0] / available_cores())
+    except (OSError, AttributeError):  # pragma: no cover - no load average here
+        return 1.0
 
 
 def finished(results: list[ClaimResult]) -> list[str]:

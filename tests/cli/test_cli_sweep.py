@@ -91,14 +91,35 @@ def test_other_bad_input_is_one_line(spec, tmp_path, capsys):
 def test_store_from_another_spec_is_one_line(spec, tmp_path, capsys):
     store = tmp_path / "store"
     assert _run([str(spec), "--store", str(store), "--workers", "1"], capsys)[0] == 0
-    spec.write_text(SPEC.replace("seeds = 3", "seeds = 4"))
+    spec.write_text(SPEC.replace("lr = ", "rounds = 30\nlr = ").replace("rounds = 20\n", ""))
     code, _, err = _run([str(spec), "--store", str(store), "--workers", "1"], capsys)
     assert code == 2
     assert err.strip().splitlines() == [
         f"fedtheory: error: the store {store} was made from a different spec (it differs in "
-        "seed_block, seeds): give another --store, or the spec it was made from (its attribute "
+        "rounds): give another --store, or the spec it was made from (its attribute "
         "fedtheory_spec)"
     ]
+
+
+def test_raising_seeds_grows_the_store_and_a_block_change_says_what_to_set(spec, tmp_path,
+                                                                          capsys):  # fmt: skip
+    """The obvious edit, seeds = 3 -> 4 in a spec without seed_block, grows the store in its
+    own blocks of 3; a seed_block that would move the stored seeds is one line saying which
+    value to set."""
+    store = tmp_path / "store"
+    assert _run([str(spec), "--store", str(store), "--workers", "1"], capsys)[0] == 0
+    spec.write_text(SPEC.replace("seeds = 3", "seeds = 6\nseed_block = 2"))
+    code, _, err = _run([str(spec), "--store", str(store), "--workers", "1"], capsys)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"fedtheory: error: the store {store} was made from a different spec (it differs in "
+        "seed_block, seeds): its tasks hold seed_block = 3 seeds each: set seed_block = 3 (or "
+        "leave seed_block out: the store's is kept) to grow it from 3 to 6 seeds, or give "
+        "another --store"
+    ]
+    spec.write_text(SPEC.replace("seeds = 3", "seeds = 6"))
+    code, out, err = _run([str(spec), "--store", str(store), "--workers", "1"], capsys)
+    assert code == 0 and "extending the store (seed 3 -> 6)" in err
 
 
 def test_help_shows_an_example_spec_and_the_keys(capsys):

@@ -14,8 +14,8 @@ from fedtheory.errors import MissingExtraError
 from fedtheory.graphs import mixing_matrix, spectral_gap
 from fedtheory.problems import make_problem, random_quadratic
 from fedtheory.simulation import simulate
-from fedtheory.simulation.runner import MODEL_DIM
-from fedtheory.sweep.store import VARIABLES
+from fedtheory.simulation.metrics import MODEL_DIM
+from fedtheory.sweep.store import DIMENSIONS, VARIABLES
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +53,41 @@ def test_to_xarray_has_seed_and_round_dims_and_the_config(run):
     # one description of a metric: the same CF attributes as a sweep store's
     assert ds["error"].attrs == {"long_name": VARIABLES["error"].long_name, "units": "1"}
     assert "||x_r - x*|| / ||x*||" in ds["error"].attrs["long_name"]
-    assert (
-        ds["tracking_residual"].attrs["long_name"] == "tracking_residual"
-    )  # FOCUS's own metric: its name
+
+
+def test_to_xarray_is_tidy_like_a_sweep_store(run):
+    """CF long_name and units on every variable and coordinate, the store's dimension names
+    and CF attributes, and the run's settings as attributes."""
+    pytest.importorskip("xarray")
+    ds = run.to_xarray()
+    for name in [*ds.data_vars, *ds.coords]:
+        assert {"long_name", "units"} <= set(ds[name].attrs), name
+    assert ds["x_final"].dims == ("seed", VARIABLES["x_final"].extra)  # the store's names
+    for name in ("x_final", "diverged", "diverged_at", "diverging", "diverging_at"):
+        assert ds[name].attrs["long_name"] == VARIABLES[name].long_name, name
+        assert ds[name].attrs["units"] == VARIABLES[name].units, name
+    for dim in ("seed", "round", VARIABLES["x_final"].extra):
+        assert ds[dim].attrs == DIMENSIONS[dim], dim
+    settings = {k: ds.attrs[k] for k in ("problem", "algorithm", "participation", "n_clients",
+                                        "clients_per_round", "local_steps", "lr")}  # fmt: skip
+    assert settings == {"problem": "QuadraticProblem", "algorithm": "focus",
+                        "participation": "uniform", "n_clients": 8, "clients_per_round": 3,
+                        "local_steps": 1, "lr": 0.05}  # fmt: skip
+    named = simulate(make_problem("quadratic"), "fedavg", "bernoulli", rounds=2, lr=0.05,
+                     probabilities=[0.5, 0.25] * 8).to_xarray()  # fmt: skip
+    assert named.attrs["problem"] == "quadratic" and named.attrs["clients_per_round"] == 6.0
+
+
+def test_to_xarray_holds_only_the_recorded_metrics():
+    pytest.importorskip("xarray")
+    P = random_quadratic(8, 3, seed=0)
+    res = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=6, seeds=2,
+                   metrics=["error", "tracking_residual"])  # fmt: skip
+    ds = res.to_xarray()
+    metrics = [v for v in ds.data_vars if ds[v].dims == ("seed", "round")]
+    assert metrics == ["error", "tracking_residual"]
+    # FOCUS's own metric: its name as long_name
+    assert ds["tracking_residual"].attrs == {"long_name": "tracking_residual", "units": "1"}
 
 
 def test_to_dataframe_is_long(run):
@@ -65,6 +97,23 @@ def test_to_dataframe_is_long(run):
     assert len(df) == 4 * 31 * len(run.metrics)
     row = df[(df.seed == run.seed_ids[2]) & (df["round"] == 30) & (df.metric == "error")]
     assert row["value"].item() == run.error[2, 30]
+
+
+def test_to_dataframe_has_a_row_per_recorded_value_and_no_row_of_nan():
+    """Thinned rounds and a diverged seed's frozen rounds have no value and no row; every
+    recorded value has its row."""
+    pytest.importorskip("pandas")
+    P = random_quadratic(8, 3, seed=0)
+    res = simulate(P, "fedavg", "full", lr=0.05, rounds=30, seeds=3, record_every=7,
+                   metrics=["error", "grad_norm2"])  # fmt: skip
+    df = res.to_dataframe()
+    assert not df["value"].isna().any()
+    assert len(df) == 3 * len(res.recorded_rounds) * 2
+    assert sorted(set(df["round"])) == list(res.recorded_rounds)
+    bad = simulate(P, "fedavg", "full", lr=50.0, rounds=20, seeds=2).to_dataframe()
+    finite = int(np.isfinite(simulate(P, "fedavg", "full", lr=50.0, rounds=20,
+                                      seeds=2).error).sum())  # fmt: skip
+    assert len(bad) == finite and not bad["value"].isna().any() and bad["diverged"].all()
 
 
 def test_to_xarray_names_the_extra_when_xarray_is_missing(run, monkeypatch):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedtheory.errors import AssumptionError
+from fedtheory.errors import AssumptionError, MetricNotRecordedError
 from fedtheory.participation import make_participation
 from fedtheory.problems import random_logistic, random_quadratic
 from fedtheory.simulation import simulate
@@ -65,13 +65,20 @@ def test_a_bad_worker_count_is_named(prob, bad):
         simulate(prob, "fedavg", "full", rounds=2, lr=0.1, local_steps=1, workers=bad)
 
 
-def test_unrequested_metrics_are_nan_and_the_rest_unchanged(prob):
+def test_unrequested_metrics_are_not_recorded_and_the_rest_unchanged(prob):
+    """A metric left out is absent, and reading it says how to record it (it was an all-NaN
+    array); the recorded ones are the same bits."""
     kw = dict(rounds=20, seeds=2, seed=1, lr=0.05, local_steps=2)
     full = simulate(prob, "focus", "full", metrics="all", **kw)
     some = simulate(prob, "focus", "full", metrics=["error"], **kw)
     assert np.array_equal(full.error, some.error)
     assert np.array_equal(full.x_final, some.x_final)
-    assert np.isnan(some.grad_norm2).all() and np.isnan(some.tracking_residual).all()
+    assert list(some.metrics) == ["error"] and "tracking_residual" in some.metrics.available
+    for read in (lambda: some.grad_norm2, lambda: some.metrics["tracking_residual"],
+                 lambda: some.final("grad_norm2")):  # fmt: skip
+        with pytest.raises(MetricNotRecordedError, match=r"metrics=\['error', '"):
+            read()
+    assert getattr(some, "consensus", None) is None and some.metrics.get("consensus") is None
     assert np.isfinite(full.grad_norm2).all()
 
 
@@ -126,7 +133,8 @@ def test_a_default_run_records_the_cheap_error_only(prob):
     kw = dict(rounds=6, seeds=2, seed=1, lr=0.05, local_steps=2)
     res = simulate(prob, "focus", "uniform", clients_per_round=2, **kw)
     recorded = {k for k, v in res.metrics.items() if np.isfinite(v).any()}
-    assert recorded == {"error"} and res.config["recorded_metrics"] == ["error"]
+    assert recorded == set(res.metrics) == {"error"}
+    assert res.config["recorded_metrics"] == ["error"]
     every = simulate(prob, "focus", "uniform", clients_per_round=2, metrics="all", **kw)
     assert np.array_equal(every.error, res.error)
     assert all(np.isfinite(v).all() for v in every.metrics.values())

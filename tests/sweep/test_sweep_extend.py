@@ -277,19 +277,75 @@ def test_an_extension_that_would_move_data_is_refused(engine, tmp_path):
     before = _load(store)
     moved = tmp_path / "moved.toml"  # a value before the stored ones: every point would move
     moved.write_text(COMPARE_TOML.replace("[0.1, 0.01]", "[0.2, 0.1, 0.01]"))
-    bigger = tmp_path / "bigger.toml"  # one more seed per block would change the stored seeds
-    bigger.write_text(COMPARE_TOML.replace("seeds = 2\nseed_block = 2", "seeds = 4"))
+    bigger = tmp_path / "bigger.toml"  # blocks of 4 would change the stored blocks of 2
+    bigger.write_text(
+        COMPARE_TOML.replace("seeds = 2\nseed_block = 2", "seeds = 4\nseed_block = 4")
+    )
     for spec, keys in ((moved, "algorithms"), (bigger, "seed_block, seeds")):
         with pytest.raises(
             StoreError, match=rf"made from a different spec \(it differs in {keys}\)"
         ):
             _sweep(engine, spec, store)
+    with pytest.raises(StoreError, match=r"seed_block, seeds\): its tasks hold seed_block = 2 "
+                       r"seeds each: set seed_block = 2 \(or leave seed_block out"):  # fmt: skip
+        _sweep(engine, bigger, store)
     other = tmp_path / "other"
     _sweep(engine, _with_problem(tmp_path, '["quadratic"]'), other)
     with pytest.raises(StoreError, match="would change the length of x_final from 20 to 50"):
         _sweep(engine, _with_problem(tmp_path, '["quadratic", "figure4"]'), other)
     xr.testing.assert_identical(_load(store), before)
     assert check(other).complete
+
+
+def test_raising_seeds_alone_grows_the_store_in_its_own_blocks(engine, tmp_path):
+    """The obvious edit: a spec without seed_block (one block of all its seeds) raised from 2
+    to 4 seeds keeps the store's block of 2, runs only the new seeds, and equals a store made
+    in one go with blocks of 2."""
+    first = tmp_path / "first.toml"
+    first.write_text(COMPARE_TOML.replace("seed_block = 2\n", ""))
+    raised = tmp_path / "raised.toml"
+    raised.write_text(COMPARE_TOML.replace("seeds = 2\nseed_block = 2\n", "seeds = 4\n"))
+    store = tmp_path / "store"
+    _sweep(engine, first, store)
+    grown = _sweep(engine, raised, store)
+    assert grown["extended"] == ["seed 2 -> 4"]
+    assert (grown["tasks_total"], grown["tasks_skipped"], grown["tasks_run"]) == (6, 3, 3)
+    one_go = tmp_path / "one_go"
+    spec = tmp_path / "one_go.toml"
+    spec.write_text(COMPARE_TOML.replace("seeds = 2", "seeds = 4"))
+    _sweep(engine, spec, one_go)
+    xr.testing.assert_identical(_load(store), _load(one_go))
+    again = _sweep(engine, raised, store)  # the grown store is the raised spec's own
+    assert (again["tasks_run"], again["extended"]) == (0, [])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        ({"seeds": 4}, {"seeds": 2}, "the store holds 4 seeds: set seeds = 4 or more"),
+        ({"seeds": 5, "seed_block": 2}, {"seeds": 6, "seed_block": 2},
+         "its 5 seeds end in a short block of 1 (seed_block = 2), and a store grows by whole "
+         "blocks only: give another --store for seeds = 6"),
+        ({"seeds": 4, "seed_block": 2}, {"seeds": 8, "seed_block": 4},
+         "set seed_block = 2 (or leave seed_block out: the store's is kept)"),
+        ({"seeds": 4}, {"seeds": 4, "lr": 0.5}, None),  # not about seeds: no hint
+    ],
+)  # fmt: skip
+def test_a_refused_seed_change_says_exactly_what_to_change(old, new, says):
+    stored = normalize(_spec(**old)).hashable()
+    assert normalize(_spec(**new)).on_store(stored).growth(stored) is None
+    hint = normalize(_spec(**new)).seeds_hint(stored)
+    assert hint == says if says is None else says in hint
+
+
+def test_a_spec_without_seed_block_keeps_the_stores_when_it_adds_seeds():
+    stored = normalize(_spec(seeds=4, seed_block=None)).hashable()  # one block of 4
+    raised = normalize(_spec(seeds=8, seed_block=None))
+    assert raised.growth(stored) is None  # alone it would be one block of 8
+    kept = raised.on_store(stored)
+    assert kept.values["seed_block"] == 4 and kept.growth(stored) == ["seed 4 -> 8"]
+    assert normalize(_spec(seeds=8, seed_block=8)).on_store(stored).values["seed_block"] == 8
+    assert raised.on_store(None) is raised
 
 
 def _with_problem(tmp_path: Path, problem: str) -> Path:

@@ -320,7 +320,8 @@ def test_a_measurement_is_reported_apart_and_not_counted_as_a_verdict(extra_clai
     assert "Z5" in table and "Z8" not in table and "Z8" in rest and "measured" in rest
     text = page.read_text()
     papers, other = text.index("<h2>Claims about the papers</h2>"), text.index("<h2>Measurements")
-    assert papers < text.index('id="Z5"') < other < text.index('id="Z8"')
+    assert text.index("<h2>Findings</h2>") < text.index('id="Z5"') < papers  # a fail first
+    assert papers < other < text.index('id="Z8"')
     assert "1 holds" not in report["summary"]
 
 
@@ -368,14 +369,18 @@ def test_html_report_is_self_contained(extra_claims, tmp_path):
     assert "data:image/png;base64," in text and "Z5" in text and "fails" in text
     assert "<img" in text and 'src="http' not in text
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
-    # each claim's evidence is collapsed; the figure's alt text says what it shows
-    assert text.count('<details class=claim id="') == 4 and "<details open" not in text
+    # the failing claim's evidence is open, first; every other claim's collapsed; the figure's
+    # alt text says what it shows
+    assert text.count('<details class=claim id="') == 4
+    assert text.count(" open>") == 1 and '<details class=claim id="Z5" open>' in text
     assert 'alt="Figure of claim Z4 (test): the measurement behind' in text
     assert 'alt="Z4.png"' not in text
-    # the invariants have their own section, after the papers' claims
+    # the findings open the page; the invariants have their own section, after the papers'
+    findings = text.index("<h2>Findings</h2>")
     papers = text.index("<h2>Claims about the papers</h2>")
     invariants = text.index("<h2>Measurements, implementation invariants")
-    assert papers < text.index('id="Z5"') < invariants < text.index('id="Z6-inv"')
+    assert findings < text.index('id="Z5"') < papers < text.index('id="Z4"') < invariants
+    assert invariants < text.index('id="Z6-inv"')
 
 
 def test_markdown_page_holds_the_printed_table(extra_claims, tmp_path, capsys):
@@ -385,8 +390,11 @@ def test_markdown_page_holds_the_printed_table(extra_claims, tmp_path, capsys):
     assert main(["verify", "--only", "Z5", "--markdown", str(page)]) == 0
     printed = capsys.readouterr().out
     text = page.read_text()
-    table = printed.split("\n\n")[0]
+    findings, _, rest = printed.partition("The full table (1 results):\n\n")
+    table = rest.split("\n\n")[0]
     assert table in text and "Z5" in table and "fails" in table and "1 results" in text
+    assert findings.split("\n\n", 1)[1].strip() in text  # the findings first, there too
+    assert text.index("fails (1):") < text.index(table)
     assert f"fedtheory {__version__}" in text and "quick tier" in text
     assert main(["verify", "--only", "Z5", "--markdown", str(tmp_path)]) == 2  # a folder
 
