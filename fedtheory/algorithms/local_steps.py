@@ -74,7 +74,7 @@ from fedtheory.algorithms.base import (
 from fedtheory.backend import get_namespace, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.problems.base import client_matmul
-from fedtheory.validation import check_int, check_positive
+from fedtheory.validation import check_int, check_local_steps, check_positive
 
 Array = Any
 
@@ -418,6 +418,7 @@ def _every_row_steps(call: LocalCall) -> Array:
 
 def _stepwise(call: LocalCall, *, subset: bool) -> Array:
     problem, K, lr, xp, rng = call.problem, call.K, call.lr, call.xp, call.rng
+    check_local_steps(K)  # the K steps run one after the other: refused when they cannot end
     prox_mu, correction, mix, compute = call.prox_mu, call.correction, call.mix, call.compute
     anchor = call.anchor
     shape, d = (call.X.shape[0], call.X.shape[1]), call.X.shape[2]

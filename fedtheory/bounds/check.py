@@ -42,9 +42,16 @@ from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
 from fedtheory.bounds.constants import instance_constants
 from fedtheory.bounds.instances import Draw, Instance, draw_instance, named_instance
 from fedtheory.bounds.spec import QUANTITIES, BoundSpec, load_spec
-from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, SizeError
 from fedtheory.simulation import simulate
-from fedtheory.validation import available_cores, check_int, check_seed
+from fedtheory.validation import (
+    STEP_SECONDS,
+    available_cores,
+    check_duration,
+    check_int,
+    check_seed,
+    worker_count,
+)
 
 #: Random draws of the default search (``fedtheory bound --search``).
 DEFAULT_SEARCH = 200
@@ -220,11 +227,7 @@ def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True,
     consts = instance_constants(inst.problem, part, local_steps=inst.local_steps,
                                 rule=spec.aggregation, epsilon=spec.epsilon,
                                 topology=spec.topology)  # fmt: skip
-    try:
-        eta = spec.step_size(consts)
-    except AssumptionError:
-        return Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
-                          inst.sizes(), inst.label, consts, defined=False, instance=inst)  # fmt: skip
+    eta = spec.step_size(consts, inst.label)  # invalid input where it is not > 0: raised
     consts["eta"] = eta
     exact, how = exact_value(spec, inst, eta, verify=verify, tol=tol)
     c_i, direction = (None, 0)
@@ -330,9 +333,14 @@ def _evaluate_draws(spec: BoundSpec, seed: int, ids: list[int]) -> list[Evaluati
 
 
 def _safe_evaluate(spec: BoundSpec, draw: Draw) -> Evaluation:
+    """:func:`evaluate` on a class draw; a numerical failure of the oracle on this draw is
+    recorded as "not evaluated", while an invalid setting (:class:`SettingError`) and work
+    refused by its size (:class:`SizeError`) are the spec's and stop the check."""
     inst = draw.instance(spec)
     try:
         ev = evaluate(spec, inst, verify=False)
+    except (SettingError, SizeError):
+        raise
     except FedTheoryError as exc:  # e.g. ARPACK did not converge on a degenerate draw
         ev = Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
                         inst.sizes(), f"{inst.label} (not evaluated: {exc})", {},
@@ -599,6 +607,7 @@ def check(
             "nothing to check: give an instance (problem, problem_file) or a [class] to search"
         )
     _check_symbols(spec)
+    _check_cost(spec, int(has_named) + search + (search // 4 if refine else 0))
     if spec.p is not None and spec.instance_class is not None and search:
         if any(n != len(spec.p) for n in spec.clients):
             raise AssumptionError(f"p has {len(spec.p)} entries but clients is "
@@ -614,6 +623,7 @@ def check(
     if search:
         if workers is None:
             workers = max(1, min(available_cores(), 2, search // 50))
+        workers = worker_count(workers, search)
         draws = _random_search(spec, search, seed, workers)
         info.update(draws=len(draws), workers=workers)
         evals.extend(draws)
@@ -632,11 +642,29 @@ def check(
 
 
 def _check_symbols(spec: BoundSpec) -> None:
-    used = {str(s) for e in (spec.bound_expr, *spec.condition_exprs, spec.lr_expr)
-            for s in e.free_symbols}  # fmt: skip
+    used = {n for e in (spec.bound_expr, *spec.condition_exprs, spec.lr_expr) for n in e.names}
     if "rho" in used and spec.topology is None:
         raise AssumptionError("the bound uses rho, which needs a graph: add topology = "
                               "\"ring\" (or another family) to the spec")  # fmt: skip
+
+
+#: Gradient evaluations of the local steps per instance the oracle makes at the least: it runs
+#: the algorithm's round on a batch of basis states (the round without participants, each
+#: client alone with weight 0 and 1, the constant part), K local steps each.
+ORACLE_PASSES = 4
+
+
+def _check_cost(spec: BoundSpec, instances: int) -> None:
+    """Refuse a check whose least duration exceeds the time limit, and announce a long one:
+    ``instances`` oracle calls, each :data:`ORACLE_PASSES` passes of the largest K local steps
+    at :data:`~fedtheory.validation.STEP_SECONDS` each (a lower bound: the oracle of FOCUS
+    took 22 us per local step on 4 clients of dimension 3)."""
+    K = max(spec.local_steps)
+    seconds = instances * ORACLE_PASSES * K * STEP_SECONDS
+    check_duration(
+        f"the check of {instances} instance(s) with up to K = {K} local steps", seconds,
+        hint="fewer local steps K or a smaller --search",
+    )  # fmt: skip
 
 
 def _measured(spec: BoundSpec, ev: Evaluation, measure_seeds: int | None,
@@ -694,10 +722,32 @@ def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
             files["worst"] = _save(spec, worst, out / f"{stem}-counterexample.npz")
         if implied is not None and implied.get("argmax") is not None:
             files["implied"] = _save(spec, implied["argmax"], out / f"{stem}-implied.npz")
+    if not pool:
+        _nothing_evaluated(spec, evals)
     info["condition_met"] = len(pool)
     named = None if measured is False else _named_report(spec, evals[0], measured)
     return BoundCheck(spec, bool(violated), worst, evals, implied, named, info, files,
                       time.perf_counter() - t0)  # fmt: skip
+
+
+def _nothing_evaluated(spec: BoundSpec, evals: list[Evaluation]) -> None:
+    """No instance meets the condition with a defined bound: refuse when that is the spec's
+    doing (the bound is not finite, or no instance could be evaluated at all), so that a
+    mistake is never reported as "nothing to check"."""
+    met = [e for e in evals if e.condition_met]
+    if met:
+        e = met[0]
+        raise AssumptionError(
+            f"the bound {spec.bound!r} is not finite at {e.label} (it evaluates to {e.stated} in "
+            f"float64 there, with eta = {e.eta:.6g}) nor on any of the {len(met)} instance(s) "
+            "that meet the condition: nothing to compare the exact value with"
+        )
+    failed = [e for e in evals if not e.constants]
+    if evals and len(failed) == len(evals):
+        raise AssumptionError(
+            f"no instance could be evaluated (the first: {failed[0].label}): check the spec's "
+            "setting"
+        )
 
 
 def _instance_of(e: Evaluation, spec: BoundSpec) -> Instance:

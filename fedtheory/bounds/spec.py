@@ -27,8 +27,13 @@ joined by ``and``, or a list of them; ``constant`` names the free constant and
 ``problem_file`` (an ``.npz``) names one instance to check; ``[class]`` the instance class to
 search. Unknown keys and unknown symbols are refused naming the accepted ones.
 
-Expressions are parsed by sympy (``^`` is a power, as typed from a PDF) after a check that every
-name in them is an accepted constant or one of :data:`FUNCTIONS`, so a spec cannot call Python.
+Expressions are read by :func:`~fedtheory.bounds.expressions.parse_expression`, which builds
+their sympy tree itself from a checked syntax tree and evaluates them in float64: no text of a
+spec is ever evaluated as Python (``^`` is a power, as typed from a PDF).
+
+Every check of a setting is made once, by the constructor (``BoundSpec(...)`` and
+:meth:`BoundSpec.from_dict` alike): an invalid setting is refused naming it, before any instance
+is drawn.
 """
 
 from __future__ import annotations
@@ -37,17 +42,14 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-import sympy
-from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
-
 from fedtheory.analysis.exact import AFFINE_ALGORITHMS
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
-from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
+from fedtheory.bounds.expressions import Expression, parse_expression
+from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, UnknownOptionError
 from fedtheory.io import check_input_file
 
 #: The quantities a bound may be about, and what each is.
@@ -59,22 +61,6 @@ QUANTITIES: dict[str, str] = {
 }
 #: Quantities that are per-round factors: compared in rounds (log(stated) / log(exact)).
 RATE_QUANTITIES = ("mean_square_rate", "mean_rate")
-
-#: Functions an expression may call (sympy's), besides the arithmetic operators.
-FUNCTIONS: dict[str, Any] = {
-    "sqrt": sympy.sqrt,
-    "log": sympy.log,
-    "exp": sympy.exp,
-    "min": sympy.Min,
-    "max": sympy.Max,
-    "Min": sympy.Min,
-    "Max": sympy.Max,
-    "abs": sympy.Abs,
-    "Abs": sympy.Abs,
-    "ceiling": sympy.ceiling,
-    "floor": sympy.floor,
-    "pi": sympy.pi,
-}
 
 #: Participation models a bound may name (those with an exact law in the oracle).
 PARTICIPATION = ("full", "uniform", "weighted", "bernoulli")
@@ -90,7 +76,6 @@ _TOP_KEYS = (
 )  # fmt: skip
 _CLASS_KEYS = ("dim", "L", "mu", "heterogeneity", "p_range")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_FORBIDDEN = re.compile(r"__|[;\[\]{}'\"\\@:`$#!?]|\blambda\b|\.[A-Za-z_]")
 
 
 def _ints(name: str, value: Any, minimum: int = 1) -> tuple[int, ...] | None:
@@ -102,12 +87,22 @@ def _ints(name: str, value: Any, minimum: int = 1) -> tuple[int, ...] | None:
         raise AssumptionError(f"{name} must be an integer or a non-empty list of integers")
     out = []
     for v in vals:
-        if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or (
+            int(v) != v
+        ):  # fmt: skip
             raise AssumptionError(f"{name} must be an integer or a list of integers, got {v!r}")
         if int(v) < minimum:
             raise AssumptionError(f"{name} must be >= {minimum}, got {v}")
         out.append(int(v))
     return tuple(out)
+
+
+def _int(name: str, value: Any, minimum: int = 1) -> int | None:
+    """One integer (not a list)."""
+    if isinstance(value, list | tuple):
+        raise AssumptionError(f"{name} must be an integer, got {value!r}")
+    out = _ints(name, value, minimum)
+    return None if out is None else out[0]
 
 
 def _float(name: str, value: Any, *, positive: bool = False, allow_zero: bool = True) -> float:
@@ -121,46 +116,12 @@ def _float(name: str, value: Any, *, positive: bool = False, allow_zero: bool = 
     return v
 
 
-def parse_expression(text: Any, allowed: tuple[str, ...], what: str) -> sympy.Expr:
-    """Parse ``text`` as a sympy expression (or relation) whose names are all in ``allowed``
-    (or :data:`FUNCTIONS`).
-
-    Raises
-    ------
-    AssumptionError
-        Not a string or number, an empty string, a character that is not arithmetic (``;``,
-        brackets, quotes, attribute access), an unknown name (the message lists the accepted
-        ones), or text sympy cannot parse.
-    """
-    if isinstance(text, bool) or not isinstance(text, str | int | float):
-        raise AssumptionError(f"{what} must be a string (or a number), got {text!r}")
-    src = str(text).strip()
-    if not src:
-        raise AssumptionError(f"{what} is empty")
-    if _FORBIDDEN.search(src):
-        raise AssumptionError(
-            f"{what} {src!r} contains characters that are not arithmetic (allowed: names, "
-            "numbers, + - * / ^ ** ( ) , < <= > >= ==)"
-        )
-    unknown = sorted({n for n in _NAME.findall(src) if n not in allowed and n not in FUNCTIONS})
-    unknown = [n for n in unknown if not re.fullmatch(r"e[0-9]*", n)]  # 1e-3's "e" is a number
-    if unknown:
-        raise AssumptionError(
-            f"{what} {src!r} uses unknown symbol(s) {', '.join(unknown)}; accepted: "
-            f"{', '.join(allowed)} and the functions {', '.join(sorted(FUNCTIONS))}"
-        )
-    local = {n: sympy.Symbol(n, real=True) for n in allowed}
-    local.update(FUNCTIONS)
-    glob = {"__builtins__": {}, "Integer": sympy.Integer, "Float": sympy.Float,
-            "Rational": sympy.Rational, "Symbol": sympy.Symbol}  # fmt: skip
-    try:
-        return parse_expr(src, local_dict=local, global_dict=glob,
-                          transformations=(*standard_transformations, convert_xor))  # fmt: skip
-    except (SyntaxError, TypeError, ValueError, AttributeError, NameError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AssumptionError(
-            f"{what} {src!r} is not an expression sympy can read ({first})"
-        ) from None
+def _text(name: str, value: Any, *, optional: bool = True) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise AssumptionError(f"{name} must be a string, got {value!r}")
+    return value
 
 
 def _conditions(value: Any) -> tuple[str, ...]:
@@ -175,18 +136,10 @@ def _conditions(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _numeric(expr: sympy.Basic, names: tuple[str, ...]) -> Callable[[dict], float]:
-    """A float64 evaluator of ``expr`` on a dict of constants (NaN where undefined)."""
-    syms = [sympy.Symbol(n, real=True) for n in names]
-    f = sympy.lambdify(syms, expr, modules=["math"])
-
-    def evaluate(values: dict) -> Any:
-        try:
-            return f(*(values.get(n, math.nan) for n in names))
-        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
-            return math.nan
-
-    return evaluate
+def _settle(obj: Any, **values: Any) -> None:
+    """Set the checked values of a frozen dataclass in its ``__post_init__``."""
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
 
 
 @dataclass(frozen=True)
@@ -196,6 +149,9 @@ class InstanceClass:
     Client i has f_i(x) = 1/2 ||A_i x - b_i||^2 with A_i = diag(sqrt(lambda_i)) Q_i^T (so
     H_i = Q_i diag(lambda_i) Q_i^T, every lambda_ij in [mu, L]) and b_i = A_i x_i*,
     x_i* = z + h e_i with h in [0, heterogeneity].
+
+    The constructor checks every field (``InstanceClass(dim=3, L=10.0, mu=1.0)`` and
+    :meth:`from_dict` alike).
 
     Attributes
     ----------
@@ -216,6 +172,21 @@ class InstanceClass:
     heterogeneity: float = 1.0
     p_range: tuple[float, float] = (0.05, 1.0)
 
+    def __post_init__(self) -> None:
+        L = _float("[class] L", self.L, positive=True, allow_zero=False)
+        mu = _float("[class] mu", self.mu, positive=True, allow_zero=False)
+        if mu > L:
+            raise AssumptionError(f"[class] needs mu <= L, got mu = {mu}, L = {L}")
+        het = _float("[class] heterogeneity", self.heterogeneity, positive=True)
+        pr = self.p_range
+        if not (isinstance(pr, list | tuple) and len(pr) == 2):
+            raise AssumptionError(f"[class] p_range must be [low, high], got {pr!r}")
+        lo, hi = (_float("[class] p_range", v) for v in pr)
+        if not 0 < lo <= hi <= 1:
+            raise AssumptionError(f"[class] p_range must satisfy 0 < low <= high <= 1, got {pr}")
+        _settle(self, dim=_ints("[class] dim", self.dim), L=L, mu=mu, heterogeneity=het,
+                p_range=(lo, hi))  # fmt: skip
+
     @classmethod
     def from_dict(cls, d: Any) -> InstanceClass:
         if not isinstance(d, dict):
@@ -228,18 +199,7 @@ class InstanceClass:
         for key in ("dim", "L", "mu"):
             if key not in d:
                 raise AssumptionError(f"[class] needs {key} (accepted: {', '.join(_CLASS_KEYS)})")
-        L = _float("[class] L", d["L"], positive=True, allow_zero=False)
-        mu = _float("[class] mu", d["mu"], positive=True, allow_zero=False)
-        if mu > L:
-            raise AssumptionError(f"[class] needs mu <= L, got mu = {mu}, L = {L}")
-        het = _float("[class] heterogeneity", d.get("heterogeneity", 1.0), positive=True)
-        pr = d.get("p_range", (0.05, 1.0))
-        if not (isinstance(pr, list | tuple) and len(pr) == 2):
-            raise AssumptionError(f"[class] p_range must be [low, high], got {pr!r}")
-        lo, hi = (_float("[class] p_range", v) for v in pr)
-        if not 0 < lo <= hi <= 1:
-            raise AssumptionError(f"[class] p_range must satisfy 0 < low <= high <= 1, got {pr}")
-        return cls(_ints("[class] dim", d["dim"]), L, mu, het, (lo, hi))
+        return cls(**d)
 
     def to_dict(self) -> dict:
         return {"dim": list(self.dim), "L": self.L, "mu": self.mu,
@@ -250,8 +210,10 @@ class InstanceClass:
 class BoundSpec:
     """A stated bound and the setting it is stated for (see the module docstring).
 
-    Build it with :meth:`from_dict` (a parsed TOML table) or :func:`load_spec` (a file); the
-    constructor takes the same keys as keywords (``class`` is ``instance_class``).
+    Build it with :meth:`from_dict` (a parsed TOML table), :func:`load_spec` (a file) or the
+    constructor, which takes the same keys as keywords (``class`` is ``instance_class``, a
+    table or an :class:`InstanceClass`) and makes every check (:meth:`from_dict` adds only the
+    refusal of unknown and missing keys).
     """
 
     algorithm: str
@@ -299,38 +261,13 @@ class BoundSpec:
         for key in ("algorithm", "lr", "quantity", "bound"):
             if key not in d:
                 raise AssumptionError(f"the bound spec needs {key!r}")
-        kw: dict[str, Any] = {"path": path}
-        for key in ("algorithm", "participation", "quantity", "aggregation", "empty", "title",
-                    "source", "stated", "problem", "problem_file", "topology", "constant",
-                    "bound"):  # fmt: skip
-            if key in d:
-                if not isinstance(d[key], str):
-                    raise AssumptionError(f"{key} must be a string, got {d[key]!r}")
-                kw[key] = d[key]
-        kw["lr"] = d["lr"] if isinstance(d["lr"], str) else repr(_float("lr", d["lr"]))
-        kw["clients"] = _ints("clients", d.get("clients"))
-        kw["clients_per_round"] = _ints("clients_per_round", d.get("clients_per_round"))
-        if "local_steps" in d:
-            kw["local_steps"] = _ints("local_steps", d["local_steps"])
-        if "p" in d:
-            if not isinstance(d["p"], list | tuple) or not d["p"]:
-                raise AssumptionError(f"p must be a list of probabilities, got {d['p']!r}")
-            kw["p"] = tuple(_float("p", v, positive=True) for v in d["p"])
-        kw["condition"] = _conditions(d.get("condition"))
-        for key in ("constant_value", "global_lr", "prox_mu"):
-            if key in d:
-                kw[key] = _float(key, d[key])
-        for key in ("epsilon", "tolerance", "noise"):
-            if key in d:
-                kw[key] = _float(key, d[key], positive=True)
-        for key in ("seeds", "rounds"):
-            if key in d:
-                kw[key] = _ints(key, d[key])[0]
-        if "class" in d:
-            kw["instance_class"] = InstanceClass.from_dict(d["class"])
-        return cls(**kw)
+        kw = {("instance_class" if k == "class" else k): v for k, v in d.items()}
+        if isinstance(kw.get("instance_class"), dict):
+            kw["instance_class"] = InstanceClass.from_dict(kw["instance_class"])
+        return cls(**kw, path=path)
 
     def __post_init__(self) -> None:
+        self._check_fields()
         if self.algorithm not in AFFINE_ALGORITHMS:
             raise AssumptionError(
                 f"algorithm {self.algorithm!r} has no exact rate (its round is not affine); "
@@ -358,7 +295,7 @@ class BoundSpec:
                     f"constant {self.constant!r} must be a new name (not one of the instance's "
                     f"constants {', '.join(CONSTANTS)})"
                 )
-            if self.constant not in {str(s) for s in self.bound_expr.free_symbols}:
+            if self.constant not in self.bound_expr.names:
                 raise AssumptionError(
                     f"the free constant {self.constant!r} does not appear in the bound"
                 )
@@ -367,6 +304,51 @@ class BoundSpec:
         # Parse everything now: a typo is refused before any computation.
         _ = self.bound_expr, self.condition_exprs, self.lr_expr
 
+    def _check_fields(self) -> None:
+        """Each field's type and range (the one place they are checked), normalized: lists
+        become tuples, numbers floats or ints, ``lr`` text."""
+        for key in ("algorithm", "quantity", "bound", "participation", "aggregation", "empty",
+                    "title", "source", "stated"):  # fmt: skip
+            _text(key, getattr(self, key), optional=False)
+        for key in ("problem", "problem_file", "topology", "constant"):
+            _text(key, getattr(self, key))
+        lr = self.lr if isinstance(self.lr, str) else repr(_float("lr", self.lr))
+        p = self.p
+        if p is not None:
+            if not isinstance(p, list | tuple) or not p:
+                raise AssumptionError(f"p must be a list of probabilities, got {p!r}")
+            p = tuple(_float(f"p[{i}]", v) for i, v in enumerate(p))
+            for i, v in enumerate(p):
+                if not 0 < v <= 1:
+                    raise AssumptionError(
+                        f"p[{i}] = {v} is outside (0, 1]: a probability of taking part (a client "
+                        "with p = 0 never takes part)"
+                    )
+        opt = {k: None if getattr(self, k) is None else _float(k, getattr(self, k))
+               for k in ("constant_value", "global_lr", "prox_mu")}  # fmt: skip
+        if opt["global_lr"] is not None and not opt["global_lr"] > 0:
+            raise AssumptionError(f"global_lr must be > 0, got {self.global_lr!r}")
+        if opt["prox_mu"] is not None and opt["prox_mu"] < 0:
+            raise AssumptionError(f"prox_mu must be >= 0, got {self.prox_mu!r}")
+        cls_ = self.instance_class
+        if isinstance(cls_, dict):
+            cls_ = InstanceClass.from_dict(cls_)
+        elif cls_ is not None and not isinstance(cls_, InstanceClass):
+            raise AssumptionError(f"[class] must be a table, got {cls_!r}")
+        local_steps = _ints("local_steps", self.local_steps)
+        if local_steps is None:
+            raise AssumptionError("local_steps must be an integer or a list of integers")
+        _settle(
+            self, lr=lr, p=p, **opt, instance_class=cls_, local_steps=local_steps,
+            clients=_ints("clients", self.clients),
+            clients_per_round=_ints("clients_per_round", self.clients_per_round),
+            condition=_conditions(self.condition),
+            epsilon=_float("epsilon", self.epsilon, positive=True),
+            tolerance=_float("tolerance", self.tolerance, positive=True),
+            noise=_float("noise", self.noise, positive=True),
+            seeds=_int("seeds", self.seeds), rounds=_int("rounds", self.rounds),
+        )  # fmt: skip
+
     # -- parsed expressions -----------------------------------------------------------------
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -374,66 +356,52 @@ class BoundSpec:
         return (*CONSTANTS, *((self.constant,) if self.constant else ()))
 
     @cached_property
-    def bound_expr(self) -> sympy.Expr:
-        expr = parse_expression(self.bound, self.symbols, "the bound")
-        if isinstance(expr, sympy.logic.boolalg.Boolean | sympy.core.relational.Relational):
-            raise AssumptionError(f"the bound {self.bound!r} must be a value, not a relation")
-        return expr
+    def bound_expr(self) -> Expression:
+        """The bound (a value: a single constant such as ``D2`` is one)."""
+        return parse_expression(self.bound, self.symbols, "the bound")
 
     @cached_property
-    def condition_exprs(self) -> tuple[sympy.Basic, ...]:
-        out = []
-        for text in self.condition:
-            e = parse_expression(text, self.symbols, "the condition")
-            if not isinstance(e, sympy.core.relational.Relational | sympy.logic.boolalg.Boolean):
-                raise AssumptionError(
-                    f"the condition {text!r} must be an inequality (e.g. eta <= 1/L_f)"
-                )
-            out.append(e)
-        return tuple(out)
+    def condition_exprs(self) -> tuple[Expression, ...]:
+        """The inequalities of ``condition`` (each a comparison, or several joined by and)."""
+        return tuple(parse_expression(t, self.symbols, "the condition", kind="condition")
+                     for t in self.condition)  # fmt: skip
 
     @cached_property
-    def lr_expr(self) -> sympy.Expr:
+    def lr_expr(self) -> Expression:
+        """The step size, an expression of the constants other than eta."""
         return parse_expression(self.lr, LR_CONSTANTS, "lr")
 
-    @cached_property
-    def _evaluators(self) -> tuple[Callable, tuple[Callable, ...], Callable]:
-        names = self.symbols
-        return (
-            _numeric(self.bound_expr, names),
-            tuple(_numeric(c, names) for c in self.condition_exprs),
-            _numeric(self.lr_expr, LR_CONSTANTS),
-        )
-
-    def step_size(self, constants: dict) -> float:
+    def step_size(self, constants: dict, where: str = "this instance") -> float:
         """eta for an instance's constants (``lr`` evaluated).
 
         Raises
         ------
-        AssumptionError
-            When it is not a finite positive number there.
+        SettingError
+            When it is not a finite positive number there: the step size is invalid input,
+            never a property of the instance to skip.
         """
-        eta = float(self._evaluators[2](constants))
+        eta = self.lr_expr(constants)
         if not (math.isfinite(eta) and eta > 0):
-            raise AssumptionError(f"lr = {self.lr!r} gives eta = {eta} on this instance")
+            raise SettingError(
+                f"lr = {self.lr!r} gives eta = {eta} on {where}: a step size must be a finite "
+                "number > 0"
+            )
         return eta
 
     def stated_value(self, constants: dict, c: float | None = None) -> float:
-        """The bound evaluated on ``constants`` (with the free constant ``c``), as a float."""
+        """The bound evaluated on ``constants`` (with the free constant ``c``), in float64 (inf
+        on overflow, NaN where undefined)."""
         vals = dict(constants)
         if self.constant is not None:
             vals[self.constant] = self.constant_value if c is None else c
-        try:
-            return float(self._evaluators[0](vals))
-        except TypeError:  # a complex number (e.g. sqrt of a negative value)
-            return math.nan
+        return self.bound_expr(vals)
 
     def condition_met(self, constants: dict, c: float | None = None) -> bool:
         """Whether every inequality of ``condition`` holds on ``constants``."""
         vals = dict(constants)
         if self.constant is not None:
             vals[self.constant] = self.constant_value if c is None else c
-        return all(bool(f(vals) is True or f(vals) == 1) for f in self._evaluators[1])
+        return all(cond(vals) for cond in self.condition_exprs)
 
     @property
     def is_rate(self) -> bool:

@@ -37,7 +37,7 @@ from fedtheory.algorithms.registry import make_algorithm
 from fedtheory.analysis.exact.layouts import NotAffineError, StateLayout, state_layout
 from fedtheory.backend import get_backend, to_numpy
 from fedtheory.errors import AssumptionError, FedTheoryError
-from fedtheory.validation import check_finite, check_int, check_positive
+from fedtheory.validation import check_finite, check_int, check_memory, check_positive
 
 #: Default relative tolerance of :func:`verify_round_model`.
 VERIFY_RTOL = 1e-9
@@ -385,6 +385,11 @@ def extract_round_model(
         calls = probe.noisy_calls
         q = calls * d
         resp = []
+        check_memory(
+            f"the response to gradient noise of {calls} gradient calls per round ({N} clients, "
+            f"dimension {d})", 3.0 * 8 * calls * N * q * N * d,
+            hint="fewer local steps K (each is a gradient call), fewer clients or dimensions",
+        )  # fmt: skip
         mask_q = np.repeat(np.eye(N, dtype=bool), q, axis=0)
         offsets = np.zeros((calls, N, q, N, d))
         for j in range(N):  # seed (j, t, a): unit offset e_a on client j at its call t
