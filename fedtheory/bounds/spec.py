@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
@@ -50,7 +49,7 @@ from fedtheory.analysis.exact import AFFINE_ALGORITHMS
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
 from fedtheory.bounds.expressions import Expression, parse_expression
 from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, UnknownOptionError
-from fedtheory.io import check_input_file
+from fedtheory.io import read_toml
 
 #: The quantities a bound may be about, and what each is.
 QUANTITIES: dict[str, str] = {
@@ -432,13 +431,7 @@ def load_spec(path: str | os.PathLike) -> BoundSpec:
         Not TOML (the message names the line), or any error of :meth:`BoundSpec.from_dict`.
     """
     given = os.fsdecode(os.fspath(path))
-    p = check_input_file(given)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise FedTheoryError(f"{given} is not a text file; expected a TOML bound spec") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise FedTheoryError(f"{given} is not valid TOML: {exc}") from None
+    data = read_toml(given, what="a TOML bound spec")
     try:
         return BoundSpec.from_dict(data, path=given)
     except FedTheoryError as exc:

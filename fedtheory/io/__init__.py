@@ -47,6 +47,7 @@ from fedtheory.io.reading import (
     check_input_file,
     read_array,
     read_npz,
+    read_toml,
 )
 from fedtheory.io.stamps import (
     git_commit,
@@ -84,6 +85,7 @@ __all__ = [
     "pyplot",
     "read_array",
     "read_npz",
+    "read_toml",
     "save_figure",
     "temporary_directory",
     "utc_now",

@@ -1,11 +1,12 @@
 """The one reader of users' array files (``.npy``, ``.npz``, text), told apart by their first
-bytes, validated with one line naming the file.
+bytes, validated with one line naming the file; and of their TOML specs (:func:`read_toml`).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import tomllib
 import warnings
 import zipfile
 from pathlib import Path
@@ -50,6 +51,45 @@ def check_input_file(path: str | os.PathLike) -> Path:
     if p.is_dir():
         raise FedTheoryError(f"{given} is a folder, not a file")
     return p
+
+
+#: Largest TOML spec read (bytes): a spec is a few hundred bytes, a sweep's lists a few more.
+MAX_TOML_BYTES = 1 << 20
+
+
+def read_toml(path: str | os.PathLike, *, what: str = "a TOML spec") -> dict[str, Any]:
+    """The table of a user's TOML file (a bound spec, a sweep spec): data, never code.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file (``filename`` is ``path`` as given).
+    FedTheoryError
+        A folder, a file larger than :data:`MAX_TOML_BYTES`, not UTF-8 text, not valid TOML
+        (the message names the line), or arrays and tables nested too deeply for the reader.
+    """
+    given = os.fsdecode(os.fspath(path))
+    p = check_input_file(given)
+    size = p.stat().st_size
+    if size > MAX_TOML_BYTES:
+        raise FedTheoryError(
+            f"{given} has {size} bytes, more than the {MAX_TOML_BYTES} {what} may have"
+        )
+    try:
+        with open(p, "rb") as fh:  # a pipe (<(...)) is read too, up to the same size
+            data = fh.read(MAX_TOML_BYTES + 1)
+    except OSError as exc:
+        raise FedTheoryError(f"cannot read {given}: {exc.strerror or exc}") from None
+    if len(data) > MAX_TOML_BYTES:
+        raise FedTheoryError(f"{given} is longer than the {MAX_TOML_BYTES} bytes {what} may have")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise FedTheoryError(f"{given} is not a text file; expected {what}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FedTheoryError(f"{given} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise FedTheoryError(f"{given} nests arrays or tables too deeply to be {what}") from None
 
 
 def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool = False) -> Any:

@@ -40,7 +40,6 @@ import itertools
 import json
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from functools import cached_property
@@ -53,6 +52,7 @@ from fedtheory.algorithms import available
 from fedtheory.algorithms.base import AlgorithmConfig
 from fedtheory.backend import BACKENDS
 from fedtheory.errors import FedTheoryError
+from fedtheory.io import read_toml
 from fedtheory.participation import model_names
 from fedtheory.problems import BUILTIN_PROBLEMS
 from fedtheory.simulation.spec import run_defaults
@@ -412,15 +412,9 @@ def load_spec(path: str | os.PathLike) -> Spec:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = read_toml(path, what="a sweep spec")
     except FileNotFoundError as exc:
         raise FedTheoryError(f"no such spec file: {path}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FedTheoryError(f"cannot read the spec {path}: {exc}") from exc
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise FedTheoryError(f"{path} is not valid TOML: {exc}") from exc
     return normalize(raw, base_dir=path.resolve().parent, source=str(path))
 
 
