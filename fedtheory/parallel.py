@@ -41,7 +41,7 @@ from typing import Any
 
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import progress as progress_bar
-from fedtheory.validation import available_cores
+from fedtheory.validation import available_cores, worker_count
 
 #: Environment of every local worker process: one BLAS / OpenMP thread each.
 WORKER_ENV = {
@@ -78,14 +78,17 @@ class Engine:
     ----------
     workers : int, optional
         Local worker processes (default: the cores this process may use,
-        :func:`~fedtheory.validation.available_cores`), one thread and one BLAS thread each. Not
-        with ``scheduler``.
+        :func:`~fedtheory.validation.available_cores`), one thread and one BLAS thread each;
+        never more than ``tasks`` nor two per core (:func:`~fedtheory.validation.worker_count`:
+        ``--workers 1000`` on two cores starts four). Not with ``scheduler``.
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://host:8786``); its workers run the tasks
         and must be able to import fedtheory.
     allowed_failures : int
         How many times a task may lose its worker before it counts as failed (local cluster
         only; a running scheduler keeps its own setting).
+    tasks : int, optional
+        How many tasks the engine will run (caps the local workers).
 
     Examples
     --------
@@ -99,6 +102,7 @@ class Engine:
         workers: int | None = None,
         scheduler: str | None = None,
         allowed_failures: int = 3,
+        tasks: int | None = None,
     ) -> None:
         if workers is not None and scheduler is not None:
             raise FedTheoryError("give workers or a scheduler address, not both")
@@ -110,7 +114,9 @@ class Engine:
             raise FedTheoryError(f"workers must be a whole number, got {workers!r}")
         if workers is not None and workers < 1:
             raise FedTheoryError(f"workers must be >= 1, got {workers}")
-        self.workers = None if scheduler is not None else int(workers or available_cores())
+        self.workers = (
+            None if scheduler is not None else worker_count(workers or available_cores(), tasks)
+        )
         self.scheduler = scheduler
         self.allowed_failures = int(allowed_failures)
         self.client: Any = None
@@ -284,7 +290,8 @@ def map_tasks(
 
     ``fedtheory verify --workers N`` and ``fedtheory sweep`` both run their tasks this way.
     """
-    with Engine(workers=workers, scheduler=scheduler) as engine:
+    items = list(items)
+    with Engine(workers=workers, scheduler=scheduler, tasks=len(items)) as engine:
         yield from engine.map(
             fn, items, progress=progress, desc=desc, describe=describe, retries=retries
         )

@@ -74,6 +74,7 @@ from fedtheory.validation import (
     check_finite,
     check_int,
     check_memory,
+    worker_count,
 )
 
 Array = Any
@@ -917,7 +918,8 @@ def simulate(
         differently in the last bit.
     workers : int or None
         Run the seed blocks in this many forked processes at once (None: one per core this
-        process may use, :func:`~fedtheory.validation.available_cores`). The blocks are the same
+        process may use, :func:`~fedtheory.validation.available_cores`; never more than the
+        blocks nor two per core, :func:`~fedtheory.validation.worker_count`). The blocks are the same
         as with one process, so are the numbers, bit for bit; only the wall time changes (1.6-1.7x
         on two cores at 1000 seeds of figure4_problem, benchmarks/bench_simulator.py). A run
         of one block, a GPU backend, a platform without ``fork`` and a process that may not
@@ -971,7 +973,7 @@ def simulate(
         else:
             seed_block = default_seed_block(N, d, itemsize, _per_round(part, N))
     seed_block = check_int("seed_block", seed_block, minimum=1)
-    workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)
+    workers = worker_count(available_cores() if workers is None else workers)
     check_run_memory(
         seeds=n_seeds, rounds=check_int("the number of rounds R", rounds, minimum=0),
         n_clients=N, dim=d, itemsize=itemsize, block=seed_block, workers=workers,

@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory._version import __version__
+from fedtheory.backend import get_backend
 from fedtheory.errors import FedTheoryError
 from fedtheory.parallel import Engine, map_tasks, require
 from fedtheory.sweep.spec import KEYS, Spec, Task, load_spec, normalize
@@ -235,7 +236,9 @@ def run(
     t0 = time.perf_counter()
     spec = _as_spec(spec)
     max_tasks = check_int("max_tasks", max_tasks, minimum=1)
-    engine = Engine(workers=workers, scheduler=scheduler)  # checks the arguments, starts nothing
+    engine = Engine(workers=workers, scheduler=scheduler, tasks=spec.n_tasks)  # starts nothing
+    if scheduler is None and spec.values.get("backend"):  # local workers have this machine's
+        get_backend(spec.values["backend"])  # backends: one missing is refused before Dask
     path = Path(store).expanduser().absolute()
     if spec.n_tasks > max_tasks:  # before the grid's problems are built: refused at once
         _check_size(spec, 0, path, max_tasks)
