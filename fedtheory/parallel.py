@@ -1,4 +1,5 @@
-"""Run many independent tasks on Dask (the sweep's grid, `verify --workers`'s claims), results as they finish.
+"""Run many independent tasks on Dask (the sweep's grid, `verify --workers`'s claims), results as they finish;
+and the one local process pool (:func:`process_pool`: seed blocks, bound searches, stability maps).
 
 :class:`Engine` is the one place fedtheory talks to Dask. It starts a
 :class:`distributed.LocalCluster` of ``workers`` processes, each with one BLAS thread (the
@@ -35,7 +36,11 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -59,6 +64,75 @@ NO_WORKER_ENV = ("MALLOC_TRIM_THRESHOLD_",)
 
 #: How long to try to reach a running scheduler before giving up.
 CONNECT_TIMEOUT = "20s"
+
+
+def _start_shielded(target: Callable[[], None]) -> None:
+    """Run ``target`` (which starts worker processes) so that the processes it starts ignore
+    Ctrl-C, while this thread still acts on Ctrl-C within 0.1 s.
+
+    A terminal sends Ctrl-C (SIGINT) to the whole process group: each Dask worker printed its
+    own KeyboardInterrupt traceback. A process started while SIGINT is ignored keeps ignoring it
+    (the disposition survives ``exec``, and Python then installs no KeyboardInterrupt handler),
+    so ``target`` runs in a helper thread while SIGINT is ignored and blocked; blocked, Linux
+    keeps it pending instead of dropping it, and this thread collects it with
+    :func:`signal.sigtimedwait` and raises KeyboardInterrupt. Elsewhere (not the main thread,
+    no ``sigtimedwait``) ``target`` simply runs here.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "sigtimedwait"
+    ):
+        target()
+        return
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        thread = threading.Thread(target=target, daemon=True, name="fedtheory-start")
+        thread.start()  # inherits the block: so do the threads it starts
+        while thread.is_alive():
+            if signal.sigtimedwait({signal.SIGINT}, 0.1) is not None:
+                raise KeyboardInterrupt
+    finally:
+        signal.signal(signal.SIGINT, old_handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _worker_processes(cluster: Any) -> list:
+    """The local worker processes of a Dask LocalCluster (its nannies' processes; an empty list
+    where Dask keeps them otherwise)."""
+    out = []
+    for nanny in getattr(cluster, "workers", {}).values():
+        proc = getattr(getattr(getattr(nanny, "process", None), "process", None), "_process", None)
+        if proc is not None and hasattr(proc, "terminate"):
+            out.append(proc)
+    return out
+
+
+def _ignore_interrupt() -> None:
+    """A pool worker leaves Ctrl-C to its parent (which stops it): no traceback per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def process_pool(workers: int, *, mp_context: Any = None) -> Iterator[ProcessPoolExecutor]:
+    """A :class:`~concurrent.futures.ProcessPoolExecutor` of ``workers`` processes that stops at
+    once when the block is left by an exception, Ctrl-C included: the tasks not started are
+    cancelled and the workers terminated, not waited for (``with ProcessPoolExecutor`` waits
+    for every running task, which made ``simulate`` take 12-34 s to act on Ctrl-C). The workers
+    ignore Ctrl-C: the parent alone acts on it, in one line."""
+    pool = ProcessPoolExecutor(workers, mp_context=mp_context, initializer=_ignore_interrupt)
+    try:
+        yield pool
+    except BaseException:
+        # the executor keeps its processes in a private dict; terminating them is the only way
+        # to stop tasks that are running
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.join(timeout=5)
+        raise
+    pool.shutdown(wait=True)
 
 
 def require(module: str) -> ModuleType:
@@ -167,34 +241,49 @@ class Engine:
             "distributed.scheduler.allowed-failures": self.allowed_failures,
             "distributed.worker.profile.enabled": False,  # no dashboard reads its samples
         }
-        try:
-            with dask.config.set(config):
-                self._cluster = dd.LocalCluster(
+        box: dict[str, Any] = {}
+
+        def start() -> None:
+            try:
+                box["cluster"] = dd.LocalCluster(
                     n_workers=self.workers,
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
                     silence_logs=logging.ERROR,
                 )
+            except BaseException as exc:  # handed to the main thread
+                box["error"] = exc
+
+        try:
+            with dask.config.set(config):
+                _start_shielded(start)
         finally:
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+        if "error" in box:
+            raise box["error"]
+        self._cluster = box["cluster"]
         self.client = dd.Client(self._cluster)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, kind: Any, *exc: Any) -> None:
+        self.close(interrupted=kind is not None and issubclass(kind, KeyboardInterrupt))
 
-    def close(self) -> None:
-        """Close the client and, when this engine started it, the local cluster."""
+    def close(self, *, interrupted: bool = False) -> None:
+        """Close the client and, when this engine started it, the local cluster; after Ctrl-C
+        (``interrupted``) its worker processes are stopped at once, not asked to finish."""
         if self.client is not None:
-            self.client.close()
+            self.client.close(timeout=1 if interrupted else None)
             self.client = None
         if self._cluster is not None:
-            self._cluster.close()
+            if interrupted:
+                for proc in _worker_processes(self._cluster):
+                    proc.terminate()
+            self._cluster.close(timeout=2 if interrupted else None)
             self._cluster = None
 
     def map(

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from fedtheory.bounds.constants import instance_constants
 from fedtheory.bounds.instances import Draw, Instance, draw_instance, named_instance
 from fedtheory.bounds.spec import QUANTITIES, BoundSpec, load_spec
 from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, SizeError
+from fedtheory.parallel import process_pool
 from fedtheory.simulation import simulate
 from fedtheory.validation import (
     available_cores,
@@ -359,7 +359,7 @@ def _random_search(spec: BoundSpec, n: int, seed: int, workers: int) -> list[Eva
     if workers <= 1 or n < 8:
         return _evaluate_draws(spec, seed, ids)
     chunks = [ids[k::workers] for k in range(workers)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with process_pool(workers) as pool:
         futs = [pool.submit(_spec_worker, spec.to_dict(), seed, c) for c in chunks]
         parts = [f.result() for f in futs]
     out: list[Evaluation | None] = [None] * n

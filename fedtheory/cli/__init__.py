@@ -83,6 +83,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Whether the last :func:`main` ended on Ctrl-C (the ``fedtheory`` command then exits at once,
+#: :mod:`fedtheory.__main__`).
+interrupted = False
+
+
 def fail(message: str) -> int:
     """Print one line naming what is wrong and return the error exit status."""
     print(f"fedtheory: error: {message}", file=sys.stderr)
@@ -90,11 +95,14 @@ def fail(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global interrupted
+    interrupted = False
     argv = sys.argv[1:] if argv is None else list(argv)
-    # The first word that is not an option names the subcommand (the top level has only
-    # --help and --version); anything else builds the whole parser, for its help or its error.
-    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     try:
+        # The first word that is not an option names the subcommand (the top level has only
+        # --help and --version); anything else builds the whole parser, for its help or its
+        # error. Its imports take seconds: Ctrl-C there is one line too.
+        parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
@@ -111,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"no such file: {exc.filename}")
     except OSError as exc:
         return fail(f"{exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the work is stopped; the files it wrote cleaned up on the way
+        interrupted = True
         return fail("interrupted")
     except MemoryError as exc:  # a safety net: sizes beyond memory are refused up front
         return fail(f"out of memory{': ' + str(exc) if str(exc) else ''}")

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +37,10 @@ from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.exact import exact_rates, largest_stable_lr
 from fedtheory.experiments.result import ExperimentResult
 from fedtheory.io import jsonable, pyplot, save_figure
+from fedtheory.parallel import process_pool
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_problem
-from fedtheory.validation import available_cores, check_int, check_positive
+from fedtheory.validation import available_cores, check_int, check_positive, worker_count
 
 ALGORITHMS = ("focus", "scaffold", "fedavg")
 #: regime -> (participation name, clients per round, the paper's step size).
@@ -217,7 +217,7 @@ class _Settings:
         """:meth:`run` of every setting, in order; in ``workers`` forked processes when more
         than one (the longest settings first: SCAFFOLD's operator costs twice FOCUS's, FedAvg's
         is dense and takes milliseconds)."""
-        workers = min(workers, len(todo))
+        workers = worker_count(workers, len(todo))
         if (
             workers <= 1
             or "fork" not in multiprocessing.get_all_start_methods()
@@ -231,7 +231,7 @@ class _Settings:
         _JOB = self
         try:
             context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            with process_pool(workers, mp_context=context) as pool:
                 done = list(pool.map(_run_setting, [todo[i] for i in order], chunksize=1))
         finally:
             _JOB = None

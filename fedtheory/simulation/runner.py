@@ -35,7 +35,6 @@ import math
 import multiprocessing
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -58,6 +57,7 @@ from fedtheory.errors import AssumptionError
 from fedtheory.extras import require
 from fedtheory.io import dumps
 from fedtheory.io import progress as progress_bar
+from fedtheory.parallel import process_pool
 from fedtheory.participation import ParticipationModel
 from fedtheory.simulation.metrics import (
     RENAMED,
@@ -1029,7 +1029,7 @@ class _Blocks:
         n = len(self.bounds) - 1
         try:
             context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            with process_pool(workers, mp_context=context) as pool:
                 done = pool.map(_run_block, range(n))
                 return list(progress_bar(done, total=n, desc="seed blocks", disable=not progress))
         finally:
