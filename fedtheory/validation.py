@@ -85,7 +85,7 @@ def with_facts(table: Mapping[str, Any], **want: Any) -> list[str]:
 
 def as_real_array(name: str, a: Any, *, dtype: Any = np.float64) -> np.ndarray:
     """``a`` as a real array of ``dtype``; refuse complex, object, string and other non-real
-    dtypes (naming the dtype) and ragged nested lists.
+    dtypes (naming the dtype), ragged nested lists and masked arrays with masked entries.
 
     Raises
     ------
@@ -95,6 +95,11 @@ def as_real_array(name: str, a: Any, *, dtype: Any = np.float64) -> np.ndarray:
     """
     if is_device_array(a):
         a = to_numpy(a)
+    if isinstance(a, np.ma.MaskedArray) and np.ma.count_masked(a):
+        raise AssumptionError(
+            f"{name} is a masked array with {np.ma.count_masked(a)} masked entries, whose mask "
+            "would be ignored: fill them (a.filled(value)) or drop them first"
+        )
     try:
         raw = np.asarray(a)
     except (ValueError, TypeError) as exc:  # ragged nested lists

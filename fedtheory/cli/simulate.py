@@ -44,7 +44,7 @@ from fedtheory.participation import load_vector, model_info, model_names
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
 from fedtheory.simulation.spec import run_defaults
-from fedtheory.validation import available_cores
+from fedtheory.validation import available_cores, check_int
 
 #: The run settings' defaults (:class:`~fedtheory.simulation.spec.RunSpec`'s, as simulate's).
 _RUN = run_defaults()
@@ -183,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
         print(_listing())
         return 0
     missing(args, "--algorithm", "--rounds", "--local-steps", "--lr")
+    check_int("--rounds R", args.rounds, minimum=1)  # a run of no round computes nothing
     if args.out is not None:
         check_output_path(args.out)
     if args.problem_file is None and args.problem is None:

@@ -127,9 +127,16 @@ def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool 
                 raise FedTheoryError(
                     f"cannot read {what} from {given}: not a scipy.sparse.save_npz archive ({exc})"
                 ) from None
+        delimiter = "," if p.suffix.lower() == ".csv" else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
-            arr = np.loadtxt(p, delimiter="," if p.suffix.lower() == ".csv" else None, ndmin=1)
+            try:
+                arr = np.loadtxt(p, delimiter=delimiter, ndmin=1)
+            except ValueError:
+                why = _text_problem(p, delimiter)
+                if why is None:
+                    raise
+                raise FedTheoryError(f"cannot read {what} from {given}: {why}") from None
     except FedTheoryError:
         raise
     except UnicodeDecodeError:
@@ -144,6 +151,30 @@ def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool 
     if arr.size == 0:
         raise FedTheoryError(f"cannot read {what} from {given}: the file holds no numbers")
     return arr
+
+
+def _text_problem(path: Path, delimiter: str | None) -> str | None:
+    """Where numeric text goes wrong, in the file's own line numbers: a field that is not a
+    number, or a line with another count of numbers than the first (None: nothing found)."""
+    width, first = None, 0
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            text = line.split("#", 1)[0].strip()
+            if not text:
+                continue
+            fields = [f.strip() for f in text.split(delimiter)]
+            for k, f in enumerate(fields, start=1):
+                try:
+                    float(f)
+                except ValueError:
+                    return f"line {number}, field {k} is {f[:40]!r}, not a number"
+            if width is None:
+                width, first = len(fields), number
+            elif len(fields) != width:
+                n = len(fields)
+                return (f"line {number} has {n} number{'s' * (n != 1)}, line {first} has {width}: "
+                        "every row of a matrix has the same length")  # fmt: skip
+    return None
 
 
 def read_npz(path: str | os.PathLike, *, what: str = "an .npz archive") -> dict[str, np.ndarray]:

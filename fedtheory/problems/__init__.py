@@ -5,7 +5,7 @@ for all clients at once, ``loss``, ``full_grad``, and ``x_star``, ``f_star``, ``
 where they are known.
 """
 
-from fedtheory.problems.base import Problem
+from fedtheory.problems.base import Problem, check_problem
 from fedtheory.problems.catalog import BUILTIN_PROBLEMS, make_problem
 from fedtheory.problems.logistic import (
     LogisticProblem,
@@ -27,6 +27,7 @@ from fedtheory.problems.quadratic import (
 from fedtheory.problems.registry import ProblemInfo, problem_info, register_problem
 
 __all__ = [
+    "check_problem",
     "BUILTIN_PROBLEMS",
     "make_problem",
     "ProblemInfo",

@@ -59,6 +59,7 @@ from fedtheory.io import dumps
 from fedtheory.io import progress as progress_bar
 from fedtheory.parallel import process_pool
 from fedtheory.participation import ParticipationModel
+from fedtheory.problems import check_problem
 from fedtheory.simulation.metrics import (
     RENAMED,
     RUNNER_METRICS,
@@ -500,6 +501,14 @@ def _draws(
         masks = draw_participation(model, R, seqs)
     else:
         masks = check_draws(spec.draws, (S, R, N), counts=model.counts)
+        empty = np.argwhere(~(masks > 0).any(axis=-1))
+        if empty.size and model.empty_probability() == 0:
+            s, r = (int(i) for i in empty[0])
+            raise AssumptionError(
+                f"draws[{s}, {r}] has no participant, which {type(model).__name__} participation "
+                "never draws (a round nobody takes part in is a draw of Bernoulli "
+                "participation with empty='skip', or of a trace)"
+            )
     weights = np.asarray(model.weights(masks, spec.aggregation), dtype=dt)
     step_masks = None
     if algorithm.needs_step_masks:
@@ -957,7 +966,18 @@ def simulate(
             check_int(f"seed_ids[{k}]", i, minimum=0, maximum=MAX_SEED_ID)
             for k, i in enumerate(seed_ids)
         ]
+        if not seed_ids:
+            raise AssumptionError("seed_ids is empty: give at least one seed id")
+        first = {}
+        for k, i in enumerate(seed_ids):
+            if i in first:
+                raise AssumptionError(
+                    f"seed_ids[{first[i]}] and seed_ids[{k}] are both {i}: each seed id names one "
+                    "random stream, and a repeat would count one run twice in every statistic"
+                )
+            first[i] = k
         n_seeds = len(seed_ids)
+    check_problem(problem)
     N, d = int(problem.n_clients), int(problem.dim)
     itemsize = resolve_dtype(dtype).itemsize
     # The participation model, built once from the flat settings: it sizes the blocks and every
