@@ -258,8 +258,14 @@ def available_cores() -> int:
 def available_memory() -> int:
     """Bytes this process may still allocate: ``MemAvailable`` of /proc/meminfo where it exists
     (Linux), else the physical memory (``SC_PHYS_PAGES * SC_PAGE_SIZE``), and no more than a
-    container's memory limit leaves; the environment variable ``FEDTHEORY_MEMORY_LIMIT`` (bytes)
-    caps it."""
+    container's memory limit leaves; the environment variable ``FEDTHEORY_MEMORY_LIMIT`` (bytes, or
+    a size such as ``4G``: :func:`parse_bytes`) caps it.
+
+    Raises
+    ------
+    AssumptionError
+        ``FEDTHEORY_MEMORY_LIMIT`` is set but is not a size.
+    """
     avail = None
     try:
         with open("/proc/meminfo") as fh:
@@ -278,11 +284,8 @@ def available_memory() -> int:
     if room is not None:
         avail = min(avail, room)
     cap = os.environ.get("FEDTHEORY_MEMORY_LIMIT")
-    if cap:
-        try:
-            avail = min(avail, int(float(cap)))
-        except ValueError:
-            pass
+    if cap:  # a size as --max-memory takes it; anything else is refused, never ignored
+        avail = min(avail, parse_bytes(cap, "FEDTHEORY_MEMORY_LIMIT"))
     return int(avail)
 
 
