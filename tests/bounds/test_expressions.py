@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fedtheory.bounds import CONSTANTS, BoundSpec, check
@@ -114,6 +114,7 @@ def test_what_a_paper_writes_is_read_and_valued_in_float64():
         "sqrt(L/mu) * log(N, 2)": math.sqrt(v["L"] / v["mu"]) * math.log(v["N"], 2),
         "min(eta, 1/L) + Max(1, K)": min(v["eta"], 1 / v["L"]) + max(1, v["K"]),
         "-eta + +mu": -v["eta"] + v["mu"],
+        "min(eta, sqrt(-eta))": math.nan,  # not real: NaN, never an error
         "1e-3 * D2": 1e-3 * v["D2"],
         "pi * d": math.pi * v["d"],
         "floor(K) + ceiling(N) + abs(-sigma) + exp(-eta)": math.floor(v["K"]) + math.ceil(v["N"])
@@ -122,7 +123,7 @@ def test_what_a_paper_writes_is_read_and_valued_in_float64():
     for text, want in cases.items():
         e = _parse_watched(text)
         assert isinstance(e, Expression), e
-        assert e(v) == pytest.approx(want, rel=1e-15), text
+        assert e(v) == pytest.approx(want, rel=1e-15, nan_ok=True), text
 
 
 @pytest.mark.parametrize("text", ["D2", "rho", "c", "1*D2", "zeta2", "3", "0.5"])
@@ -162,7 +163,7 @@ def test_conditions_are_comparisons_joined_by_and():
 
 
 _NAMES = st.sampled_from(["eta", "K", "N", "mu", "L", "L_f", "mu_f", "D2", "p_min", "sigma"])
-_NUMS = st.one_of(st.integers(0, 50).map(str), st.floats(0.01, 20).map(lambda x: f"{x:.6g}"))
+_NUMS = st.one_of(st.integers(1, 50).map(str), st.floats(0.01, 20).map(lambda x: f"{x:.6g}"))
 
 
 @st.composite
@@ -195,7 +196,13 @@ def test_the_float64_value_is_sympys_value_of_the_same_tree(text):
     v = _values(1)
     with np.errstate(all="ignore"):
         got = e(v)
-    exact = complex(e.sympy.subs({sympy.Symbol(n, real=True): x for n, x in v.items()}).evalf(30))
+    try:
+        exact = complex(
+            e.sympy.subs({sympy.Symbol(n, real=True): x for n, x in v.items()}).evalf(30)
+        )
+    except (TypeError, ValueError):  # sympy cannot order a complex or infinite value (zoo)
+        assume(False)  # no reference; min(eta, sqrt(-eta)) is NaN: a named test says so
+        return
     if math.isfinite(got) and abs(exact) < 1e300:
         assert exact.imag == 0 and got == pytest.approx(exact.real, rel=1e-9, abs=1e-12)
     elif not math.isnan(got):  # inf: an overflow of float64
