@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test,nn,sweep]'
+	$(BIN)/python -m pip install -q -e '.[test,nn,sweep,pep]'
 	touch $(STAMP)
 
 ## make run: the main job on the embedded NumPy backend

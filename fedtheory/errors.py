@@ -24,6 +24,16 @@ class SizeError(AssumptionError):
     exceeds a limit; the message gives the estimate, the limit and how to proceed."""
 
 
+class NotInterpolableError(AssumptionError):
+    """Interpolation data that no function of the class fits: an interpolation inequality of
+    the class fails (or holds only with equality) for one client's ordered pair of data rows.
+    ``client``, ``pair`` (the rows (j, k)) and ``margin`` name the worst one."""
+
+    def __init__(self, message: str, client: int = -1, pair: tuple = (), margin: float = 0.0):
+        super().__init__(message)
+        self.client, self.pair, self.margin = client, pair, margin
+
+
 class BackendUnavailableError(FedTheoryError):
     """The requested array backend cannot run on this machine (e.g. CuPy without a GPU)."""
 

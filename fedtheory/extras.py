@@ -25,6 +25,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "nn": ("mnist1d",),
     "sweep": ("distributed", "zarr", "xarray"),
     "gpu": ("cupy",),
+    "pep": ("PEPit", "cvxpy", "clarabel", "scs"),
 }
 
 

@@ -155,7 +155,7 @@ def named_instance(spec: BoundSpec, *, problem: str | None = None,
     """
     name = problem if problem is not None or problem_file is not None else spec.problem
     path = problem_file if problem is not None or problem_file is not None else spec.problem_file
-    prob = make_problem(name, path=path)
+    prob = make_problem(name, path=path, exact=True)
     if spec.noise:
         prob.noise = float(spec.noise)
     p = np.asarray(spec.p, dtype=np.float64) if spec.p is not None else None

@@ -7,7 +7,8 @@ Contract (other tools rely on it)::
         [--probabilities p.npy] --local-steps K --lr ETA [--json OUT|-]
 
 The problem file is the one ``simulate`` reads (A (N, n, d), b (N, n), optional lam;
-f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2). The JSON object has ``mean_rate``,
+f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2); a counterexample's interpolation file is
+refused in one line (exact rates need a quadratic; ``simulate`` replays it). The JSON object has ``mean_rate``,
 ``mean_square_rate``, ``state_dim``, ``method`` and, where they exist, ``fixed_point`` (its x
 part), ``stationary_mean`` and ``stationary_mse`` (lim E||x_r - x*||^2), plus the problem's
 constants and how every number was obtained. An algorithm whose round is not affine is refused
@@ -170,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         raise FedTheoryError(f"the step size --lr must be finite and > 0, got {args.lr}")
     if args.local_steps < 1:
         raise FedTheoryError(f"--local-steps K must be >= 1, got {args.local_steps}")
-    problem = make_problem(args.problem, path=args.problem_file, seed=args.seed)
+    problem = make_problem(args.problem, path=args.problem_file, seed=args.seed, exact=True)
     model = _participation(args, problem)
     kw = {
         "local_steps": args.local_steps, "rule": args.aggregation,

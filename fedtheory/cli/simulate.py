@@ -8,7 +8,8 @@ Contract (other tools rely on it)::
         --json OUT.json
 
 writes a JSON object with at least ``algorithm``, ``rounds``, ``x_star`` (list), ``error``
-(per seed, rounds 0..R of ||x_r - x*|| / ||x*||, server model, x_0 = 0) and ``x_final``
+(per seed, rounds 0..R of ||x_r - x*|| / ||x*||, server model, x_0 = 0 or an interpolation
+file's x0) and ``x_final``
 (per seed); non-finite numbers (a diverged seed) are ``null``. ``--json -`` prints the JSON to
 stdout; without ``--json`` a short summary is printed. ``--list`` prints the algorithms, problems
 and participation models.
@@ -64,10 +65,12 @@ def register(subparsers: Any) -> None:
         help="run a federated algorithm (batched over seeds) and write the error curves as JSON",
         description=(
             "Simulate a federated algorithm on a least-squares problem from an .npz file "
-            "(A (N, n, d), b (N, n), optional lam) or a built-in problem, under a participation "
-            "model, for many seeds at once. Writes per-seed relative errors ||x_r - x*|| / ||x*|| "
-            "(x_0 = 0) and the final models as JSON. A setting the algorithm does not read is "
-            "refused (see --list for what each algorithm accepts)."
+            "(A (N, n, d), b (N, n), optional lam), on a counterexample's interpolation file "
+            "(kind 'interpolation': it replays the worst case from its x0), or on a built-in "
+            "problem, under a participation model, for many seeds at once. Writes per-seed "
+            "relative errors ||x_r - x*|| / ||x*|| (x_0 = 0, or the interpolation file's x0) and "
+            "the final models as JSON. A setting the algorithm does not read is refused (see "
+            "--list for what each algorithm accepts)."
         ),
         examples=[
             "fedtheory simulate --problem figure4 --algorithm FOCUS --participation uniform "
@@ -78,7 +81,8 @@ def register(subparsers: Any) -> None:
         ],
     )
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--problem-file", metavar="F.npz", help="A (N, n, d), b (N, n), lam")
+    src.add_argument("--problem-file", metavar="F.npz",
+                     help="A (N, n, d), b (N, n), lam; or an interpolation file")  # fmt: skip
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
     p.add_argument("--algorithm", type=algorithm_name, metavar="NAME", help="see --list (any case)")
     p.add_argument("--participation", default=_RUN["participation"] or "full", choices=model_names(settings_only=True),
@@ -138,7 +142,8 @@ def _listing() -> str:
         lines.append(
             f"  {'':14s}   reads {', '.join(a.settings)}" + (f"; options {opts}" if opts else "")
         )
-    lines.append("problems (--problem; a user's data: --problem-file F.npz with A, b, lam):")
+    lines.append("problems (--problem; a user's data: --problem-file F.npz with A, b, lam, or a "
+                 "counterexample's interpolation file):")  # fmt: skip
     lines += [f"  {k:14s} {v}" for k, v in BUILTIN_PROBLEMS.items()]
     lines.append("participation (--participation):")
     lines += [f"  {k:14s} {model_info(k).description}" for k in model_names(settings_only=True)]

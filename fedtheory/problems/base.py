@@ -13,6 +13,10 @@ call's but are still a function of the seed). :func:`fedtheory.algorithms.local_
 uses it when only M <= N/2 clients compute; it is not part of the Protocol below, so problems
 without it stay valid and take the full path.
 
+An optional attribute ``x0`` (array (d,)) is the problem's own start: a run that gives no
+``x0`` starts there instead of at zero (a replayed counterexample,
+:class:`~fedtheory.problems.InterpolatedProblem`, starts where its worst case started).
+
 Two more optional members let the local-steps engine skip work; a problem without
 them stays valid and is stepped one gradient at a time:
 

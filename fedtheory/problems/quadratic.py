@@ -33,6 +33,9 @@ from fedtheory.validation import (
 
 Array = Any
 
+#: What a least-squares problem file is, for messages about a file that is not one.
+FILE_WHAT = "an .npz archive (numpy.savez) with arrays A (N, n, d) and b (N, n)"
+
 
 class QuadraticProblem:
     """f_i(x) = 1/2 x^T H_i x - h_i^T x + c_i with symmetric positive semidefinite H_i.
@@ -354,7 +357,9 @@ class ProblemFile(LeastSquaresProblem):
     """A user's least-squares / ridge problem from an ``.npz`` file.
 
     The file holds ``A`` (N, n, d), ``b`` (N, n) (or (N, n, 1)) and optionally a scalar ``lam``
-    (f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2). Its minimizer x* must be unique, since
+    (f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2); ``arrays``: the file's arrays, already read
+    by :func:`fedtheory.io.read_npz` (:func:`fedtheory.problems.make_problem` reads a file once
+    and dispatches on its ``kind``). Its minimizer x* must be unique, since
     every error the simulator reports is relative to it: a file whose mean Hessian
     (1/N) sum_i A_i^T A_i + lam I is singular (too few rows, collinear columns, lam = 0) is
     refused, naming its rank, rather than giving all-NaN error curves.
@@ -369,11 +374,9 @@ class ProblemFile(LeastSquaresProblem):
         lam < 0, or no unique minimizer; every message names the path.
     """
 
-    def __init__(self, path: str | os.PathLike, **kw: Any) -> None:
+    def __init__(self, path: str | os.PathLike, *, arrays: dict | None = None, **kw: Any) -> None:
         self.path = os.fsdecode(os.fspath(path))
-        data = read_npz(
-            self.path, what="an .npz archive (numpy.savez) with arrays A (N, n, d) and b (N, n)"
-        )
+        data = read_npz(self.path, what=FILE_WHAT) if arrays is None else arrays
         for key in ("A", "b"):
             if key not in data:
                 raise FedTheoryError(f"{self.path} has no array {key!r} (it has {sorted(data)})")

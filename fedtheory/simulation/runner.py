@@ -451,7 +451,9 @@ def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: 
         rounds=spec.rounds,
         seed=spec.seed,
         seed_ids=list(range(S)) if spec.seed_ids is None else [int(i) for i in spec.seed_ids],
-        x0=_initial_models(spec.x0, S, d, dt, xp),
+        x0=_initial_models(
+            spec.x0 if spec.x0 is not None else getattr(problem, "x0", None), S, d, dt, xp
+        ),
         masks=masks,
         weights=weights,
         step_masks=step_masks,
@@ -519,9 +521,9 @@ def _draws(
 
 
 def _initial_models(x0: Any, S: int, d: int, dt: Any, xp: Any) -> Any:
-    """Step 4 of :func:`plan_run`: the seeds' initial server models (S, d), zero by default;
-    a complex, NaN or inf ``x0`` is bad input, refused here rather than reported as
-    divergence."""
+    """Step 4 of :func:`plan_run`: the seeds' initial server models (S, d): the run's ``x0``,
+    else the problem's own (a replayed counterexample's start), else zero; a complex, NaN or
+    inf ``x0`` is bad input, refused here rather than reported as divergence."""
     if x0 is None:
         return xp.zeros((S, d), dtype=dt)
     x0 = check_finite("the initial model x0", to_numpy(x0)).astype(dt)
@@ -873,7 +875,8 @@ def simulate(
         Which seeds of the root ``seed`` to run (default ``0..seeds-1``; each in
         ``[0, 2**63 - 1]``).
     x0 : array (d,) or (S, d), optional
-        Initial server model (default zero); real and finite.
+        Initial server model (default: the problem's own ``x0`` where it has one, as a
+        replayed counterexample does, else zero); real and finite.
     clients_per_round, probabilities : optional
         M (per cluster for ``cluster``) and p; only with a participation model name (an
         error otherwise). Their earlier names ``participation_m`` and ``participation_p`` are

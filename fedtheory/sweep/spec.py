@@ -89,7 +89,8 @@ _ALG = {f.name: f.default for f in dataclass_fields(AlgorithmConfig)}
 
 KEYS: dict[str, Key] = {
     "problem": Key("str", None, "a built-in problem", choices=tuple(BUILTIN_PROBLEMS), units=None),
-    "problem_file": Key("path", None, ".npz with A (N, n, d), b (N, n), optional lam", units=None),
+    "problem_file": Key("path", None, ".npz with A (N, n, d), b (N, n), optional lam; or an "
+                        "interpolation file", units=None),
     "algorithm": Key("str", None, "algorithm name (fedtheory simulate --list)", required=True,
                      units=None),
     "participation": Key("str", _RUN["participation"] or "full", "participation model", choices=PARTICIPATION, units=None),
