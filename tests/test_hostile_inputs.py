@@ -113,6 +113,28 @@ def test_a_million_local_steps_in_a_bound_spec_are_refused_by_the_checks_estimat
     assert "the check of 250 instance(s) with up to K = 1000000 local steps takes at least" in line
 
 
+@pytest.mark.parametrize(
+    "change, says",
+    [({"clients": 1_000_000}, "class instance of 1000000 clients of dimension 3 needs about"),
+     ({"class": {"dim": 100_000, "L": 10.0, "mu": 1.0}}, "4 clients of dimension 100000")],
+)  # fmt: skip
+def test_huge_bound_sizes_are_refused_by_an_estimate_not_numpys_allocation(change, says):
+    t0 = time.process_time()
+    with pytest.raises(SizeError, match=says):
+        check({**BASE, **change}, search=4, refine=False)
+    assert time.process_time() - t0 < 1.0  # before any instance is drawn
+
+
+def test_the_exact_oracle_refuses_a_round_it_cannot_hold():
+    from fedtheory.analysis.exact import exact_rates  # noqa: PLC0415
+    from fedtheory.participation import make_participation  # noqa: PLC0415
+    from fedtheory.validation import max_memory  # noqa: PLC0415
+
+    prob = random_quadratic(300, 3, seed=0)
+    with max_memory("16M"), pytest.raises(SizeError, match="reading focus's round on 300 clients"):
+        exact_rates(prob, "focus", make_participation("full", 300), lr=1e-3, local_steps=1)
+
+
 def test_the_noise_response_of_many_gradient_calls_is_refused_by_its_memory_estimate():
     """FedAvg's exact oracle reads the response to gradient noise of every gradient call: its
     array grows as K^2 and was refused by NumPy's allocation error (4.66 TiB at K = 1000 on

@@ -48,6 +48,7 @@ from fedtheory.validation import (
     available_cores,
     check_duration,
     check_int,
+    check_memory,
     check_seed,
     worker_count,
 )
@@ -657,8 +658,16 @@ ORACLE_STEP_SECONDS = 2e-5
 def _check_cost(spec: BoundSpec, instances: int) -> None:
     """Refuse a check whose least duration exceeds the time limit
     (:func:`~fedtheory.validation.check_duration`), and announce a long one: ``instances``
-    oracle calls with the largest K local steps, :data:`ORACLE_STEP_SECONDS` per step."""
+    oracle calls with the largest K local steps, :data:`ORACLE_STEP_SECONDS` per step; and one
+    whose largest class instance does not fit in memory (the oracle checks its own arrays)."""
     K = max(spec.local_steps)
+    if spec.instance_class is not None:
+        # the oracle runs the round on a batch of at least N d basis states (the server model
+        # has d coordinates) of N clients of dimension d: 4 such float64 arrays at the least,
+        # more than a draw's rotations and matrices (N d^2)
+        N, d = max(spec.clients), max(spec.instance_class.dim)
+        check_memory(f"the exact oracle on a class instance of {N} clients of dimension {d}",
+                     4.0 * 8 * N * N * d * d, hint="fewer clients or a smaller dimension")  # fmt: skip
     check_duration(
         f"the check of {instances} instance(s) with up to K = {K} local steps",
         instances * K * ORACLE_STEP_SECONDS,

@@ -339,9 +339,16 @@ def extract_round_model(
     H, h = quadratic_data(problem)
     N, d = H.shape[:2]
     layout = state_layout(algorithm, N, d)
-    run = _Runner(algorithm, layout, H, h, get_backend(backend))
     du, dv = layout.du, layout.dv
     m, n = du + dv, du + N * dv
+    # the round runs on a batch of N m basis states of N clients each (state, gradients, step
+    # and output: 4 arrays), and the model holds (n x n) matrices (the identity, L0)
+    check_memory(
+        f"reading {algorithm.name}'s round on {N} clients of dimension {d} ({N * m} basis "
+        f"states, {n} coordinates)", 8.0 * (4.0 * N * m * N * max(d, 1) + 2.0 * n * n),
+        hint="fewer clients or a smaller dimension",
+    )  # fmt: skip
+    run = _Runner(algorithm, layout, H, h, get_backend(backend))
 
     # L0: nobody participates, h = 0, every coordinate on the seed axis.
     eye = np.eye(n)
