@@ -666,8 +666,11 @@ def _check_cost(spec: BoundSpec, instances: int) -> None:
         # has d coordinates) of N clients of dimension d: 4 such float64 arrays at the least,
         # more than a draw's rotations and matrices (N d^2)
         N, d = max(spec.clients), max(spec.instance_class.dim)
-        check_memory(f"the exact oracle on a class instance of {N} clients of dimension {d}",
-                     4.0 * 8 * N * N * d * d, hint="fewer clients or a smaller dimension")  # fmt: skip
+        check_memory(
+            f"the exact oracle on a class instance of {N} clients of dimension {d}",
+            4.0 * 8 * N * N * d * d,
+            hint="fewer clients or a smaller dimension",
+        )
     check_duration(
         f"the check of {instances} instance(s) with up to K = {K} local steps",
         instances * K * ORACLE_STEP_SECONDS,

@@ -348,8 +348,10 @@ class _Builder:
                 bool(f(v)) for f in fs
             )
         if not isinstance(node, ast.Compare):
-            raise self.refuse("must be an inequality (a comparison such as eta <= 1/L_f, or "
-                              "several joined by and)")  # fmt: skip
+            raise self.refuse(
+                "must be an inequality (a comparison such as eta <= 1/L_f, or "
+                "several joined by and)"
+            )
         sides = [self.value(node.left)] + [self.value(c) for c in node.comparators]
         rels, tests = [], []
         for k, op in enumerate(node.ops):
@@ -407,8 +409,9 @@ def parse_expression(
     if b.unknown:
         names = sorted(set(b.unknown))
         raise _refuse(
-            what, src,
+            what,
+            src,
             f"uses unknown symbol(s) {', '.join(names)}; accepted: {', '.join(allowed)}, pi and "
             f"the functions {', '.join(FUNCTIONS)}",
-        )  # fmt: skip
+        )
     return Expression(src, kind, s, frozenset(b.used), f)

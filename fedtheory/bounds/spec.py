@@ -74,6 +74,9 @@ _TOP_KEYS = (
     "problem", "problem_file", "topology", "seeds", "rounds", "class",
 )  # fmt: skip
 _CLASS_KEYS = ("dim", "L", "mu", "heterogeneity", "p_range")
+_TEXT_KEYS = ("algorithm", "quantity", "bound", "participation", "aggregation", "empty", "title",
+              "source", "stated", "problem", "problem_file", "topology", "constant")  # fmt: skip
+_OPTIONAL_TEXT_KEYS = ("problem", "problem_file", "topology", "constant")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -86,9 +89,8 @@ def _ints(name: str, value: Any, minimum: int = 1) -> tuple[int, ...] | None:
         raise AssumptionError(f"{name} must be an integer or a non-empty list of integers")
     out = []
     for v in vals:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or (
-            int(v) != v
-        ):  # fmt: skip
+        whole = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        if not (whole and int(v) == v):
             raise AssumptionError(f"{name} must be an integer or a list of integers, got {v!r}")
         if int(v) < minimum:
             raise AssumptionError(f"{name} must be >= {minimum}, got {v}")
@@ -183,8 +185,14 @@ class InstanceClass:
         lo, hi = (_float("[class] p_range", v) for v in pr)
         if not 0 < lo <= hi <= 1:
             raise AssumptionError(f"[class] p_range must satisfy 0 < low <= high <= 1, got {pr}")
-        _settle(self, dim=_ints("[class] dim", self.dim), L=L, mu=mu, heterogeneity=het,
-                p_range=(lo, hi))  # fmt: skip
+        _settle(
+            self,
+            dim=_ints("[class] dim", self.dim),
+            L=L,
+            mu=mu,
+            heterogeneity=het,
+            p_range=(lo, hi),
+        )
 
     @classmethod
     def from_dict(cls, d: Any) -> InstanceClass:
@@ -306,11 +314,8 @@ class BoundSpec:
     def _check_fields(self) -> None:
         """Each field's type and range (the one place they are checked), normalized: lists
         become tuples, numbers floats or ints, ``lr`` text."""
-        for key in ("algorithm", "quantity", "bound", "participation", "aggregation", "empty",
-                    "title", "source", "stated"):  # fmt: skip
-            _text(key, getattr(self, key), optional=False)
-        for key in ("problem", "problem_file", "topology", "constant"):
-            _text(key, getattr(self, key))
+        for key in _TEXT_KEYS:
+            _text(key, getattr(self, key), optional=key in _OPTIONAL_TEXT_KEYS)
         lr = self.lr if isinstance(self.lr, str) else repr(_float("lr", self.lr))
         p = self.p
         if p is not None:
@@ -323,8 +328,10 @@ class BoundSpec:
                         f"p[{i}] = {v} is outside (0, 1]: a probability of taking part (a client "
                         "with p = 0 never takes part)"
                     )
-        opt = {k: None if getattr(self, k) is None else _float(k, getattr(self, k))
-               for k in ("constant_value", "global_lr", "prox_mu")}  # fmt: skip
+        opt = {
+            k: None if getattr(self, k) is None else _float(k, getattr(self, k))
+            for k in ("constant_value", "global_lr", "prox_mu")
+        }
         if opt["global_lr"] is not None and not opt["global_lr"] > 0:
             raise AssumptionError(f"global_lr must be > 0, got {self.global_lr!r}")
         if opt["prox_mu"] is not None and opt["prox_mu"] < 0:
@@ -338,15 +345,21 @@ class BoundSpec:
         if local_steps is None:
             raise AssumptionError("local_steps must be an integer or a list of integers")
         _settle(
-            self, lr=lr, p=p, **opt, instance_class=cls_, local_steps=local_steps,
+            self,
+            lr=lr,
+            p=p,
+            **opt,
+            instance_class=cls_,
+            local_steps=local_steps,
             clients=_ints("clients", self.clients),
             clients_per_round=_ints("clients_per_round", self.clients_per_round),
             condition=_conditions(self.condition),
             epsilon=_float("epsilon", self.epsilon, positive=True),
             tolerance=_float("tolerance", self.tolerance, positive=True),
             noise=_float("noise", self.noise, positive=True),
-            seeds=_int("seeds", self.seeds), rounds=_int("rounds", self.rounds),
-        )  # fmt: skip
+            seeds=_int("seeds", self.seeds),
+            rounds=_int("rounds", self.rounds),
+        )
 
     # -- parsed expressions -----------------------------------------------------------------
     @property
@@ -362,8 +375,10 @@ class BoundSpec:
     @cached_property
     def condition_exprs(self) -> tuple[Expression, ...]:
         """The inequalities of ``condition`` (each a comparison, or several joined by and)."""
-        return tuple(parse_expression(t, self.symbols, "the condition", kind="condition")
-                     for t in self.condition)  # fmt: skip
+        return tuple(
+            parse_expression(t, self.symbols, "the condition", kind="condition")
+            for t in self.condition
+        )
 
     @cached_property
     def lr_expr(self) -> Expression:

@@ -172,8 +172,10 @@ def _text_problem(path: Path, delimiter: str | None) -> str | None:
                 width, first = len(fields), number
             elif len(fields) != width:
                 n = len(fields)
-                return (f"line {number} has {n} number{'s' * (n != 1)}, line {first} has {width}: "
-                        "every row of a matrix has the same length")  # fmt: skip
+                return (
+                    f"line {number} has {n} number{'s' * (n != 1)}, line {first} has {width}: "
+                    "every row of a matrix has the same length"
+                )
     return None
 
 

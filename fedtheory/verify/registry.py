@@ -105,8 +105,10 @@ def claim(claim_id: str, *, source: str, stated: str, tier: str = QUICK,
     regimes = tuple(regimes)
     bad = [r for r in regimes if not _REGIME.match(r)]
     if bad or len(set(regimes)) != len(regimes):
-        raise ValueError(f"claim {claim_id}: regimes must be distinct names without ',', '/' or "
-                         f"spaces, got {list(regimes)}")  # fmt: skip
+        raise ValueError(
+            f"claim {claim_id}: regimes must be distinct names without ',', '/' or "
+            f"spaces, got {list(regimes)}"
+        )
 
     def deco(check: Callable[[Context], Any]) -> Callable[[Context], Any]:
         if claim_id in REGISTRY:

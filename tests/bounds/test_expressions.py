@@ -197,9 +197,8 @@ def test_the_float64_value_is_sympys_value_of_the_same_tree(text):
     with np.errstate(all="ignore"):
         got = e(v)
     try:
-        exact = complex(
-            e.sympy.subs({sympy.Symbol(n, real=True): x for n, x in v.items()}).evalf(30)
-        )
+        values = {sympy.Symbol(n, real=True): sympy.Float(x, 30) for n, x in v.items()}
+        exact = complex(e.sympy.xreplace(values).doit().evalf(30))
     except (TypeError, ValueError):  # sympy cannot order a complex or infinite value (zoo)
         assume(False)  # no reference; min(eta, sqrt(-eta)) is NaN: a named test says so
         return

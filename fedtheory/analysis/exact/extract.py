@@ -345,9 +345,10 @@ def extract_round_model(
     # and output: 4 arrays), and the model holds (n x n) matrices (the identity, L0)
     check_memory(
         f"reading {algorithm.name}'s round on {N} clients of dimension {d} ({N * m} basis "
-        f"states, {n} coordinates)", 8.0 * (4.0 * N * m * N * max(d, 1) + 2.0 * n * n),
+        f"states, {n} coordinates)",
+        8.0 * (4.0 * N * m * N * max(d, 1) + 2.0 * n * n),
         hint="fewer clients or a smaller dimension",
-    )  # fmt: skip
+    )
     run = _Runner(algorithm, layout, H, h, get_backend(backend))
 
     # L0: nobody participates, h = 0, every coordinate on the seed axis.
@@ -394,9 +395,10 @@ def extract_round_model(
         resp = []
         check_memory(
             f"the response to gradient noise of {calls} gradient calls per round ({N} clients, "
-            f"dimension {d})", 3.0 * 8 * calls * N * q * N * d,
+            f"dimension {d})",
+            3.0 * 8 * calls * N * q * N * d,
             hint="fewer local steps K (each is a gradient call), fewer clients or dimensions",
-        )  # fmt: skip
+        )
         mask_q = np.repeat(np.eye(N, dtype=bool), q, axis=0)
         offsets = np.zeros((calls, N, q, N, d))
         for j in range(N):  # seed (j, t, a): unit offset e_a on client j at its call t
