@@ -433,3 +433,42 @@ def test_ctrl_c_is_one_line_and_acted_on_at_once(delay, tmp_path):
     assert err.strip().splitlines() == ["fedtheory: error: interrupted"], err
     assert proc.returncode == 2 and seconds < 3, seconds
     assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_dask_task_arguments_are_plain_data():
+    """What travels to Dask workers (a sweep's tasks, ``verify --workers``'s claim ids and
+    contexts) unpickles with only fedtheory's, NumPy's and Python's own classes: data, no code."""
+    import pickle  # noqa: PLC0415
+
+    from fedtheory.sweep import normalize  # noqa: PLC0415
+    from fedtheory.verify import Context  # noqa: PLC0415
+
+    class OnlyData(pickle.Unpickler):
+        def find_class(self, module, name):
+            if module.split(".")[0] in ("fedtheory", "builtins", "numpy", "pathlib", "copyreg",
+                                        "collections", "_codecs"):  # fmt: skip
+                return super().find_class(module, name)
+            raise pickle.UnpicklingError(f"{module}.{name}")
+
+    spec = normalize({"problem": "quadratic", "algorithm": ["fedavg", "focus"], "lr": 0.01,
+                      "local_steps": 1, "rounds": 3, "seeds": 2})  # fmt: skip
+    for item in [*spec.tasks(), ("C1", Context())]:
+        assert OnlyData(io.BytesIO(pickle.dumps(item))).load() is not None
+
+
+def test_the_notebooks_builder_takes_names_from_its_own_table(tmp_path):
+    import importlib.util  # noqa: PLC0415
+
+    path = Path(__file__).parents[1] / "notebooks" / "build_notebooks.py"
+    mod_spec = importlib.util.spec_from_file_location("build_notebooks", path)
+    builder = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(builder)  # the repository's own script
+    assert builder.build(["../../../tmp/x.ipynb", "__import__('os')"]) == []  # nothing written
+
+
+def test_the_backend_in_the_environment_is_a_name(monkeypatch):
+    from fedtheory.backend import get_backend  # noqa: PLC0415
+
+    monkeypatch.setenv("FEDTHEORY_BACKEND", "__import__('os').system('true')")
+    with pytest.raises(BackendUnavailableError, match="unknown array backend"):
+        get_backend()
