@@ -21,22 +21,18 @@ for the one-process row, of the driver and of each worker for the sweep. The CPU
 one-process CPU over (busiest worker's CPU + cluster start-up), is what the wall ratio would be
 with a free core per process.
 
-``--verify`` adds a second comparison: ``fedtheory verify --full`` (the thorough tier of the claim
-catalog, several minutes) in one process against ``fedtheory verify --full --workers N`` (the
-claims as tasks on the same engine), both as whole commands; their verdicts and measured values
-must agree, and the wall-time ratio is printed. ``--tier quick`` runs the quick tier instead.
+``fedtheory verify`` runs its claims in forked processes, not on this engine: its timings are
+``benchmarks/bench_verify.py``'s.
 
 Run: ``.venv/bin/python benchmarks/bench_sweep.py [--workers 2] [--rounds 3000] [--seeds 8]
-[--verify [--tier full]] [--json out.json]``
+[--json out.json]``
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -69,11 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3000)
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--json", default=None, help="also write the numbers as JSON")
-    ap.add_argument("--verify", action="store_true", help="also time verify with --workers")
-    ap.add_argument("--tier", choices=("full", "quick"), default="full", help="verify's tier")
     args = ap.parse_args(argv)
-    if args.verify:
-        return bench_verify(args.workers, args.tier)
 
     load_start = os.getloadavg()
     blas_env = os.environ.get("OPENBLAS_NUM_THREADS", "unset")  # the one-process row's setting
@@ -152,37 +144,6 @@ def main(argv: list[str] | None = None) -> int:
             args.json,
         )
     return 0
-
-
-def bench_verify(workers: int, tier: str) -> int:
-    """``fedtheory verify`` in one process against ``--workers N``: wall times and the ratio."""
-    extra = ["--full"] if tier == "full" else []
-    rows = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for label, flags in (
-            ("one process", []),
-            (f"{workers} workers", ["--workers", str(workers)]),
-        ):
-            out = Path(tmp) / f"{len(rows)}.json"
-            cmd = [sys.executable, "-m", "fedtheory", "verify", *extra, *flags, "--json", str(out)]
-            t0 = time.perf_counter()
-            done = subprocess.run(cmd, capture_output=True, text=True,
-                                  env={**os.environ, "FEDTHEORY_NO_PROGRESS": "1"})  # fmt: skip
-            report = json.loads(out.read_text())  # {version, seed, date, tier, results}
-            rows[label] = (time.perf_counter() - t0, done.returncode, report["results"])
-    (one, rc1, a), (many, rc2, b) = rows.values()
-    same = [(r["id"], r["verdict"], r["measured"]) for r in a] == [
-        (r["id"], r["verdict"], r["measured"]) for r in b
-    ]
-    print(f"# fedtheory verify {' '.join(extra) or '(quick tier)'}; load average at end "
-          + "/".join(f"{x:.2f}" for x in os.getloadavg()))  # fmt: skip
-    print("| run | wall s | exit |")
-    print("|---|---|---|")
-    for label, (sec, rc, _) in rows.items():
-        print(f"| {label} | {sec:.1f} | {rc} |")
-    print(f"ratio one process / {workers} workers, wall: {one / many:.2f}x; "
-          f"same verdicts and measurements: {same}")  # fmt: skip
-    return 0 if same and rc1 == rc2 == 0 else 1
 
 
 if __name__ == "__main__":  # the local cluster's worker processes re-import this module

@@ -2,16 +2,17 @@
 
 A verdict must not hinge on the base seed (issue 22): across base seeds 0-4 no row may say
 ``holds`` at one seed and ``fails`` at another. This script runs the claims (default: the quick
-tier, every claim) at each base seed in this process, prints one line per result id with its
-verdict per seed (H holds, F fails, I inconclusive, O outside assumptions, V invariant, S not
-stated, - not run) and marks the rows where holds and fails both occur. Exit status 1 when a
-row flips between holds and fails, else 0.
+tier, every claim) at each base seed, ``--workers`` claims at once in forked processes
+(default: the cores this process may use; :func:`fedtheory.verify.run_claims`), prints one line
+per result id with its verdict per seed (H holds, F fails, I inconclusive, O outside
+assumptions, V invariant, S not stated, - not run) and marks the rows where holds and fails both
+occur. Exit status 1 when a row flips between holds and fails, else 0.
 
 It runs the whole tier once per seed: about five quick tiers (10-25 minutes on two shared
-cores); BLAS single-threaded is faster on a shared machine (``OPENBLAS_NUM_THREADS=1``).
+cores).
 
-Usage: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/verdict_stability.py
-[--seeds 0 1 2 3 4] [--full] [--only IDS] [--json OUT]``
+Usage: ``.venv/bin/python benchmarks/verdict_stability.py [--seeds 0 1 2 3 4] [--full]
+[--only IDS] [--workers N] [--json OUT]``
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ SHORT = {
 }
 
 
-def stability(seeds: list[int], tier: str, only: str | None) -> dict:
+def stability(seeds: list[int], tier: str, only: str | None, workers: int | None = None) -> dict:
     """Verdict per result id and base seed, seconds per seed, load averages."""
     claims = select(only)
     table: dict[str, dict[int, str]] = {}
@@ -44,7 +45,7 @@ def stability(seeds: list[int], tier: str, only: str | None) -> dict:
     for s in seeds:
         loads[s] = os.getloadavg()
         t0 = time.perf_counter()
-        for r in run_claims(claims, Context(tier=tier, seed=s), quiet=True):
+        for r in run_claims(claims, Context(tier=tier, seed=s), quiet=True, workers=workers):
             table.setdefault(r.id, {})[s] = "CRASHED" if r.crashed else r.verdict
         seconds[s] = time.perf_counter() - t0
         print(f"seed {s}: {seconds[s]:.0f} s (load average {loads[s][0]:.2f})", file=sys.stderr,
@@ -75,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--full", action="store_true", help="the thorough tier")
     parser.add_argument("--only", metavar="IDS", help="claim ids, e.g. A3,A5")
+    parser.add_argument("--workers", type=int, help="claims at once (default: the cores)")
     parser.add_argument("--json", metavar="OUT", help="write the table as JSON")
     args = parser.parse_args(argv)
-    result = stability(args.seeds, FULL if args.full else QUICK, args.only)
+    result = stability(args.seeds, FULL if args.full else QUICK, args.only, args.workers)
     print(render(result))
     if args.json:  # a top-level object with version and date, as fedtheory verify --json
         emit_json({"version": __version__, "date": utc_now(), **result}, args.json)

@@ -586,6 +586,195 @@ From the command line: `fedtheory bound focus-thm1-rate --problem figure4`, or
 )
 
 
+NOTEBOOKS["08_your_own_algorithm.ipynb"] = cells(
+    """md:
+# Your own algorithm: write it, check it, get its exact rate and a bound
+
+A federated algorithm in fedtheory is a pair of pure functions on stacked state,
+`init(problem, x0) -> state` and `round(state, problem, draw, rng) -> state`, registered with what
+it reads (docs/own-algorithm.md). This notebook writes FedNova (normalized averaging, Wang et al.
+2020) from scratch, checks its batched round against a per-client loop, simulates it, compares
+its exact mean-square error with Monte Carlo, shows what the exact oracle says about a version
+whose participation weights enter squared, and checks a bound.""",
+    """
+%matplotlib inline
+import warnings
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import fedtheory
+from fedtheory.algorithms import (Algorithm, Option, RoundDraw, field_layout, make_algorithm,
+                                  register, resolve_algorithm)
+from fedtheory.analysis.exact import NotAffineError, exact_mse_curve, exact_rates
+from fedtheory.backend import get_namespace
+from fedtheory.bounds import check
+from fedtheory.participation import make_participation
+from fedtheory.problems import random_quadratic
+from fedtheory.simulation import simulate""",
+    """md:
+## 1. The round, on every seed and client at once
+
+Client i runs tau_i = 1 + (i mod K) local steps; FedNova divides each change by tau_i and
+rescales by tau_eff = mean_i tau_i. Clients are the rows of `X (S, N, d)`, seeds the first axis;
+`draw.weights` are the aggregation weights (zero off the participants). The declaration says
+what it reads (`uses`, `options`) and, for the exact oracle, that the round is affine with the
+server model as its only coordinates (`field_layout(("x",))`).""",
+    """
+class NovaState(NamedTuple):
+    x: Any  # (S, d) the server model
+
+
+def my_fednova(config):
+    lr, eta, normalized = config.lr, config.global_lr, config.option("normalized")
+
+    def round_(state, problem, draw, rng=None):
+        xp = get_namespace(state.x)
+        N = problem.n_clients
+        tau = 1 + np.arange(N) % config.local_steps
+        X = xp.repeat(state.x[:, None, :], N, axis=1)
+        for k in range(int(tau.max())):
+            X = X - lr * (k < tau)[None, :, None] * problem.grads(X, rng)
+        change = state.x[:, None, :] - X
+        if normalized:
+            change = change * (tau.mean() / tau)[None, :, None]
+        return NovaState(x=state.x - eta * xp.einsum("sn,snd->sd", draw.weights, change))
+
+    return Algorithm("my-fednova", lambda problem, x0: NovaState(x0), round_, config)
+
+
+declare = register(
+    "my-fednova", "FedNova written in a notebook", display="MyFedNova", uses=("global_lr",),
+    options=(Option("normalized", True, bool, "normalized averaging"),),
+    affine=True, exact_layout=field_layout(("x",)),
+)
+declare(my_fednova)
+print(resolve_algorithm("MyFedNova"))""",
+    """md:
+Running that cell again (as one does in a notebook) registers the name again from the same
+module, `__main__`: the new definition replaces the old one, with a warning. A name of
+fedtheory's own (`fedavg`) would be refused.""",
+    """
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    declare(my_fednova)  # what re-running the cell above does
+print(caught[0].message)
+try:
+    register("fedavg", "a clash", display="x", not_exact="a probe")(my_fednova)
+except fedtheory.errors.FedTheoryError as exc:
+    print(exc)""",
+    """md:
+## 2. Check it against a per-client loop
+
+The same round written client by client in plain Python, on the quadratic f_i = 1/2 x^T H_i x -
+h_i^T x, at random states, participants and weights.""",
+    """
+def loop_round(problem, x, mask, w, lr, K, eta=1.0):
+    tau = 1 + np.arange(problem.n_clients) % K
+    total = np.zeros_like(x)
+    for i in np.flatnonzero(mask):
+        xi = x.copy()
+        for _ in range(tau[i]):
+            xi = xi - lr * (problem.H[i] @ xi - problem.h[i])
+        total += w[i] * tau.mean() * (x - xi) / tau[i]
+    return x - eta * total
+
+
+prob = random_quadratic(5, 3, condition=5.0, seed=2)
+rng = np.random.default_rng(0)
+alg = make_algorithm("my-fednova", problem=prob, lr=0.08, local_steps=3)
+x = rng.standard_normal((6, 3))
+mask = rng.random((6, 5)) < 0.5
+w = rng.random((6, 5)) * mask
+batched = alg.round(alg.init(prob, x), prob, RoundDraw(mask=mask, weights=w), None).x
+loop = np.array([loop_round(prob, x[s], mask[s], w[s], 0.08, 3) for s in range(6)])
+print(f"largest difference, batched against the loop: {np.abs(batched - loop).max():.1e}")""",
+    """md:
+## 3. Exact mean-square error against Monte Carlo
+
+Uniform participation, 2 of 5 clients per round: the exact E||x_r - x*||^2 of the oracle (read
+off `round` itself, with the exact law of the draw) against the mean over 4000 simulated seeds.
+Both settle on a floor: the normalized version's is the lower one (FedAvg with the same unequal
+steps weighs client i by tau_i: the objective inconsistency FedNova removes).""",
+    """
+model = make_participation("uniform", 5, 2)
+kw = dict(lr=0.08, local_steps=3)
+R = 60
+for normalized, style in ((True, "-"), (False, ":")):
+    res = exact_rates(prob, "my-fednova", model, options={"normalized": normalized}, **kw)
+    curve = exact_mse_curve(prob, "my-fednova", model, rounds=R,
+                            options={"normalized": normalized}, **kw)
+    sim = simulate(prob, "my-fednova", model, rounds=R, seeds=4000, metrics=("error",),
+                   normalized=normalized, **kw)
+    e2 = sim.error**2 * (prob.x_star @ prob.x_star)
+    z = np.abs(e2.mean(axis=0) - curve)[1:] / (e2.std(axis=0)[1:] / np.sqrt(len(e2)))
+    print(f"normalized={normalized!s:5}: mean-square rate {res.mean_square_rate:.4f}, floor "
+          f"{res.stationary_mse:.3e}; Monte Carlo within {z.max():.1f} standard errors")
+    plt.semilogy(curve, style, label=f"exact, normalized={normalized}")
+    plt.semilogy(e2.mean(axis=0), "x", ms=3, label=f"4000 seeds, normalized={normalized}")
+plt.xlabel("round"); plt.ylabel("E||x_r - x*||^2"); plt.legend(); plt.show()""",
+    """md:
+## 4. When the exact oracle refuses
+
+FedNova's first version computed tau_eff from the draw's weights, sum_{i in S} w_i tau_i: the
+weights then enter squared and the round is no longer linear in them. The oracle probes the
+round (client j alone, weights 0, 1, 2) and says which property fails and where.""",
+    """
+def first_version(config):
+    lr, K = config.lr, config.local_steps
+
+    def round_(state, problem, draw, rng=None):
+        N = problem.n_clients
+        tau = 1 + np.arange(N) % K
+        X = np.repeat(state.x[:, None, :], N, axis=1)
+        for k in range(K):
+            X = X - lr * (k < tau)[None, :, None] * problem.grads(X, rng)
+        tau_eff = draw.weights @ tau  # from the draw: the weights enter twice
+        step = np.einsum("sn,snd->sd", draw.weights, (state.x[:, None, :] - X) / tau[None, :, None])
+        return NovaState(x=state.x - tau_eff[:, None] * step)
+
+    return Algorithm("first-fednova", lambda p, x0: NovaState(x0), round_, config)
+
+
+register("first-fednova", "FedNova, first version", display="FirstFedNova", affine=True,
+         exact_layout=field_layout(("x",)))(first_version)
+try:
+    exact_rates(prob, "first-fednova", model, **kw)
+except NotAffineError as exc:
+    print(exc)""",
+    """md:
+## 5. A bound
+
+Typed as in notebook 07: the linear-rate shape 1 - c eta mu_f K over a class of heterogeneous
+quadratic clients, and the largest constant c that bounds every instance searched.""",
+    """
+res = check({"algorithm": "my-fednova", "participation": "uniform", "clients": [4, 6],
+             "clients_per_round": 2, "local_steps": [1, 2, 3], "lr": "1/(4*K*L)",
+             "quantity": "mean_square_rate", "bound": "1 - c*eta*mu_f*K", "constant": "c",
+             "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0}}, search=20)
+print(res.sentence())""",
+    """md:
+## 6. From a file: the command line, specs and sweeps
+
+An algorithm registered in a notebook lives in this kernel only. Put it in a file (as
+docs/examples/fednova.py and docs/examples/server_momentum.py do) and every command loads it:
+`fedtheory rate --algorithm docs/examples/fednova.py:fednova --problem figure4 --participation
+uniform -M 4 -K 3 --lr 1.5e-4`, `algorithm = "fednova.py:fednova"` in a bound or sweep spec (a
+path relative to the spec; a sweep's Dask workers import the file themselves). Loading a file
+runs its code, as `python file.py` would.""",
+    """
+examples = Path(fedtheory.__file__).resolve().parents[1] / "docs" / "examples"
+if examples.is_dir():  # a checkout of fedtheory (not an installed wheel)
+    found = resolve_algorithm(f"{examples}/server_momentum.py:fedavgm")
+    print(found.name, "from", found.file)
+    heavy = exact_rates(prob, found.name, make_participation("full", 5), lr=0.08, local_steps=1,
+                        global_lr=0.5, options={"server_momentum": 0.9})
+    print(f"FedAvgM, K = 1, full participation: mean-square rate {heavy.mean_square_rate:.6f}")""",
+)
+
+
 #: Seconds each notebook took top to bottom (one CPU core, measured with
 #: ``python notebooks/build_notebooks.py --time``); said in its first cell.
 RUN_TIMES = {
@@ -596,6 +785,7 @@ RUN_TIMES = {
     "05_sweeps.ipynb": 6,
     "06_exact_rates.ipynb": 10,
     "07_checking_bounds.ipynb": 15,
+    "08_your_own_algorithm.ipynb": 10,
 }
 
 

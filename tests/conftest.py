@@ -39,3 +39,31 @@ def modules_loaded_by():
         return ast.literal_eval(out.stdout.strip().splitlines()[-1])
 
     return loaded
+
+
+@pytest.fixture
+def own_algorithms():
+    """Load ``docs/examples/NAME.py`` algorithms (``load("fednova")`` -> (registry name, the
+    file's module)); the registry and the user modules are put back afterwards, so algorithms
+    registered by a test (and the examples) are seen by that test only."""
+    from pathlib import Path  # noqa: PLC0415  (only this fixture needs them)
+
+    from fedtheory.algorithms import registry  # noqa: PLC0415
+
+    examples = Path(__file__).resolve().parents[1] / "docs" / "examples"
+    saved = dict(registry._REGISTRY), dict(registry._ALIASES)
+    before = set(sys.modules)
+
+    def load(name: str, attr: str | None = None) -> tuple:
+        found = registry.resolve_algorithm(f"{examples / name}.py:{attr or name}")
+        return found.name, sys.modules[registry.info(found.name).module]
+
+    load.examples = examples
+    yield load
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved[0])
+    registry._ALIASES.clear()
+    registry._ALIASES.update(saved[1])
+    for name in set(sys.modules) - before:
+        if name.startswith("fedtheory_user_"):
+            del sys.modules[name]

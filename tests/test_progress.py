@@ -52,26 +52,57 @@ def test_line_progress_labels_each_unit_and_throttles_unlabelled_ones():
     assert "\r" not in out.getvalue()
 
 
-def test_verify_streams_one_line_per_claim_to_a_redirected_stderr(tmp_path):
-    """The log of ``make run > log 2>&1`` shows each claim as it finishes; the table is still
-    printed at the end on stdout, and with ``--json -`` stdout holds only the JSON."""
+def test_line_progress_counts_units_by_name_and_says_when_one_starts():
+    out = io.StringIO()
+    bar = LineProgress(total=37, desc="verify", file=out, counts="claim")
+    bar.started("N1 (running: N1)")
+    bar.started("C2 (running: N1, C2)")
+    bar.done(["C2/a fails", "C2/b holds"], seconds=0.25)
+    assert out.getvalue().splitlines() == [
+        "claim 1 of 37 started: N1 (running: N1)",
+        "claim 2 of 37 started: C2 (running: N1, C2)",
+        "claim 1 of 37 done: C2/a fails 0.2 s",
+        "claim 1 of 37 done: C2/b holds 0.2 s",
+    ]
+
+
+def _verify_log(tmp_path, *flags: str) -> tuple[subprocess.CompletedProcess, list[str]]:
     err = tmp_path / "err.log"
     with open(err, "w") as fh:
         done = subprocess.run(
-            [sys.executable, "-m", "fedtheory", "verify", "--only", "G1,G2"],
+            [sys.executable, "-m", "fedtheory", "verify", "--only", "G1,G2", *flags],
             stdout=subprocess.PIPE, stderr=fh, text=True, env=_env_with_progress(), check=False,
         )  # fmt: skip
     assert done.returncode == 0
-    lines = err.read_text().splitlines()
-    assert lines[0].startswith("[1/2] G1 holds ") and lines[0].endswith(" s")
-    assert lines[1].startswith("[2/2] G2 holds ")
-    assert "G1" in done.stdout and "verdict" in done.stdout and "[1/2]" not in done.stdout
+    return done, err.read_text().splitlines()
+
+
+def test_verify_streams_a_line_per_claim_started_and_finished_to_a_redirected_stderr(tmp_path):
+    """The log of ``make run > log 2>&1`` shows each claim as it starts (with the claims
+    running) and as it finishes; the table is still printed at the end on stdout, and with
+    ``--json -`` stdout holds only the JSON."""
+    done, lines = _verify_log(tmp_path, "--workers", "1")
+    assert lines[0] == "claim 1 of 2 started: G1"
+    assert lines[1].startswith("claim 1 of 2 done: G1 holds ") and lines[1].endswith(" s")
+    assert lines[2] == "claim 2 of 2 started: G2"
+    assert lines[3].startswith("claim 2 of 2 done: G2 holds ")
+    assert "G1" in done.stdout and "verdict" in done.stdout and "claim 1 of 2" not in done.stdout
+    _, lines = _verify_log(tmp_path, "--workers", "2")  # G2, the longer, starts first
+    assert lines[:2] == [
+        "claim 1 of 2 started: G2 (running: G2)",
+        "claim 2 of 2 started: G1 (running: G2, G1)",
+    ]
+    assert sorted(line.split(": ")[0] for line in lines[2:]) == [
+        "claim 1 of 2 done",
+        "claim 2 of 2 done",
+    ]
+    assert sorted(line.split(": ")[1].split()[0] for line in lines[2:]) == ["G1", "G2"]
     piped = subprocess.run(
         [sys.executable, "-m", "fedtheory", "verify", "--only", "G1", "--json", "-"],
         capture_output=True, text=True, env=_env_with_progress(), check=True,
     )  # fmt: skip
     json.loads(piped.stdout)  # pure JSON
-    assert "[1/1] G1 holds" in piped.stderr
+    assert "claim 1 of 1 done: G1 holds" in piped.stderr
 
 
 @pytest.fixture

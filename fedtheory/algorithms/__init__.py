@@ -34,6 +34,11 @@ Shared pieces
   an error listing the valid ones); ``info(name)``, ``names(gossip=True)``,
   ``display_name(name)`` and ``available()`` answer questions about them. A new algorithm
   module is imported at the end of this file, which registers it.
+- A researcher's own algorithm (docs/own-algorithm.md) registers the same way from a file, a
+  module, a notebook or an installed package (entry points of the group
+  ``fedtheory.algorithms``); ``resolve_algorithm("path/to/file.py:NAME")`` loads it (the one
+  place that imports a user's code) and :func:`field_layout` declares the exact oracle's
+  coordinates of a flat state.
 
 Algorithms here (each file cites its paper): ``fedavg``, ``fedprox``, ``scaffold``, ``fedau``,
 ``mifa``, ``scaffnew``, ``focus``, ``sg-focus``, ``feddyn``, ``fedamsgrad``, ``fedadam``,
@@ -46,16 +51,20 @@ from fedtheory.algorithms.base import (
     AlgorithmConfig,
     RoundDraw,
     SeedRng,
+    StateLayout,
     aggregate,
     broadcast_clients,
+    field_layout,
     pull,
     seed_sequences,
 )
 from fedtheory.algorithms.gossip import gossip
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import (
+    ENTRY_POINT_GROUP,
     AlgorithmInfo,
     Option,
+    ResolvedAlgorithm,
     available,
     display_name,
     gossip_rho,
@@ -63,11 +72,17 @@ from fedtheory.algorithms.registry import (
     make_algorithm,
     names,
     register,
+    resolve_algorithm,
 )
 from fedtheory.algorithms.server_opt import ServerOptimizer, ServerOptState, server_optimizer
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "Algorithm",
+    "ResolvedAlgorithm",
+    "StateLayout",
+    "field_layout",
+    "resolve_algorithm",
     "AlgorithmInfo",
     "Option",
     "display_name",

@@ -679,3 +679,53 @@ class StateLayout:
 def zeros_fill(shape: tuple[int, ...]) -> np.ndarray:
     """The default ``fill`` of :attr:`StateLayout.decode`: zeros for the fields never read."""
     return np.zeros(shape)
+
+
+def field_layout(
+    server: Sequence[str] = ("x",), clients: Sequence[str] = ()
+) -> Callable[..., StateLayout]:
+    """The exact layout (``register(..., exact_layout=...)``) of an algorithm whose state is a
+    NamedTuple of model-sized arrays: ``server`` fields ``(S, d)`` (the first is ``x``) are the
+    server coordinates u, ``clients`` fields ``(S, N, d)`` the per-client coordinates v_i; every
+    other field is declared unread by the server model (the exact oracle's verification fills
+    it with random values and checks that the round does not depend on it).
+
+    Examples
+    --------
+    A server model and a server momentum, nothing per client (FedAvg with server momentum)::
+
+        @register("fedavgm", ..., affine=True, exact_layout=field_layout(("x", "m")))
+    """
+    server, clients = tuple(server), tuple(clients)
+    if not server or server[0] != "x":
+        raise AssumptionError(f"the server fields of a layout start with 'x', got {server}")
+    twice = sorted({f for f in (*server, *clients) if (*server, *clients).count(f) > 1})
+    if twice:
+        raise AssumptionError(f"a layout names each field once, got {', '.join(twice)} twice")
+    words = f"u = ({', '.join(server)})" + (f"; v_i = ({', '.join(clients)})" if clients else "")
+
+    def layout(name: str, config: Any, n_clients: int, dim: int) -> StateLayout:
+        d = int(dim)
+
+        def encode(st: Any) -> tuple[Array, Array]:
+            xp = get_namespace(st.x)
+            u = xp.concatenate([getattr(st, f) for f in server], axis=-1)
+            if not clients:
+                return u, xp.zeros((u.shape[0], int(n_clients), 0), dtype=u.dtype)
+            return u, xp.concatenate([getattr(st, f) for f in clients], axis=-1)
+
+        def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
+            given = {f: u[:, k * d : (k + 1) * d] for k, f in enumerate(server)}
+            given |= {f: V[:, :, k * d : (k + 1) * d] for k, f in enumerate(clients)}
+            missing = [f for f in given if f not in tpl._fields]
+            if missing:
+                raise AssumptionError(
+                    f"{name}: its exact layout names the field(s) {', '.join(missing)}, which "
+                    f"its state {type(tpl).__name__} does not have ({', '.join(tpl._fields)})"
+                )
+            rest = {f: fill(np.shape(getattr(tpl, f))) for f in tpl._fields if f not in given}
+            return tpl._replace(**given, **rest)
+
+        return StateLayout(name, len(server) * d, len(clients) * d, d, encode, decode, words)
+
+    return layout

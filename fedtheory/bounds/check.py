@@ -145,6 +145,8 @@ def _oracle_kw(spec: BoundSpec, inst: Instance, eta: float) -> dict:
         kw["global_lr"] = spec.global_lr
     if spec.prox_mu is not None:
         kw["prox_mu"] = spec.prox_mu
+    if spec.options:
+        kw["options"] = dict(spec.options)
     return kw
 
 
@@ -270,6 +272,7 @@ def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = 
                                                   / math.log(rho)))))  # fmt: skip
     kw = _oracle_kw(spec, inst, eta)
     kw["aggregation"] = kw.pop("rule")
+    kw.update(kw.pop("options", {}))  # simulate takes the algorithm's options as keywords
     res = simulate(inst.problem, spec.algorithm, part, rounds=rounds, seeds=S, seed=seed,
                    metrics=("error",), **kw)  # fmt: skip
     d0 = float(inst.problem.x_star @ inst.problem.x_star)

@@ -126,7 +126,8 @@ class Instance:
     def rate_command(self, spec: BoundSpec, eta: float, files: dict) -> str:
         """The ``fedtheory rate`` command line that recomputes the exact value on the file."""
         words = ["fedtheory", "rate", "--problem-file", files["problem_file"], "--algorithm",
-                 spec.algorithm, "--participation", spec.participation]  # fmt: skip
+                 spec.algorithm_source or spec.algorithm, "--participation",
+                 spec.participation]  # fmt: skip
         if self.clients_per_round is not None and self.p is None:
             words += ["--clients-per-round", str(self.clients_per_round)]
         if spec.participation == "weighted":
@@ -143,6 +144,9 @@ class Instance:
             words += ["--prox-mu", repr(spec.prox_mu)]
         if spec.noise:
             words += ["--noise", repr(spec.noise)]
+        for name, value in spec.options.items():  # arrays as comma-separated numbers
+            text = ",".join(map(repr, np.ravel(value).tolist())) if np.ndim(value) else value
+            words += ["--option", f"{name}={text}"]
         return " ".join(shlex.quote(w) for w in words)
 
 

@@ -25,7 +25,10 @@ number or an expression of the constants (not ``eta``); ``condition`` is one ine
 joined by ``and``, or a list of them; ``constant`` names the free constant and
 ``constant_value`` may give the paper's value of it. ``problem`` (a built-in name) or
 ``problem_file`` (an ``.npz``) names one instance to check; ``[class]`` the instance class to
-search. Unknown keys and unknown symbols are refused naming the accepted ones.
+search; ``[options]`` sets the algorithm's own options (``server_momentum = 0.9``). Unknown keys,
+options and symbols are refused naming the accepted ones. ``algorithm`` may name a user's own
+algorithm, ``"my_algos.py:fednova"`` (a path relative to the spec file) or ``"module:NAME"``:
+loading the spec imports that file, which runs its code (docs/own-algorithm.md).
 
 Expressions are read by :func:`~fedtheory.bounds.expressions.parse_expression`, which builds
 their sympy tree itself from a checked syntax tree and evaluates them in float64: no text of a
@@ -45,7 +48,8 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from fedtheory.analysis.exact import AFFINE_ALGORITHMS
+from fedtheory.algorithms.registry import SHARED_SETTINGS, configure, resolve_algorithm
+from fedtheory.analysis.exact import check_affine
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
 from fedtheory.bounds.expressions import Expression, parse_expression
 from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, UnknownOptionError
@@ -71,7 +75,7 @@ _TOP_KEYS = (
     "title", "source", "stated", "algorithm", "participation", "clients", "clients_per_round",
     "p", "local_steps", "lr", "quantity", "bound", "condition", "constant", "constant_value",
     "epsilon", "tolerance", "aggregation", "empty", "global_lr", "prox_mu", "noise",
-    "problem", "problem_file", "topology", "seeds", "rounds", "class",
+    "problem", "problem_file", "topology", "seeds", "rounds", "class", "options",
 )  # fmt: skip
 _CLASS_KEYS = ("dim", "L", "mu", "heterogeneity", "p_range")
 _TEXT_KEYS = ("algorithm", "quantity", "bound", "participation", "aggregation", "empty", "title",
@@ -220,7 +224,12 @@ class BoundSpec:
     Build it with :meth:`from_dict` (a parsed TOML table), :func:`load_spec` (a file) or the
     constructor, which takes the same keys as keywords (``class`` is ``instance_class``, a
     table or an :class:`InstanceClass`) and makes every check (:meth:`from_dict` adds only the
-    refusal of unknown and missing keys).
+    refusal of unknown and missing keys, and the loading of a user's algorithm).
+
+    ``algorithm`` is a registry name (:meth:`from_dict` loads a user's ``FILE.py:NAME``,
+    :func:`~fedtheory.algorithms.registry.resolve_algorithm`); ``algorithm_source`` is how
+    another process names it (the absolute ``FILE.py:NAME``: the search's worker processes and
+    the ``fedtheory rate`` command that reproduces a value use it).
     """
 
     algorithm: str
@@ -252,6 +261,8 @@ class BoundSpec:
     source: str = ""
     stated: str = ""
     path: str | None = field(default=None, compare=False)
+    options: dict = field(default_factory=dict, hash=False)
+    algorithm_source: str | None = field(default=None, compare=False)
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
@@ -269,17 +280,25 @@ class BoundSpec:
             if key not in d:
                 raise AssumptionError(f"the bound spec needs {key!r}")
         kw = {("instance_class" if k == "class" else k): v for k, v in d.items()}
+        if not isinstance(d["algorithm"], str):
+            raise AssumptionError(f"algorithm must be a string, got {d['algorithm']!r}")
+        base = os.path.dirname(os.path.abspath(path)) if path is not None else None
+        found = resolve_algorithm(d["algorithm"], base_dir=base)  # a user's file is imported
+        kw["algorithm"], kw["algorithm_source"] = found.name, found.source
         if isinstance(kw.get("instance_class"), dict):
             kw["instance_class"] = InstanceClass.from_dict(kw["instance_class"])
         return cls(**kw, path=path)
 
     def __post_init__(self) -> None:
         self._check_fields()
-        if self.algorithm not in AFFINE_ALGORITHMS:
+        check_affine(self.algorithm)  # an unknown name, or why it has no exact rate
+        shared = sorted(k for k in self.options if k in SHARED_SETTINGS)
+        if shared:
             raise AssumptionError(
-                f"algorithm {self.algorithm!r} has no exact rate (its round is not affine); "
-                f"a bound is checked for one of {', '.join(AFFINE_ALGORITHMS)}"
+                f"[options] holds the algorithm's own options; give {', '.join(shared)} as "
+                "top-level keys of the spec"
             )
+        configure(self.algorithm, **self.options)  # unknown options, naming the accepted ones
         if self.participation not in PARTICIPATION:
             raise AssumptionError(
                 f"participation {self.participation!r}: choose one of {', '.join(PARTICIPATION)}"
@@ -336,6 +355,8 @@ class BoundSpec:
             raise AssumptionError(f"global_lr must be > 0, got {self.global_lr!r}")
         if opt["prox_mu"] is not None and opt["prox_mu"] < 0:
             raise AssumptionError(f"prox_mu must be >= 0, got {self.prox_mu!r}")
+        if not isinstance(self.options, dict):
+            raise AssumptionError(f"[options] must be a table, got {self.options!r}")
         cls_ = self.instance_class
         if isinstance(cls_, dict):
             cls_ = InstanceClass.from_dict(cls_)
@@ -346,6 +367,7 @@ class BoundSpec:
             raise AssumptionError("local_steps must be an integer or a list of integers")
         _settle(
             self,
+            options=dict(self.options),
             lr=lr,
             p=p,
             **opt,
@@ -426,10 +448,14 @@ class BoundSpec:
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name == "path" or v is None or v == () or v == "":
+            if f.name in ("path", "algorithm_source") or v is None or v in ((), "", {}):
                 continue
             if f.name == "instance_class":
                 out["class"] = v.to_dict()
+            elif f.name == "algorithm":
+                out[f.name] = self.algorithm_source or v
+            elif f.name == "options":
+                out[f.name] = {k: x.tolist() if hasattr(x, "tolist") else x for k, x in v.items()}
             else:
                 out[f.name] = list(v) if isinstance(v, tuple) else v
         return out

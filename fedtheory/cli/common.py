@@ -4,7 +4,10 @@
   it to stdout, and then stdout holds the JSON only (tables and progress go to stderr).
 - ``--clients/-N`` is the number of clients, ``--clients-per-round/-M`` how many take part in a
   round; older spellings (``--n``, ``--N``, ``--M``) stay as aliases.
-- Algorithm names are matched case-insensitively (``FOCUS``, ``focus``, ``HA-Fed``, ``hafed``).
+- Algorithm names are matched case-insensitively (``FOCUS``, ``focus``, ``HA-Fed``, ``hafed``);
+  ``--algorithm FILE.py:NAME`` or ``MODULE:NAME`` loads a user's own algorithm (importing the
+  file: running its code, at the user's request) and ``--option NAME=VALUE`` sets an
+  algorithm's own option, the same on every command that runs one (:func:`add_algorithm`).
 - ``--help`` shows every default and an example.
 - ``--max-memory SIZE`` (where a command's memory grows with its input) sets the limit of the
   estimates made before work (default: the memory available); beyond it the command refuses,
@@ -22,9 +25,12 @@ import os
 import sys
 from typing import Any
 
-from fedtheory.algorithms.registry import info
+import numpy as np
+
+from fedtheory.algorithms.registry import info, resolve_algorithm
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import check_figure_path, check_output_path, emit_json
+from fedtheory.participation import load_vector
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -182,14 +188,79 @@ def add_clients_per_round(
 
 
 def algorithm_name(text: str) -> str:
-    """A registered algorithm named in any case or by its display name -> its registry name.
+    """A registered algorithm named in any case or by its display name, or a user's algorithm
+    (``FILE.py:NAME``, ``MODULE:NAME``, an installed entry point: imported now,
+    :func:`~fedtheory.algorithms.registry.resolve_algorithm`) -> its registry name.
 
-    Raises ``argparse.ArgumentTypeError`` (a one-line usage error, exit 2) naming the choices.
+    Raises ``argparse.ArgumentTypeError`` (a one-line usage error, exit 2) naming the choices
+    and the near miss, or why the file cannot be loaded.
     """
     try:
-        return info(text).name
+        return resolve_algorithm(text).name
     except FedTheoryError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: ``--algorithm``'s help: what it accepts, and that a file named there is run.
+ALGORITHM_HELP = (
+    "a registered algorithm (any case; fedtheory simulate --list), or your own as FILE.py:NAME "
+    "or MODULE:NAME (docs/own-algorithm.md): the file or module is imported, which runs its "
+    "code as python would"
+)
+
+
+def add_algorithm(
+    p: Any, *, help: str = ALGORITHM_HELP, options_group: Any = None, required: bool = False
+) -> None:
+    """``--algorithm NAME`` (a registered name, ``FILE.py:NAME`` or ``MODULE:NAME``:
+    :func:`algorithm_name`) and ``--option NAME=VALUE`` (repeatable; in ``options_group`` where
+    given): the one way every command names an algorithm and sets its own options
+    (:func:`algorithm_options` reads them)."""
+    p.add_argument("--algorithm", type=algorithm_name, metavar="NAME", help=help, required=required)
+    (options_group or p).add_argument(
+        "--option", action="append", default=[], metavar="NAME=VALUE",
+        help="an algorithm's own option, e.g. server_momentum=0.9 (repeatable; the algorithm's "
+        "declared options: fedtheory simulate --list)",
+    )  # fmt: skip
+
+
+def algorithm_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--option NAME=VALUE`` strings -> values typed by the algorithm's declared options
+    (numbers, true/false, none; an array option reads comma-separated numbers or a .npy / text
+    file). Unknown names pass through: ``make_algorithm`` refuses them, listing the valid ones.
+    """
+    declared = {o.name: o for o in info(args.algorithm).options} if args.algorithm else {}
+    out: dict[str, Any] = {}
+    for item in args.option:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise FedTheoryError(f"--option takes NAME=VALUE, got {item!r}")
+        kind = declared[name].kind if name in declared else str
+        out[name] = _parse_option(text, kind if isinstance(kind, tuple) else (kind,))
+    return out
+
+
+def _parse_option(text: str, kinds: tuple) -> Any:
+    """``text`` as the first of ``kinds`` it parses as (bool: true/false/1/0)."""
+    low = text.strip().lower()
+    for kind in kinds:
+        if kind is bool and low in ("true", "1", "yes", "false", "0", "no"):
+            return low in ("true", "1", "yes")
+        if kind in (int, float):
+            try:
+                return kind(text)
+            except ValueError:
+                continue
+        if kind is str:
+            return text
+        if kind is np.ndarray and low != "none":
+            try:  # comma-separated numbers, else a file
+                return np.asarray([float(v) for v in text.split(",")])
+            except ValueError:
+                return load_vector(text, "option")
+    if low == "none":
+        return None
+    return text  # the option's own check names the expected type
 
 
 def algorithm_names(text: str) -> list[str]:

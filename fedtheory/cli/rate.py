@@ -4,7 +4,8 @@ Contract (other tools rely on it)::
 
     fedtheory rate (--problem-file F.npz | --problem NAME) --algorithm NAME
         --participation full|uniform|weighted|bernoulli [--clients-per-round M]
-        [--probabilities p.npy] --local-steps K --lr ETA [--json OUT|-]
+        [--probabilities p.npy] --local-steps K --lr ETA [--option NAME=VALUE ...]
+        [--json OUT|-]
 
 The problem file is the one ``simulate`` reads (A (N, n, d), b (N, n), optional lam;
 f_i = 1/2 ||A_i x - b_i||^2 + lam/2 ||x||^2); a counterexample's interpolation file is
@@ -33,10 +34,11 @@ from fedtheory.analysis.exact import (
     problem_constants,
 )
 from fedtheory.cli.common import (
+    add_algorithm,
     add_clients_per_round,
     add_json,
     add_parser,
-    algorithm_name,
+    algorithm_options,
     human_stream,
     missing,
     write_json,
@@ -60,7 +62,10 @@ def register(subparsers: Any) -> None:
             f"supported (affine) algorithms: {', '.join(AFFINE_ALGORITHMS)}.\n"
             "refused (not affine): the adaptive server steps (fedadam, fedyogi, fedadagrad, "
             "fedamsgrad, afga, cafga, hafed) divide by sqrt(v); fedau's weights depend on the "
-            "participation history; dsgd has no server."
+            "participation history; dsgd has no server.\n"
+            "your own algorithm (FILE.py:NAME): its round must be affine in the state and "
+            "linear in the participation weights, with a declared exact layout; a round that "
+            "is not is refused, naming the property that fails and where."
         ),
         examples=[
             "fedtheory rate --problem figure4 --algorithm FOCUS --participation uniform "
@@ -69,13 +74,18 @@ def register(subparsers: Any) -> None:
             "-M 4 -K 3 --lr 1.5e-4 --largest-stable-lr --json rates.json",
             "fedtheory rate --problem-file my.npz --algorithm scaffold --participation bernoulli "
             "--probabilities p.npy -K 2 --lr 0.01 --json -",
+            "fedtheory rate --problem figure4 --algorithm fedavg --option server_momentum=0.9 "
+            "-K 3 --lr 6e-4",
+            "fedtheory rate --algorithm docs/examples/fednova.py:fednova --problem figure4 "
+            "--participation uniform -M 4 -K 3 --lr 1.5e-4",
         ],
     )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--problem-file", metavar="F.npz", help="A (N, n, d), b (N, n), lam")
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
-    p.add_argument("--algorithm", type=algorithm_name, metavar="NAME",
-                   help="an affine algorithm (any case; see above)")  # fmt: skip
+    add_algorithm(p, help="an affine algorithm (any case; see above), or your own as "
+                  "FILE.py:NAME or MODULE:NAME (docs/own-algorithm.md): the file or module is "
+                  "imported, which runs its code as python would")  # fmt: skip
     p.add_argument("--participation", default="full", choices=model_names(exact_law=True),
                    help="participation model (markov: N <= 10)")  # fmt: skip
     add_clients_per_round(p, help="M (uniform, weighted, markov; bernoulli: p_i = M/N)")
@@ -179,6 +189,9 @@ def run(args: argparse.Namespace) -> int:
     }  # fmt: skip
     if args.algorithm == "fedprox" or args.prox_mu:
         kw["prox_mu"] = args.prox_mu
+    options = algorithm_options(args)
+    if options:
+        kw["options"] = options
     res = exact_rates(problem, args.algorithm, model, lr=args.lr, **kw)
     if args.noise and not res.noise:  # the round never drew the gradient noise
         raise FedTheoryError(

@@ -25,15 +25,16 @@ from typing import Any
 import numpy as np
 
 from fedtheory.algorithms import available, info
-from fedtheory.algorithms.registry import BASE_SETTINGS, SHARED_SETTINGS
+from fedtheory.algorithms.registry import BASE_SETTINGS, SHARED_SETTINGS, installed
 from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.backend import BACKENDS
 from fedtheory.cli.common import (
+    add_algorithm,
     add_clients_per_round,
     add_json,
     add_max_memory,
     add_parser,
-    algorithm_name,
+    algorithm_options,
     human_stream,
     json_to_stdout,
     missing,
@@ -77,6 +78,8 @@ def register(subparsers: Any) -> None:
             "-M 4 -R 500 -K 3 --lr 1.5e-4 --seeds 100 --json focus.json",
             "fedtheory simulate --problem-file my.npz --algorithm fedau --option cutoff=5 "
             "--participation weighted -M 2 --probabilities p.npy -R 200 -K 2 --lr 0.01",
+            "fedtheory simulate --problem figure4 --algorithm docs/examples/fednova.py:fednova "
+            "--participation uniform -M 4 -R 300 -K 3 --lr 1.5e-4",
             "fedtheory simulate --list",
         ],
     )
@@ -84,7 +87,8 @@ def register(subparsers: Any) -> None:
     src.add_argument("--problem-file", metavar="F.npz",
                      help="A (N, n, d), b (N, n), lam; or an interpolation file")  # fmt: skip
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
-    p.add_argument("--algorithm", type=algorithm_name, metavar="NAME", help="see --list (any case)")
+    alg = p.add_argument_group("algorithm settings (only those the algorithm reads; see --list)")
+    add_algorithm(p, options_group=alg)
     p.add_argument("--participation", default=_RUN["participation"] or "full", choices=model_names(settings_only=True),
                    help="participation model")  # fmt: skip
     add_clients_per_round(p, help="clients per round M (per cluster for --participation cluster)")
@@ -94,7 +98,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rounds", "-R", type=int, metavar="R", help="communication rounds")
     p.add_argument("--local-steps", "-K", type=int, metavar="K", help="local steps per round")
     p.add_argument("--lr", type=float, metavar="ETA", help="local step size (FOCUS: its eta)")
-    alg = p.add_argument_group("algorithm settings (only those the algorithm reads; see --list)")
     alg.add_argument("--global-lr", type=float, metavar="ETA", help="server step size")
     alg.add_argument("--beta1", type=float, help="adaptive server: first-moment decay")
     alg.add_argument("--beta2", type=float, help="adaptive server: second-moment decay")
@@ -105,8 +108,6 @@ def register(subparsers: Any) -> None:
     alg.add_argument("--topology", help="gossip graph of the gossip algorithms")
     alg.add_argument("--clusters", type=int, metavar="C",
                      help="clusters C (clustered algorithms and --participation cluster)")  # fmt: skip
-    alg.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
-                     help="an algorithm's own option, e.g. cutoff=5 (repeatable; see --list)")  # fmt: skip
     p.add_argument("--record-every", type=int, default=_RUN["record_every"], metavar="K",
                    help="record the metrics every K rounds and at the last (the others are "
                    "null; the JSON's recorded_rounds lists them)")  # fmt: skip
@@ -142,45 +143,15 @@ def _listing() -> str:
         lines.append(
             f"  {'':14s}   reads {', '.join(a.settings)}" + (f"; options {opts}" if opts else "")
         )
+    lines.append("  your own: --algorithm FILE.py:NAME or MODULE:NAME (docs/own-algorithm.md)")
+    lines += [f"  {k:14s} installed: {v} (entry point, loaded when named)"
+              for k, v in installed().items()]  # fmt: skip
     lines.append("problems (--problem; a user's data: --problem-file F.npz with A, b, lam, or a "
                  "counterexample's interpolation file):")  # fmt: skip
     lines += [f"  {k:14s} {v}" for k, v in BUILTIN_PROBLEMS.items()]
     lines.append("participation (--participation):")
     lines += [f"  {k:14s} {model_info(k).description}" for k in model_names(settings_only=True)]
     return "\n".join(lines)
-
-
-def _options(algorithm: str, items: list[str]) -> dict[str, Any]:
-    """``--option NAME=VALUE`` strings -> typed values by the algorithm's declared options."""
-    declared = {o.name: o for o in info(algorithm).options}
-    out: dict[str, Any] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name:
-            raise FedTheoryError(f"--option takes NAME=VALUE, got {item!r}")
-        kind = declared[name].kind if name in declared else str
-        out[name] = _parse(text, kind if isinstance(kind, tuple) else (kind,))
-    return out  # unknown names are refused by make_algorithm with the valid ones listed
-
-
-def _parse(text: str, kinds: tuple) -> Any:
-    """``text`` as the first of ``kinds`` it parses as (bool: true/false/1/0)."""
-    low = text.strip().lower()
-    for kind in kinds:
-        if kind is bool and low in ("true", "1", "yes", "false", "0", "no"):
-            return low in ("true", "1", "yes")
-        if kind in (int, float):
-            try:
-                return kind(text)
-            except ValueError:
-                continue
-        if kind is str:
-            return text
-        if kind is np.ndarray:
-            return load_vector(text, "option")
-    if low == "none":
-        return None
-    return text  # the option's own check names the expected type
 
 
 def run(args: argparse.Namespace) -> int:
@@ -203,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         aggregation=args.aggregation, backend=args.backend, dtype=dtype, lr=args.lr,
         record_every=args.record_every, metrics=args.metrics,
         local_steps=args.local_steps, workers=args.workers, progress=True, **settings,
-        **_options(args.algorithm, args.option),
+        **algorithm_options(args),
     )  # fmt: skip
     out = {
         "algorithm": res.algorithm,

@@ -38,7 +38,7 @@ def register(subparsers) -> None:
             "fedtheory verify",
             "fedtheory verify --only C1,F2 --json results.json",
             "fedtheory verify --full --html report.html",
-            "fedtheory verify --full --workers 2",
+            "fedtheory verify --workers 1",
             "fedtheory verify --markdown docs/verdicts.md",
         ],
     )
@@ -62,10 +62,12 @@ def register(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, metavar="N",
-                       help="run the claims as tasks on N local Dask processes (needs the "
-                       "'fedtheory[sweep]' extra); default: in this process")  # fmt: skip
+                       help="run N claims at once, each in a forked process, the longest first "
+                       "(the same results for any N); default: the cores this process may use; "
+                       "1: one after the other in this process")  # fmt: skip
     where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="run the claims as tasks on a running Dask scheduler")  # fmt: skip
+                       help="run the claims as tasks on a running Dask scheduler (needs the "
+                       "'fedtheory[sweep]' extra)")  # fmt: skip
     p.set_defaults(func=main)
 
 

@@ -33,14 +33,17 @@ class LineProgress:
     """Progress for a stream that is not a terminal (a log file, a pipe, Slurm, CI, a notebook
     without widgets): plain lines, never carriage returns.
 
-    :meth:`done` reports one finished unit in one line (``[12/68] C1/uniform holds 4.1 s``);
-    :meth:`update` (a unit without a label, e.g. one sweep task or one round) prints a line
-    ``[k/N] desc`` at most every ``every`` seconds and at each tenth of the total, and at the
-    end. The subset of tqdm's interface used here (iteration, ``update``, ``set_postfix_str``,
-    ``close``, ``write``, ``with``) works the same, so callers need not know which they got.
+    :meth:`done` reports one finished unit in one line (``[12/68] C1/uniform holds 4.1 s``;
+    with ``counts="claim"``: ``claim 12 of 68 done: C1/uniform holds 4.1 s``); :meth:`started`
+    one unit that starts (``claim 14 of 68 started: C2 (running: N1, C2)``), so that a log of
+    long units is not silent while they run; :meth:`update` (a unit without a label, e.g. one
+    sweep task or one round) prints a line ``[k/N] desc`` at most every ``every`` seconds and at
+    each tenth of the total, and at the end. The subset of tqdm's interface used here
+    (iteration, ``update``, ``set_postfix_str``, ``close``, ``write``, ``with``) works the same,
+    so callers need not know which they got.
     """
 
-    def __init__(self, iterable=None, *, total=None, desc=None, every=10.0, file=None):
+    def __init__(self, iterable=None, *, total=None, desc=None, every=10.0, file=None, counts=None):
         self.iterable = iterable
         if total is None and iterable is not None and hasattr(iterable, "__len__"):
             total = len(iterable)
@@ -48,7 +51,9 @@ class LineProgress:
         self.desc = desc or ""
         self.every = every
         self.file = file if file is not None else sys.stderr
+        self.counts = counts
         self.n = 0
+        self.n_started = 0
         self.postfix = ""
         self._start = self._last = time.perf_counter()
         self._unit_start = self._start
@@ -68,8 +73,14 @@ class LineProgress:
     def __exit__(self, *exc):
         self.close()
 
-    def _count(self) -> str:
-        return f"[{self.n}/{self.total}]" if self.total else f"[{self.n}]"
+    def _count(self, n: int | None = None, what: str = "done") -> str:
+        """``[k/N]`` (``[k/N started]``), or with ``counts``: ``claim k of N done:``."""
+        n = self.n if n is None else n
+        of = f" of {self.total}" if self.total else ""
+        if self.counts:
+            return f"{self.counts} {n}{of} {what}:"
+        tail = "" if what == "done" else f" {what}"
+        return f"[{n}/{self.total}{tail}]" if self.total else f"[{n}{tail}]"
 
     def write(self, line: str) -> None:
         """Print ``line`` on the progress stream, flushed."""
@@ -86,9 +97,16 @@ class LineProgress:
     def refresh(self) -> None:
         """Nothing to redraw: lines are written as units finish."""
 
+    def started(self, label: str) -> None:
+        """One more unit starts: a line ``[k/N started] label`` (``counts="claim"``: ``claim k
+        of N started: label``), k counting the units started so far."""
+        self.n_started += 1
+        self.write(f"{self._count(self.n_started, 'started')} {label}")
+
     def done(self, label: str | list[str], n: int = 1, seconds: float | None = None) -> None:
-        """``n`` units finished: one line ``[k/N] label S s`` per label (``seconds``: the
-        unit's time, by default since the previous unit finished)."""
+        """``n`` units finished: one line ``[k/N] label S s`` (``counts="claim"``: ``claim k of N
+        done: label S s``) per label (``seconds``: the unit's time, by default since the
+        previous unit finished)."""
         now = time.perf_counter()
         self.n += n
         dt = now - self._unit_start if seconds is None else seconds
@@ -112,14 +130,18 @@ class LineProgress:
 
 
 class _TqdmProgress(tqdm):
-    """tqdm with :meth:`LineProgress.done`: the label becomes the bar's postfix."""
+    """tqdm with :meth:`LineProgress.done` and :meth:`LineProgress.started`: the label becomes
+    the bar's postfix."""
+
+    def started(self, label: str) -> None:
+        self.set_postfix_str(label)
 
     def done(self, label: str | list[str], n: int = 1, seconds: float | None = None) -> None:
         self.set_postfix_str(label if isinstance(label, str) else ", ".join(label), refresh=False)
         self.update(n)
 
 
-def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0, **kw):
+def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0, counts=None, **kw):
     """Progress on stderr that works everywhere.
 
     - stderr is a terminal: a tqdm bar;
@@ -128,8 +150,9 @@ def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0,
       without ipywidgets): :class:`LineProgress`, plain lines as units finish;
     - ``disable`` or the environment variable ``FEDTHEORY_NO_PROGRESS`` set: nothing.
 
-    Every kind iterates like tqdm and has ``update``, ``set_postfix_str``, ``close`` and
-    ``done(label)`` (one finished unit with its label: a line in a log, the postfix on a bar).
+    Every kind iterates like tqdm and has ``update``, ``set_postfix_str``, ``close``,
+    ``done(label)`` (one finished unit with its label: a line in a log, the postfix on a bar) and
+    ``started(label)`` (one unit starts: a line in a log, the postfix on a bar).
 
     Parameters
     ----------
@@ -143,6 +166,9 @@ def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0,
         No progress at all.
     every : float
         In line mode, the most seconds between two lines of unlabelled units.
+    counts : str, optional
+        In line mode, what a unit is called in the counts: ``"claim"`` writes ``claim 12 of 68
+        done: ...`` where the default writes ``[12/68] ...``.
     **kw
         Further keywords for tqdm (``unit``, ...); ignored in line mode.
     """
@@ -153,8 +179,9 @@ def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0,
 
         class _NotebookProgress(notebook_tqdm):
             done = _TqdmProgress.done
+            started = _TqdmProgress.started
 
         return _NotebookProgress(iterable, total=total, desc=desc, **kw)
     if sys.stderr is not None and sys.stderr.isatty():
         return _TqdmProgress(iterable, total=total, desc=desc, file=sys.stderr, **kw)
-    return LineProgress(iterable, total=total, desc=desc, every=every)
+    return LineProgress(iterable, total=total, desc=desc, every=every, counts=counts)

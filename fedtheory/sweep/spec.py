@@ -11,6 +11,13 @@ other axes (docs/sweeps.md):
   other on one axis, named ``run``, whose coordinates say which algorithm and settings a point
   has.
 
+An ``[options]`` table sets algorithms' own options (``server_momentum = 0.9``) for every
+algorithm of the spec, an ``[algorithms.NAME.options]`` table for one (not swept: a list is an
+array option's value). ``algorithm`` may name a user's own algorithm, ``"my_algos.py:fednova"``
+(a path relative to the spec) or ``"module:NAME"``: normalizing the spec imports it (its code
+runs; docs/own-algorithm.md), the spec holds the absolute path, which the Dask workers import
+again, and the spec's hash covers the file's contents, as it covers every file of the spec.
+
 The grid is the cartesian product of the axes, in the order of :data:`KEYS` (an axis stands
 where its first key does; not the order of the file, so that one normalized spec means one
 store layout). A *task* is one grid point and one block of at most ``seed_block`` consecutive
@@ -48,8 +55,8 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms import available
 from fedtheory.algorithms.base import AlgorithmConfig
+from fedtheory.algorithms.registry import info, reference_file, resolve_algorithm
 from fedtheory.backend import BACKENDS
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import read_toml
@@ -132,8 +139,13 @@ _WHY_SCALAR = {
 }
 
 
-#: The tables of a spec besides :data:`KEYS`: ``[zip]`` and ``[algorithms.NAME]``.
-TABLES = ("zip", "algorithms")
+#: The tables of a spec besides :data:`KEYS`: ``[zip]``, ``[algorithms.NAME]`` and
+#: ``[options]``.
+TABLES = ("zip", "algorithms", "options")
+
+#: The key of :meth:`Spec.hashable` (and of a store's ``fedtheory_spec_files``) that holds the
+#: digests of the user's algorithm files the spec names.
+ALGORITHM_FILES = "algorithm_files"
 
 #: Name of the dimension of the ``[zip]`` axis and of the ``[algorithms.NAME]`` axis.
 ZIP_DIM, RUN_DIM = "zip", "run"
@@ -199,7 +211,9 @@ class Spec:
 
     Swept and zipped keys hold tuples, the others scalars; ``values["zip"]`` is the tuple of
     zipped keys (or None), ``values["algorithms"]`` maps each algorithm to its table (or None;
-    ``values["algorithm"]`` is then the tuple of their names). Build one with :func:`normalize`
+    ``values["algorithm"]`` is then the tuple of their names), ``values["options"]`` is the
+    ``[options]`` table (or None). An algorithm is held as another process names it: a registry
+    name, or the absolute ``FILE.py:NAME`` of a user's file. Build one with :func:`normalize`
     or :func:`load_spec`; ``values`` is then validated.
     """
 
@@ -270,10 +284,13 @@ class Spec:
                 alg: {k: list(x) if isinstance(x, tuple) else x for k, x in t.items()}
                 for alg, t in tables.items()
             }
+        if self.values.get("options") is not None:
+            out["options"] = dict(self.values["options"])
         return out
 
     def hashable(self) -> dict:
-        """:meth:`to_dict` with every file replaced by the SHA-256 of its contents."""
+        """:meth:`to_dict` with every file replaced by the SHA-256 of its contents (a user's
+        algorithm files under :data:`ALGORITHM_FILES`, when the spec names one)."""
         out = self.to_dict()
         for key in PATH_KEYS:
             val = out[key]
@@ -281,6 +298,9 @@ class Spec:
                 out[key] = [_file_digest(key, p) for p in val]
             elif val is not None:
                 out[key] = _file_digest(key, val)
+        files = self.algorithm_files()
+        if files:
+            out[ALGORITHM_FILES] = files
         return out
 
     @cached_property
@@ -308,9 +328,24 @@ class Spec:
             config = dict(base)
             for a, i in zip(axes, point, strict=True):
                 config.update(zip(a.keys, a.points[i], strict=True))
+            config["options"] = self.options(config["algorithm"])
             for ids in blocks:
                 out.append(Task(index=len(out), point=point, seed_ids=ids, config=config))
         return out
+
+    def options(self, algorithm: str) -> dict:
+        """The options of ``algorithm``'s runs: ``[options]`` and its own
+        ``[algorithms.NAME.options]`` (which wins)."""
+        tables = self.values["algorithms"] or {}
+        mine = (tables.get(algorithm) or {}).get("options") or {}
+        return {**(self.values["options"] or {}), **mine}
+
+    def algorithm_files(self) -> dict[str, str]:
+        """The digests of the user's algorithm files the spec names, ``{"/path/f.py:NAME":
+        "sha256:..."}`` (read now; empty when it names none)."""
+        v = self.values["algorithm"]
+        refs = [a for a in (v if isinstance(v, tuple) else (v,)) if reference_file(a)]
+        return {a: _file_digest("algorithm", reference_file(a)) for a in refs}
 
     def differences(self, other: dict) -> list[str]:
         """Keys whose values differ from another normalized spec's (``other`` as hashable dict)."""
@@ -345,6 +380,15 @@ class Spec:
                 grown.append(f"{a.name} {len(b.points)} -> {len(a.points)}")
         if any(new.fixed.get(k) != old.fixed.get(k) for k in KEYS if k != "seeds"):
             return None  # a setting of every task changed
+        if new.values["options"] != old.values["options"] or any(
+            (new.values["algorithms"] or {}).get(a, {}).get("options")
+            != (old.values["algorithms"] or {}).get(a, {}).get("options")
+            for a in old.values["algorithms"] or {}
+        ):
+            return None  # an option of some tasks changed
+        mine, theirs = self.hashable().get(ALGORITHM_FILES, {}), other.get(ALGORITHM_FILES, {})
+        if any(mine.get(a) != d for a, d in theirs.items()):
+            return None  # an algorithm file of stored tasks changed
         S, S0, B = new.values["seeds"], old.values["seeds"], old.values["seed_block"]
         if S < S0 or (S > S0 and S0 % B):  # the stored blocks must stay the first blocks
             return None
@@ -362,7 +406,7 @@ def spec_digest(hashable: dict) -> str:
 def _plain(values: dict, source: str) -> Spec:
     """A :class:`Spec` from :meth:`Spec.to_dict`'s plain values, without validating them (a
     store's spec: its files may be gone)."""
-    if not isinstance(values, dict) or set(values) - set(TABLES) != set(KEYS):
+    if not isinstance(values, dict) or set(values) - {*TABLES, ALGORITHM_FILES} != set(KEYS):
         raise FedTheoryError(f"{source}: the stored spec does not have the keys of a sweep spec")
     out = {k: tuple(values[k]) if isinstance(values[k], list) else values[k] for k in KEYS}
     zipped = values.get("zip")
@@ -373,6 +417,10 @@ def _plain(values: dict, source: str) -> Spec:
         raise FedTheoryError(f"{source}: the stored spec's zip or algorithms is not a table")
     if zipped:
         out.update({k: tuple(v) for k, v in zipped.items()})
+    options = values.get("options")
+    if not (options is None or isinstance(options, dict)):
+        raise FedTheoryError(f"{source}: the stored spec's options is not a table")
+    out["options"] = options
     out["zip"] = tuple(zipped) if zipped else None
     out["algorithms"] = None if tables is None else {
         alg: {k: tuple(x) if isinstance(x, list) else x for k, x in t.items()}
@@ -493,20 +541,65 @@ def normalize(
             f"{source} needs exactly one of 'problem' ({', '.join(BUILTIN_PROBLEMS)}) "
             "and 'problem_file' (.npz)"
         )
-    known = available()
-    for alg in _as_tuple(values["algorithm"]) if values["algorithm"] is not None else ():
-        if alg not in known:
-            where = f"[algorithms.{alg}]" if algs else "key 'algorithm'"
-            problems.append(
-                f"{where} in {source}: unknown algorithm {alg!r}: choose from {', '.join(known)}"
-            )
+    options = _options(raw.get("options"), "[options]", source, problems)
+    if values["algorithm"] is not None and "algorithm" not in bad:
+        names = _algorithm_sources(_as_tuple(values["algorithm"]), algs, base, source, problems)
+        values["algorithm"] = names if isinstance(values["algorithm"], tuple) else names[0]
+        if algs:
+            algs = dict(zip(names, algs.values(), strict=True))
     if problems:
         raise FedTheoryError("; ".join(problems))
+    values["options"] = options
     if values["seed_block"] is None or values["seed_block"] > values["seeds"]:
         values["seed_block"] = values["seeds"]
     values["zip"] = zip_keys or None
     values["algorithms"] = algs
     return Spec(values=values, source=source)
+
+
+def _algorithm_sources(
+    given: tuple, tables: dict | None, base: Path, source: str, problems: list[str]
+) -> tuple:
+    """Each algorithm of the spec as another process names it (a registry name, or the absolute
+    ``FILE.py:NAME`` of a user's file, imported now:
+    :func:`~fedtheory.algorithms.registry.resolve_algorithm`)."""
+    out = []
+    for alg in given:
+        where = f"[algorithms.{alg}]" if tables else "key 'algorithm'"
+        try:
+            found = resolve_algorithm(alg, base_dir=base)
+        except FedTheoryError as exc:
+            problems.append(f"{where} in {source}: {exc}")
+            out.append(alg)
+            continue
+        if info(found.name).module == "__main__":
+            problems.append(
+                f"{where} in {source}: {found.name!r} is registered in this session only "
+                "(__main__: a notebook or script), which the Dask workers cannot import: put "
+                "it in a file and name it as 'FILE.py:NAME'"
+            )
+        out.append(found.source)
+    twice = _repeated(tuple(out))
+    if twice is not None:
+        problems.append(f"key 'algorithm' in {source} names {twice!r} twice")
+    return tuple(out)
+
+
+def _options(val: Any, where: str, source: str, problems: list[str]) -> dict | None:
+    """An options table: names to TOML values (a list is an array option's value, not swept);
+    their names and types are checked against the algorithms' declarations when the grid is
+    built (:func:`fedtheory.sweep.task.check_spec`)."""
+    if val is None:
+        return None
+    if not isinstance(val, dict):
+        problems.append(f"{where} in {source} must be a table of options, got {val!r}")
+        return None
+    for name, v in val.items():
+        if isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, list | dict)
+                                                                for x in v)):  # fmt: skip
+            problems.append(f"option {name!r} in {where} of {source} must be a value or a list "
+                            "of values (options are not swept)")  # fmt: skip
+    return dict(val)
 
 
 def _table(val: Any, name: str, source: str, problems: list[str]) -> dict:
@@ -598,7 +691,11 @@ def _algorithms(
         for name, val in table.items():
             where = f"key {name!r} in [algorithms.{alg}] of {source}"
             key = KEYS.get(name)
-            if key is None or not key.sweepable or key.kind == "path" or name == "algorithm":
+            if name == "options":
+                opts = _options(val, f"[algorithms.{alg}.options]", source, problems)
+                if opts:
+                    mine["options"] = opts
+            elif key is None or not key.sweepable or key.kind == "path" or name == "algorithm":
                 problems.append(f"{where}: an algorithm's table takes the settings of its "
                                 "simulations (lr, global_lr, local_steps, ...)")  # fmt: skip
             elif name in zipped or isinstance(values.get(name), tuple):

@@ -78,7 +78,7 @@ from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
 from fedtheory.parallel import require
 from fedtheory.simulation.metrics import METRIC_ATTRS
-from fedtheory.sweep.spec import KEYS, PATH_KEYS, Spec, Task, from_stored
+from fedtheory.sweep.spec import ALGORITHM_FILES, KEYS, PATH_KEYS, Spec, Task, from_stored
 from fedtheory.sweep.task import TaskResult
 
 try:
@@ -304,7 +304,9 @@ def verify_tasks(
 def _attrs(spec: Spec, version: str = __version__) -> dict:
     """The attributes of a store made from ``spec``: each fixed setting under its key's name
     (:attr:`Spec.fixed`), the spec as JSON (files by their digests), its hash, the format."""
-    files = {k: spec.hashable()[k] for k in PATH_KEYS if spec.values[k] is not None}
+    hashable = spec.hashable()
+    files = {k: hashable[k] for k in (*PATH_KEYS, ALGORITHM_FILES)
+             if k in hashable and (k == ALGORITHM_FILES or spec.values[k] is not None)}  # fmt: skip
     return {
         **spec.fixed,  # the settings that do not change over the grid, as plain values
         "fedtheory_store": STORE_FORMAT,

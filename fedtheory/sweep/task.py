@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.algorithms import make_algorithm
-from fedtheory.algorithms.registry import SHARED_SETTINGS
+from fedtheory.algorithms.registry import SHARED_SETTINGS, resolve_algorithm
 from fedtheory.errors import FedTheoryError
 from fedtheory.participation import load_vector
 from fedtheory.problems import make_problem
@@ -90,13 +90,16 @@ def build_participation(config: dict, n: int) -> Any:
 
 
 def run_task(task: Task) -> TaskResult:
-    """Run one task: its grid point's configuration on its block of seeds, one batched call."""
+    """Run one task: its grid point's configuration on its block of seeds, one batched call.
+
+    A user's algorithm (``/path/file.py:NAME`` in the spec) is imported here, on the worker
+    that runs the task (:func:`~fedtheory.algorithms.registry.resolve_algorithm`)."""
     c = task.config
     problem = build_problem(c)
     model = build_participation(c, problem.n_clients)
     res = simulate(
         problem,
-        c["algorithm"],
+        resolve_algorithm(c["algorithm"]).name,
         model,
         rounds=c["rounds"],
         seeds=len(task.seed_ids),
@@ -108,6 +111,7 @@ def run_task(task: Task) -> TaskResult:
         # the store keeps the error curve only: the other metrics are not computed at all
         metrics=["error"] if problem.x_star is not None else None,
         **{k: c[k] for k in ALGORITHM_KEYS},
+        **c.get("options", {}),
     )
     return TaskResult(
         error=np.asarray(res.error, dtype=np.float64),
@@ -169,8 +173,9 @@ def check_spec(spec: Spec) -> int:
             problem = problems[pkey]
             build_participation(config, problem.n_clients)
             make_algorithm(
-                config["algorithm"], problem=problem, **{k: config[k] for k in ALGORITHM_KEYS}
-            )
+                resolve_algorithm(config["algorithm"]).name, problem=problem,
+                **{k: config[k] for k in ALGORITHM_KEYS}, **spec.options(config["algorithm"]),
+            )  # fmt: skip
         except FedTheoryError as exc:
             raise FedTheoryError(f"{spec.source}{f' at {where}' if where else ''}: {exc}") from exc
         dim = max(dim, int(problem.dim))

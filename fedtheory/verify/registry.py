@@ -9,10 +9,16 @@ extras it imports (``needs=("nn",)``: MNIST-1D) and the regimes it reports
 with the reason instead of calling a check that cannot run, refuses ``--only C2/bogus`` before
 anything runs, and records a claim that reports an undeclared regime as a crash
 (:mod:`fedtheory.verify.runner`).
+
+Each claim's cost, the CPU seconds its check took per tier, is measured by
+``benchmarks/bench_verify.py --update``, which writes :data:`COSTS_FILE`; the runner starts the
+most expensive claims first (:meth:`Claim.cost`).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +88,30 @@ class Claim:
     def runs_in(self, tier: str) -> bool:
         """Whether ``tier`` runs this claim (the thorough tier runs every claim)."""
         return tier == FULL or self.tier == QUICK
+
+    def cost(self, tier: str) -> float | None:
+        """The CPU seconds this claim's check took in ``tier`` when last measured
+        (:data:`COSTS_FILE`; the quick tier's where ``tier`` was not measured), or None when it
+        was never measured."""
+        costs = measured_costs()
+        for t in (tier, QUICK):
+            if self.id in costs.get(t, {}):
+                return float(costs[t][self.id])
+        return None
+
+
+#: The measured cost of every claim: ``{"meta": {command, date, load, ...}, "quick": {id:
+#: CPU seconds}, "full": {...}}``, written by ``benchmarks/bench_verify.py --update``.
+COSTS_FILE = Path(__file__).with_name("costs.json")
+
+
+@functools.cache
+def measured_costs() -> dict:
+    """The contents of :data:`COSTS_FILE` (empty when it does not exist)."""
+    try:
+        return json.loads(COSTS_FILE.read_text())
+    except FileNotFoundError:
+        return {}
 
 
 REGISTRY: dict[str, Claim] = {}

@@ -219,7 +219,8 @@ class ClaimResult:
     uncertainty: str | None = None
     figure: str | None = None
     tier: str = "quick"
-    seconds: float = 0.0
+    seconds: float = 0.0  # the claim's wall time, divided among its results
+    cpu_seconds: float = 0.0  # the claim's CPU time (its process and children), divided likewise
     ran: bool = True
     reason: str | None = None  # the violated assumption, what is not stated, why not run
     error: str | None = None  # the crash, when the check could not run

@@ -1,4 +1,14 @@
-"""Run claims and collect their results; a crash is recorded, never turned into a verdict."""
+"""Run claims and collect their results; a crash is recorded, never turned into a verdict.
+
+:func:`run_claims` runs the claims on the cores this process may use: each claim in a forked
+child (:func:`fedtheory.parallel.fork_map`), as many at once as there are cores, the most
+expensive first (the longest-processing-time rule, on the costs measured by
+``benchmarks/bench_verify.py``: :meth:`~fedtheory.verify.registry.Claim.cost`), so that the
+longest claim does not start last; ``workers=1`` runs them here, one after the other, in the
+catalog's order. Every claim runs with one BLAS thread wherever it runs, so a result is the same
+bits for any number of workers (a BLAS reduction split over two threads may round differently
+from one).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +16,15 @@ import time
 import traceback
 from collections.abc import Iterable
 
+import numpy as np
+
 from fedtheory.analysis.stats import Effect
-from fedtheory.errors import FedTheoryError, MissingExtraError
+from fedtheory.backend import STRICT, get_backend
+from fedtheory.errors import BackendUnavailableError, FedTheoryError, MissingExtraError
 from fedtheory.extras import install_hint, missing
 from fedtheory.io import progress
-from fedtheory.parallel import map_tasks
-from fedtheory.validation import did_you_mean
+from fedtheory.parallel import cpu_time, fork_map, map_tasks
+from fedtheory.validation import available_cores, check_int, did_you_mean
 from fedtheory.verify.registry import REGISTRY, Claim, Context, all_claims
 from fedtheory.verify.result import NOT_RUN, ClaimResult, Outcome
 
@@ -96,7 +109,7 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
     does not run here (:func:`not_run_reason`, or a :class:`~fedtheory.errors.MissingExtraError`
     from inside the check) is one "not run" row with the reason; a crash is one "not run" row
     with the error."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_time()
     base = {"source": claim.source, "tier": ctx.tier}
     skip = not_run_reason(claim, ctx)
     if skip is not None:
@@ -117,7 +130,7 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
     except MissingExtraError as exc:  # an optional extra the check found missing: not run
         return [ClaimResult(id=claim.id, stated=claim.stated, measured="-", verdict=NOT_RUN,
                             ran=False, reason=str(exc), seconds=time.perf_counter() - t0,
-                            **base)]  # fmt: skip
+                            cpu_seconds=cpu_time() - c0, **base)]  # fmt: skip
     except Exception as exc:  # a crash (a failed import included) is not a verdict
         return [
             ClaimResult(
@@ -129,10 +142,12 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
                 reason="the check crashed",
                 error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}",
                 seconds=time.perf_counter() - t0,
+                cpu_seconds=cpu_time() - c0,
                 **base,
             )
         ]
     dt = (time.perf_counter() - t0) / max(len(outcomes), 1)
+    cpu = (cpu_time() - c0) / max(len(outcomes), 1)
     results = []
     for o in outcomes:
         results.append(
@@ -152,6 +167,7 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
                 reason=o.reason,
                 confirmation=None if o.confirmation is None else o.confirmation.to_dict(),
                 seconds=dt,
+                cpu_seconds=cpu,
                 **base,
             )
         )
@@ -160,9 +176,28 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
 
 def run_claim_task(item: tuple[str, Context]) -> list[ClaimResult]:
     """``run_claim`` of the claim with id ``item[0]`` in context ``item[1]``: one Dask task of
-    ``fedtheory verify --workers`` (ids and contexts travel to the workers; the checks do not)."""
+    ``fedtheory verify --scheduler`` (ids and contexts travel to the workers; the checks do
+    not)."""
     claim_id, ctx = item
     return run_claim(REGISTRY[claim_id], ctx)
+
+
+def on_cpu() -> bool:
+    """Whether the claims compute on the CPU (the NumPy or the strict backend, as
+    ``FEDTHEORY_BACKEND`` says): a CUDA context does not survive ``fork``, so on CuPy the
+    claims run in this process, one after the other."""
+    try:
+        return get_backend() in (np, STRICT)
+    except BackendUnavailableError:  # every claim reports the missing backend itself
+        return True
+
+
+def longest_first(claims: list[Claim], tier: str) -> list[Claim]:
+    """``claims`` by decreasing measured cost in ``tier`` (:meth:`Claim.cost`), a claim never
+    measured first (it may be long), ties in the catalog's order."""
+    return sorted(
+        claims, key=lambda c: -(c.cost(tier) if c.cost(tier) is not None else float("inf"))
+    )
 
 
 def run_claims(
@@ -173,35 +208,83 @@ def run_claims(
     workers: int | None = None,
     scheduler: str | None = None,
 ) -> list[ClaimResult]:
-    """Run ``claims`` with progress on stderr (silent when ``quiet``), in this process,
-    or as tasks on ``workers`` local Dask processes or a running ``scheduler`` (the engine of
-    ``fedtheory sweep``; the optional extra ``fedtheory[sweep]``). Results come back in the
-    catalog's order either way, and a claim's result does not depend on where it ran.
+    """Run ``claims``, with progress on stderr (silent when ``quiet``); results in the
+    catalog's order whichever way they ran, each the same bits (timings aside).
 
-    On a terminal the progress is a bar; on any other stderr (a log, a pipe, CI) each claim
-    reports one line per result as it finishes (:func:`fedtheory.io.progress`), e.g.
-    ``[12/41] C1/uniform holds 4.1 s``, so a log-redirected run is never silent."""
-    bar = progress(total=len(claims), desc="verify", unit="claim", disable=quiet)
+    Parameters
+    ----------
+    claims : list of Claim
+    ctx : Context
+    quiet : bool
+        No progress.
+    workers : int, optional
+        Claims at once, each in a forked child (:func:`fedtheory.parallel.fork_map`), the most
+        expensive first (:func:`longest_first`); default: the cores this process may use
+        (:func:`~fedtheory.validation.available_cores`). 1: in this process, one after the
+        other in the catalog's order (also on a GPU backend, :func:`on_cpu`, where ``fork`` is
+        missing, or in a daemon process).
+    scheduler : str, optional
+        The address of a running Dask scheduler: the claims run there as tasks (the engine of
+        ``fedtheory sweep``; the optional extra ``fedtheory[sweep]``). Not with ``workers``.
+
+    On a terminal the progress is a bar; on any other stderr (a log, a pipe, CI) a line when a
+    claim starts and one per result when it finishes (:func:`fedtheory.io.progress`), e.g.
+    ``claim 12 of 37 started: C2 (running: N1, C2)`` and ``claim 9 of 37 done: C1/uniform holds
+    4.1 s``, so a log-redirected run is never silent for long. A claim that does not run in
+    this tier or without an optional extra (:func:`not_run_reason`) is answered at once.
+    """
+    if workers is not None and scheduler is not None:
+        raise FedTheoryError("give workers or a scheduler address, not both")
+    n_workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)
+    if not on_cpu():
+        n_workers = 1
+    bar = progress(total=len(claims), desc="verify", unit="claim", counts="claim", disable=quiet)
+    done: dict[str, list[ClaimResult]] = {}
+    running: list[str] = []
+
+    def report(claim_id: str, res: list[ClaimResult]) -> None:
+        done[claim_id] = res
+        bar.done(finished(res), seconds=sum(r.seconds or 0.0 for r in res))
+
     try:
-        if workers is not None or scheduler is not None:
-            done: dict[int, list[ClaimResult]] = {}
+        todo = []
+        for c in claims:  # a claim that does not run here is answered at once, in this process
+            if not_run_reason(c, ctx) is None:
+                todo.append(c)
+            else:
+                bar.started(c.id)
+                report(c.id, run_claim(c, ctx))
+        if scheduler is not None:
+            order = longest_first(todo, ctx.tier)
             tasks = map_tasks(
-                run_claim_task, [(c.id, ctx) for c in claims], workers=workers,
-                scheduler=scheduler, progress=False, desc="verify",
+                run_claim_task,
+                [(c.id, ctx) for c in order],
+                scheduler=scheduler,
+                progress=False,
+                desc="verify",
                 describe=lambda item: item[0],
-            )  # fmt: skip
+            )
             for i, res in tasks:
-                done[i] = res
-                bar.done(finished(res), seconds=sum(r.seconds or 0.0 for r in res))
-            return [r for i in range(len(claims)) for r in done[i]]
-        results: list[ClaimResult] = []
-        for c in claims:
-            bar.set_postfix_str(c.id)
-            t0 = time.perf_counter()
-            res = run_claim(c, ctx)
-            bar.done(finished(res), seconds=time.perf_counter() - t0)
-            results.extend(res)
-        return results
+                report(order[i].id, res)
+        else:
+            order = todo if n_workers == 1 else longest_first(todo, ctx.tier)
+
+            def start(i: int) -> None:
+                running.append(order[i].id)
+                also = f" (running: {', '.join(running)})" if n_workers > 1 else ""
+                bar.started(f"{order[i].id}{also}")
+
+            tasks = fork_map(
+                lambda c: run_claim(c, ctx),
+                order,
+                workers=n_workers,
+                on_start=start,
+                describe=lambda c: c.id,
+            )
+            for i, res in tasks:
+                running.remove(order[i].id)
+                report(order[i].id, res)
+        return [r for c in claims for r in done[c.id]]
     finally:
         bar.close()
 

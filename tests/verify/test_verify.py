@@ -11,12 +11,15 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from fedtheory._version import __version__
 from fedtheory.analysis.stats import Effect
 from fedtheory.cli import main
+from fedtheory.parallel import Engine
 from fedtheory.verify import (
     FAILS,
+    FULL,
     HOLDS,
     INCONCLUSIVE,
     INVARIANT,
@@ -36,7 +39,9 @@ from fedtheory.verify import (
     not_stated,
     outside,
     run,
+    run_claims,
 )
+from fedtheory.verify.runner import longest_first
 
 EX = dict(effect=Effect.exact(1.0, "unit"), test="exact")
 
@@ -329,17 +334,90 @@ def test_unknown_claim_id_among_known_ones_names_it(capsys):
     assert len(err) == 1 and "unknown claim id X9" in err[0]
 
 
+#: Fields of a result that are timings; every other one is the same bits wherever it ran.
+TIMINGS = ("seconds", "cpu_seconds")
+
+
+def _blas_threads(ctx):
+    """A claim that measures the BLAS threads it runs with."""
+    n = max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+    return judge(True, f"{n} BLAS threads", criterion="measured", **EX)
+
+
+def _fields(results) -> list[dict]:
+    return [{k: v for k, v in r.to_dict().items() if k not in TIMINGS} for r in results]
+
+
+def test_results_are_the_same_bits_for_any_number_of_workers(monkeypatch):
+    """Cheap claims with random draws and BLAS products, in this process and on two forked
+    workers, from a parent whose BLAS has two threads: every field but the timings agrees, and
+    each claim ran with one BLAS thread either way (a BLAS reduction split over two threads
+    may round differently from one)."""
+    all_claims()
+    monkeypatch.setitem(REGISTRY, "Z9", Claim("Z9", "test", "BLAS threads", _blas_threads))
+    claims = [REGISTRY[c] for c in ("G2", "P2", "P4", "F1", "C6", "Z9")]
+    with threadpool_limits(limits=2, user_api="blas"):
+        here = run_claims(claims, Context(), quiet=True, workers=1)
+        forked = run_claims(claims, Context(), quiet=True, workers=2)
+    assert [r.id for r in here] == [r.id for r in forked] and len(here) >= len(claims)
+    assert all(r.ran for r in here)
+    assert _fields(here) == _fields(forked)
+    assert here[-1].measured == "1 BLAS threads"
+    assert all(r.cpu_seconds >= 0 and r.seconds > 0 for r in forked)
+
+
+def _pid(ctx):
+    return judge(True, os.getpid(), criterion="measured", **EX)
+
+
+def test_claims_run_in_forked_workers_on_the_cpu_and_here_on_a_gpu_backend(monkeypatch):
+    """A CUDA context does not survive fork: on a GPU backend every claim runs in this process
+    whatever ``workers`` says."""
+    all_claims()
+    for cid in ("Z1", "Z2"):
+        monkeypatch.setitem(REGISTRY, cid, Claim(cid, "test", "where it ran", _pid))
+    claims = [REGISTRY["Z1"], REGISTRY["Z2"]]
+    forked = run_claims(claims, Context(), quiet=True, workers=2)
+    assert os.getpid() not in {r.measured for r in forked}
+    monkeypatch.setattr("fedtheory.verify.runner.get_backend", lambda: object())  # a GPU module
+    here = run_claims(claims, Context(), quiet=True, workers=2)
+    assert {r.measured for r in here} == {os.getpid()}
+
+
+def test_the_most_expensive_claims_start_first(monkeypatch):
+    """The runner's order: decreasing measured cost of the tier (the quick tier's where the
+    tier was not measured), a claim never measured first, ties in the catalog's order."""
+    monkeypatch.setattr(
+        "fedtheory.verify.registry.measured_costs",
+        lambda: {"quick": {"G1": 1.0, "G2": 5.0, "G3": 1.0}, "full": {"G1": 9.0}},
+    )
+    claims = [REGISTRY[c] for c in ("G1", "G2", "G3", "G4")]
+    assert [c.id for c in longest_first(claims, QUICK)] == ["G4", "G2", "G1", "G3"]
+    assert [c.id for c in longest_first(claims, FULL)] == ["G4", "G1", "G2", "G3"]
+    assert REGISTRY["G4"].cost(QUICK) is None and REGISTRY["G2"].cost(FULL) == 5.0
+
+
+def test_every_quick_claim_has_a_measured_cost():
+    """benchmarks/bench_verify.py --update keeps the costs file current: a claim added to the
+    quick tier without a measurement would be started first whatever its cost."""
+    for c in all_claims():
+        if c.runs_in(QUICK):
+            cost = c.cost(QUICK)
+            assert cost is not None and cost >= 0, (
+                f"{c.id}: run benchmarks/bench_verify.py --update"
+            )
+
+
 @pytest.mark.slow
-def test_verify_on_dask_workers_equals_one_process(tmp_path):
-    """``verify --workers N`` runs the claims as tasks on the sweep engine; each claim's result
-    does not depend on where it ran (cheap claims, one local worker)."""
+def test_verify_on_a_dask_scheduler_equals_one_process():
+    """``verify --scheduler`` runs the claims as tasks of a running Dask scheduler (here a local
+    cluster of one worker); each claim's result does not depend on where it ran."""
     pytest.importorskip("distributed", reason="the fedtheory[sweep] extra is not installed")
-    local, dask = tmp_path / "local.json", tmp_path / "dask.json"
-    assert main(["verify", "--only", "G1,P2,F1", "--json", str(local)]) == 0
-    assert main(["verify", "--only", "G1,P2,F1", "--workers", "1", "--json", str(dask)]) == 0
-    keep = ("id", "verdict", "measured", "effect", "seeds", "test")
-    a, b = (json.loads(p.read_text())["results"] for p in (local, dask))
-    assert [{k: r[k] for k in keep} for r in a] == [{k: r[k] for k in keep} for r in b]
+    claims = [REGISTRY[c] for c in ("G1", "P2", "F1")]
+    here = run_claims(claims, Context(), quiet=True, workers=1)
+    with Engine(workers=1) as engine:
+        dask = run_claims(claims, Context(), quiet=True, scheduler=engine.address)
+    assert _fields(here) == _fields(dask)
 
 
 def _block_mnist1d(monkeypatch):

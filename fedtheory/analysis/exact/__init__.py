@@ -19,7 +19,8 @@ probabilities, and Markov availability (small N) through the chain-augmented sta
 Modules
 -------
 - :mod:`~fedtheory.analysis.exact.layouts`: which algorithms are affine, their coordinates.
-- :mod:`~fedtheory.analysis.exact.extract`: the round model, read off ``round`` and verified.
+- :mod:`~fedtheory.analysis.exact.extract`: the round model, read off ``round`` and verified;
+  :func:`diagnose_round` names the property a round that fails the verification lacks.
 - :mod:`~fedtheory.analysis.exact.law`: exact moments of the participation coefficients.
 - :mod:`~fedtheory.analysis.exact.system`: mean and mean-square operators, reachable subspace.
 - :mod:`~fedtheory.analysis.exact.oracle`: :func:`exact_rates`, :func:`exact_mse_curve`,
@@ -29,6 +30,7 @@ Modules
 from fedtheory.analysis.exact.extract import (
     NotQuadraticError,
     RoundModel,
+    diagnose_round,
     extract_round_model,
     verify_round_model,
 )
@@ -70,6 +72,7 @@ __all__ = [
     "StableStep",
     "StateLayout",
     "check_affine",
+    "diagnose_round",
     "exact_mse_curve",
     "exact_rates",
     "extract_round_model",

@@ -207,6 +207,7 @@ class _Runner:
         offsets: list | None = None,
         problem: Any = None,
         fill: Any = None,
+        r: int = 0,
     ) -> tuple[np.ndarray, np.ndarray, _Probe | None]:
         S, xp = u.shape[0], self.xp
         fill = zeros_fill if fill is None else fill
@@ -214,7 +215,7 @@ class _Runner:
             self.template(S), xp.asarray(u), xp.asarray(V), lambda shape: xp.asarray(fill(shape))
         )
         draw = RoundDraw(
-            mask=xp.asarray(mask, dtype=bool), weights=xp.asarray(weights, dtype=np.float64), r=0
+            mask=xp.asarray(mask, dtype=bool), weights=xp.asarray(weights, dtype=np.float64), r=r
         )
         probe = None
         if problem is None:
@@ -252,9 +253,10 @@ def _local_out(u2: np.ndarray, V2: np.ndarray, N: int, per: int) -> np.ndarray:
     others = V2.copy()
     others[np.arange(N), :, np.arange(N), :] = 0.0
     if np.abs(others).max(initial=0.0) > 0.0:
+        j, _, k, _ = np.unravel_index(np.abs(others).argmax(), others.shape)
         raise NotAffineError(
-            "a participant's round changes other clients' coordinates: the round is not "
-            "client-local, so the exact oracle's block structure does not apply"
+            f"the round is not client-local: client {j} taking part alone changes client {k}'s "
+            "coordinates (round 0), so the exact oracle's block structure does not apply"
         )
     return np.concatenate([u2, own], axis=-1)
 
@@ -506,6 +508,9 @@ def verify_round_model(
         rel(r2, model.apply(z2, masks, w)),
         rel(r12, a * r1 + (1 - a) * r2),
     )
+    u2, V2, _ = run(z1[:, :du], z1[:, du:].reshape(S, N, dv), masks, w, constant=True,
+                    problem=problem, fill=fill, r=1)  # fmt: skip
+    worst = max(worst, rel(np.concatenate([u2, V2.reshape(S, -1)], axis=1), r1))
     if model.noise is not None:
         q = model.noise.shape[-1]
         calls = q // d
@@ -519,8 +524,158 @@ def verify_round_model(
         pred = model.apply(zero, masks, w, xi) - model.apply(zero, masks, w)
         worst = max(worst, rel(got, pred))
     if not np.isfinite(worst) or worst > rtol:
+        why = diagnose_round(algorithm, model.layout, problem, rtol=rtol, seed=seed,
+                             backend=backend)  # fmt: skip
         raise NotAffineError(
-            f"{model.algorithm}: the round is not the affine map read off it (relative residual "
-            f"{worst:.2e} > {rtol:.0e} at random states); exact rates would be wrong"
+            f"{model.algorithm}: {why or 'the round is not the affine map read off it'} "
+            f"(relative residual {worst:.2e} > {rtol:.0e} at random states); exact rates "
+            "would be wrong"
         )
     return worst
+
+
+def diagnose_round(
+    algorithm: Algorithm,
+    layout: StateLayout,
+    problem: Any,
+    *,
+    rtol: float = VERIFY_RTOL,
+    seed: int = 0,
+    backend: str = "numpy",
+) -> str | None:
+    """Which property the exact oracle needs fails for ``algorithm``'s round, and where.
+
+    The same probing as :func:`extract_round_model`: ``round`` run on the real ``problem``
+    with coordinate states on the seed axis, one seed per client j taking part alone (weight
+    w_j = 1) and one with nobody taking part, at a random state z. In order, the first that
+    fails is reported, with the measured number and the client:
+
+    1. the same map every round (round 1 against round 0, same state and draw);
+    2. the fields the layout declares unread are unread (random values in them);
+    3. client-local: client j taking part changes only (u, v_j) and reads no other client's
+       coordinates;
+    4. linear in the participation weights: doubling w_j doubles what w_j adds, round(w = 2)
+       - round(w = 0) = 2 (round(w = 1) - round(w = 0));
+    5. affine in the state: round(2 z) - round(0) = 2 (round(z) - round(0));
+    6. the participants' contributions add up: clients j and j + 1 together change the state
+       by the sum of their separate changes.
+
+    Returns
+    -------
+    str or None
+        The failed property in one sentence, or None when each holds on its own.
+    """
+    H, h = quadratic_data(problem)
+    N = int(H.shape[0])
+    run = _Runner(algorithm, layout, H, h, get_backend(backend))
+    du, dv = layout.du, layout.dv
+    rng = np.random.default_rng([seed, 34])
+    z = rng.standard_normal(du + N * dv)
+    alone = np.vstack([np.eye(N, dtype=bool), np.zeros((1, N), bool)])  # row N: nobody
+    who = [f"client {j} taking part alone" for j in range(N)] + ["no client taking part"]
+
+    def go(Z: np.ndarray, mask: np.ndarray, w: np.ndarray, **kw: Any) -> np.ndarray:
+        Z = np.broadcast_to(Z, (mask.shape[0], Z.shape[-1]))
+        u2, V2, _ = run(Z[:, :du], Z[:, du:].reshape(len(Z), N, dv), mask, w, constant=True,
+                        problem=problem, **kw)  # fmt: skip
+        return np.concatenate([u2, V2.reshape(len(Z), -1)], axis=1)
+
+    def rel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Per-seed max-norm of x - y relative to max(1, |x|, |y|)."""
+        scale = np.maximum(1.0, np.maximum(np.abs(x).max(axis=1), np.abs(y).max(axis=1)))
+        out = np.abs(x - y).max(axis=1) / scale
+        return np.where(np.isfinite(out), out, np.inf)
+
+    def size(v: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(v, axis=1)
+
+    base = go(z, alone, alone.astype(float))
+    bad = ~np.isfinite(base).all(axis=1)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        return (
+            f"the round's result is not finite ({who[j]}, round 0): the exact oracle probes "
+            "every draw, an empty one included"
+        )
+    later = go(z, alone, alone.astype(float), r=1)
+    e = rel(later, base)
+    if e.max() > rtol:
+        j = int(e.argmax())
+        return (
+            f"the round depends on the round index: round 1 differs from round 0 by {e[j]:.2g} "
+            f"relative at the same state and draw ({who[j]}); the exact oracle needs the same "
+            "map every round"
+        )
+    e = rel(go(z, alone, alone.astype(float), fill=lambda shape: rng.standard_normal(shape)), base)
+    if e.max() > rtol:
+        j = int(e.argmax())
+        return (
+            f"the round reads state that its exact layout leaves out (coordinates "
+            f"{layout.coordinates}): other values in the fields outside them change the result "
+            f"by {e[j]:.2g} relative ({who[j]}, round 0); add those fields to the layout"
+        )
+    if dv:
+        nobody = base[N]
+        for j in range(N):
+            others = np.ones(N, bool)
+            others[j] = False
+            moved = np.abs(base[j, du:] - nobody[du:]).reshape(N, dv)[others].max(axis=1)
+            if moved.max(initial=0.0) > rtol * max(1.0, np.abs(base[j]).max()):
+                k = int(np.flatnonzero(others)[moved.argmax()])
+                return (
+                    f"the round is not client-local: client {j} taking part alone changes "
+                    f"client {k}'s coordinates (round 0)"
+                )
+        delta = np.zeros_like(z)
+        delta[du:] = rng.standard_normal(N * dv)
+        Zd = np.repeat((z + delta)[None], N + 1, axis=0)
+        for j in range(N):  # client j's own coordinates stay: only the others' move
+            Zd[j, du + j * dv : du + (j + 1) * dv] = z[du + j * dv : du + (j + 1) * dv]
+        moved = go(Zd, alone, alone.astype(float)) - base
+        nobody_moved = go(Zd[:N], np.zeros((N, N), bool), np.zeros((N, N)))
+        nobody_moved = nobody_moved - np.repeat(base[N:], N, axis=0)
+        e = rel(moved[:N] + base[:N], nobody_moved + base[:N])
+        if e.max() > rtol:
+            j = int(e.argmax())
+            return (
+                f"the round is not client-local: what client {j} taking part alone adds "
+                f"depends on the other clients' coordinates (by {e[j]:.2g} relative, round 0)"
+            )
+    w0, w2 = go(z, alone, 0.0 * alone), go(z, alone, 2.0 * alone)
+    d1, d2 = base - w0, w2 - w0
+    e = rel(d2, 2 * d1)
+    if e[:N].max() > rtol:
+        j = int(e[:N].argmax())
+        n1, n2 = float(size(d1)[j]), float(size(d2)[j])
+        how = (
+            f"doubling w changes the update by {n2 / n1:.3g}x, not 2x"
+            if n1 > 0
+            else f"w = 1 adds nothing and w = 2 adds {n2:.3g}"
+        )
+        return f"the round is not linear in the participation weights: {how} (client {j}, round 0)"
+    zero = go(np.zeros_like(z), alone, alone.astype(float))
+    twice = go(2.0 * z, alone, alone.astype(float))
+    d1, d2 = base - zero, twice - zero
+    e = rel(d2, 2 * d1)
+    if e.max() > rtol:
+        j = int(e.argmax())
+        n1, n2 = float(size(d1)[j]), float(size(d2)[j])
+        how = f"{n2 / n1:.3g}x, not 2x" if n1 > 0 else f"{n2:.3g}, from nothing"
+        return (
+            f"the round is not affine in the state: doubling the state (from zero) changes its "
+            f"image by {how} ({who[j]}, round 0)"
+        )
+    if N > 1:
+        both = np.eye(N, dtype=bool) | np.roll(np.eye(N, dtype=bool), 1, axis=1)
+        together = go(z, both, both.astype(float)) - base[N]
+        apart = (base[:N] - base[N]) + (np.roll(base[:N], -1, axis=0) - base[N])
+        e = rel(together + base[N], apart + base[N])
+        if e.max() > rtol:
+            j = int(e.argmax())
+            k = (j + 1) % N
+            return (
+                f"the participants' contributions do not add up: clients {j} and {k} together "
+                f"change the state by {float(size(together)[j]):.3g}, their separate changes "
+                f"sum to {float(size(apart)[j]):.3g} (round 0)"
+            )
+    return None

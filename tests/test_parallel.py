@@ -1,0 +1,95 @@
+"""fork_map: every item's result at its position, the items started in the order given with at
+most ``workers`` running, one BLAS thread and no further forking in a child, failures named."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from fedtheory.errors import FedTheoryError
+from fedtheory.parallel import can_fork, cpu_time, fork_map
+
+
+def _blas_threads() -> int:
+    return max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), default=1)
+
+
+@settings(max_examples=8)
+@given(n=st.integers(0, 7), workers=st.integers(1, 3))
+def test_every_result_at_its_position_started_in_order_never_more_than_workers(n, workers):
+    table = np.arange(n) ** 2  # reaches the children through fork, in a closure
+    starts, got, outstanding = [], {}, []
+
+    def on_start(i):
+        starts.append(i)
+        outstanding.append(len(starts) - len(got))
+
+    for i, value in fork_map(lambda k: int(table[k]), range(n), workers=workers, on_start=on_start):
+        got[i] = value
+    assert got == {k: k * k for k in range(n)}
+    assert starts == list(range(n)) and max(outstanding, default=0) <= workers
+
+
+def test_children_are_other_processes_with_one_blas_thread_that_do_not_fork_again():
+    parent = os.getpid()
+    with threadpool_limits(limits=2, user_api="blas"):  # the parent's setting is not inherited
+        out = dict(
+            fork_map(lambda _: (os.getpid(), _blas_threads(), can_fork()), range(2), workers=2)
+        )
+        here = dict(fork_map(lambda _: _blas_threads(), range(2), workers=1))
+    assert all(pid != parent and threads == 1 and not forks for pid, threads, forks in out.values())
+    assert here == {0: 1, 1: 1}  # one worker: in this process, with one BLAS thread as well
+    assert can_fork()
+
+
+def _boom(k):
+    if k == 2:
+        raise ValueError("two is bad\nsecond line")
+    return k
+
+
+def test_an_error_names_the_item_and_stops_the_others():
+    with pytest.raises(
+        FedTheoryError, match=r"task 2 \(item two\) failed: ValueError: two is bad$"
+    ):
+        list(
+            fork_map(
+                _boom,
+                range(4),
+                workers=2,
+                describe=lambda k: f"item {['zero', 'one', 'two', 'three'][k]}",
+            )
+        )
+    assert not multiprocessing.active_children()
+
+
+def test_a_child_that_dies_without_a_result_is_named_with_its_exit_code():
+    with pytest.raises(FedTheoryError, match=r"task 1 \(1\) ended without a result: .* code 3"):
+        list(fork_map(lambda k: os._exit(3) if k == 1 else k, range(3), workers=2))
+    with pytest.raises(FedTheoryError, match=r"task [01] \([01]\) failed: .*pickle"):
+        list(fork_map(lambda k: lambda: k, range(2), workers=2))  # a result that won't pickle
+    assert not multiprocessing.active_children()
+
+
+def test_leaving_the_loop_early_stops_the_children_still_running():
+    t0 = time.perf_counter()
+    for i, _ in fork_map(lambda k: time.sleep(60 * k), range(3), workers=2):
+        assert i == 0
+        break
+    assert not multiprocessing.active_children() and time.perf_counter() - t0 < 30
+
+
+def test_bad_workers_are_refused_and_cpu_time_counts_the_children():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(FedTheoryError, match="workers"):
+            list(fork_map(abs, [1], workers=bad))
+    c0 = cpu_time()
+    list(fork_map(lambda _: sum(i * i for i in range(3_000_000)), range(2), workers=2))
+    assert cpu_time() - c0 > 0.05  # the children's CPU, not only the parent's waiting
