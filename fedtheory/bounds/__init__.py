@@ -19,7 +19,11 @@ Modules
 - :mod:`~fedtheory.bounds.spec`: the format, :class:`BoundSpec`, :func:`load_spec`.
 - :mod:`~fedtheory.bounds.constants`: :data:`CONSTANTS`, :func:`instance_constants`.
 - :mod:`~fedtheory.bounds.instances`: named instances, class draws, problem files.
-- :mod:`~fedtheory.bounds.check`: :func:`evaluate`, :func:`check`, :class:`BoundCheck`.
+- :mod:`~fedtheory.bounds.check`: :func:`evaluate`, :func:`check`, :class:`BoundCheck` (the
+  quadratic class).
+- :mod:`~fedtheory.bounds.general`: :func:`check_general`, the class of every smooth strongly
+  convex client by performance estimation (:mod:`fedtheory.analysis.pep`).
+- :mod:`~fedtheory.bounds.classes`: :func:`check_classes`, one class or both side by side.
 """
 
 from pathlib import Path
@@ -35,9 +39,13 @@ from fedtheory.bounds.check import (
     measure,
     ratio,
 )
+from fedtheory.bounds.classes import CLASS_CHOICES, ClassCheck, check_classes
 from fedtheory.bounds.constants import CONSTANTS, instance_constants
+from fedtheory.bounds.general import GENERAL, GeneralCheck, check_general
 from fedtheory.bounds.instances import Instance, named_instance
 from fedtheory.bounds.spec import (
+    AFTER_ROUNDS,
+    FUNCTION_CLASSES,
     QUANTITIES,
     RATE_QUANTITIES,
     TOLERANCE,
@@ -56,18 +64,26 @@ def paper_bounds() -> dict[str, Path]:
 
 
 __all__ = [
+    "AFTER_ROUNDS",
+    "CLASS_CHOICES",
     "CONSTANTS",
     "DEFAULT_SEARCH",
+    "FUNCTION_CLASSES",
+    "GENERAL",
     "PAPERS",
     "QUANTITIES",
     "RATE_QUANTITIES",
     "TOLERANCE",
     "BoundCheck",
     "BoundSpec",
+    "ClassCheck",
     "Evaluation",
+    "GeneralCheck",
     "Instance",
     "InstanceClass",
     "check",
+    "check_classes",
+    "check_general",
     "evaluate",
     "exact_value",
     "implied_over",

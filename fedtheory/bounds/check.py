@@ -40,7 +40,7 @@ from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
 from fedtheory.bounds.constants import instance_constants
 from fedtheory.bounds.instances import Draw, Instance, draw_instance, named_instance
-from fedtheory.bounds.spec import QUANTITIES, BoundSpec, load_spec
+from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec, load_spec
 from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, SizeError
 from fedtheory.parallel import process_pool
 from fedtheory.simulation import simulate
@@ -160,6 +160,12 @@ def exact_value(spec: BoundSpec, inst: Instance, eta: float, *, verify: bool = T
         r = exact_rates(inst.problem, spec.algorithm, part, mean_square="skip",
                         stationary=False, verify=verify, **kw)  # fmt: skip
         return r.mean_rate, r.methods["mean rate"]
+    if q in AFTER_ROUNDS:  # from x_0 = 0; E (x_R - x*)^T W (x_R - x*) on a quadratic
+        H = np.asarray(inst.problem.H, dtype=np.float64).mean(axis=0)
+        W = {"distance2": None, "f_minus_f_star": H / 2, "grad_norm2": H @ H}[AFTER_ROUNDS[q]]
+        curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=spec.rounds,
+                                weight=W, verify=verify, **kw)  # fmt: skip
+        return float(curve[-1]), f"exact transient: {QUANTITIES[q]}, x_0 = 0"
     r = exact_rates(inst.problem, spec.algorithm, part, stationary=q != "mean_square_rate",
                     verify=verify, tol=tol, **kw)  # fmt: skip
     if q == "mean_square_rate":
@@ -232,6 +238,14 @@ def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True,
     eta = spec.step_size(consts, inst.label)  # invalid input where it is not > 0: raised
     consts["eta"] = eta
     exact, how = exact_value(spec, inst, eta, verify=verify, tol=tol)
+    return scored(spec, consts, exact, eta, inst.sizes(), inst.label, how, instance=inst)
+
+
+def scored(spec: BoundSpec, consts: dict, exact: float, eta: float, sizes: dict, label: str,
+           how: str, instance: Instance | None = None) -> Evaluation:  # fmt: skip
+    """The :class:`Evaluation` of an exact (or worst) value ``exact`` on an instance (or a
+    class setting) with constants ``consts``: stated, condition, ratio, the free constant's
+    c_i and what the search maximizes."""
     c_i, direction = (None, 0)
     if spec.constant is not None:
         c_i, direction = _solve_constant(spec, consts, exact)
@@ -248,9 +262,9 @@ def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True,
         objective = rat if math.isfinite(rat) or math.isinf(rat) else -math.inf
     if not (met and defined):
         objective = -math.inf
-    return Evaluation(stated, exact, met, rat, eta, c_i, objective, inst.sizes(), inst.label,
-                      consts, defined=defined, exact_method=how, direction=direction,
-                      instance=inst)  # fmt: skip
+    return Evaluation(stated, exact, met, rat, eta, c_i, objective, sizes, label, consts,
+                      defined=defined, exact_method=how, direction=direction,
+                      instance=instance)  # fmt: skip
 
 
 def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = None,
@@ -544,8 +558,10 @@ def check(
     name: str | None = None,
     workers: int | None = None,
     refine: bool = True,
+    functions: str | None = None,
 ) -> BoundCheck:
-    """Check a stated bound on one instance and/or over an instance class.
+    """Check a stated bound on one instance and/or over an instance class of quadratic
+    clients (:func:`fedtheory.bounds.check_classes` checks the smooth strongly convex class).
 
     Parameters
     ----------
@@ -570,6 +586,8 @@ def check(
         per 100 draws).
     refine : bool
         Refine the worst draws by Nelder-Mead (default True).
+    functions : {"quadratic"}, optional
+        The class (default the spec's ``[class] functions``): this search is the quadratic one.
 
     Returns
     -------
@@ -597,6 +615,11 @@ def check(
         spec = BoundSpec.from_dict(spec)
     elif not isinstance(spec, BoundSpec):
         spec = load_spec(spec)
+    if (functions or spec.functions) != "quadratic":
+        raise AssumptionError(
+            f"check searches quadratic clients; the class {functions or spec.functions!r} is "
+            "checked by fedtheory.bounds.check_classes (fedtheory bound --class)"
+        )
     seed = check_seed(seed)
     has_named = problem is not None or problem_file is not None or (
         spec.problem is not None or spec.problem_file is not None)  # fmt: skip
@@ -709,8 +732,11 @@ def _named_report(spec: BoundSpec, ev: Evaluation, measured: dict | None) -> dic
     return rep
 
 
-def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
-    tol = spec.tolerance
+def verdict(spec: BoundSpec, evals: list[Evaluation],
+            tol: float) -> tuple[list, dict | None, Evaluation | None, bool]:  # fmt: skip
+    """``(pool, implied, worst, violated)`` of evaluated instances: those that meet the
+    condition, the implied constant (the shape then evaluated at it), the worst one (of the
+    violating ones when violated) and the verdict at relative tolerance ``tol``."""
     implied = None
     pool = [e for e in evals if e.condition_met and e.defined]
     if spec.constant is not None:
@@ -728,6 +754,13 @@ def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
         violated = any(violates(e, tol) for e in pool)
         if violated:
             worst = max((e for e in pool if violates(e, tol)), key=lambda e: e.objective)
+    return pool, implied, worst, bool(violated)
+
+
+def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
+    pool, implied, worst, violated = verdict(spec, evals, spec.tolerance)
+    if not pool:
+        _nothing_evaluated(spec, evals)
     files: dict[str, dict] = {}
     if out_dir is not None:
         stem = name or (Path(spec.path).stem if spec.path else "bound")
@@ -736,8 +769,6 @@ def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
             files["worst"] = _save(spec, worst, out / f"{stem}-counterexample.npz")
         if implied is not None and implied.get("argmax") is not None:
             files["implied"] = _save(spec, implied["argmax"], out / f"{stem}-implied.npz")
-    if not pool:
-        _nothing_evaluated(spec, evals)
     info["condition_met"] = len(pool)
     named = None if measured is False else _named_report(spec, evals[0], measured)
     return BoundCheck(spec, bool(violated), worst, evals, implied, named, info, files,

@@ -35,8 +35,10 @@ CONSTANTS: dict[str, str] = {
     "delta_q": "N sum_i (q_i - 1/N)^2: how far q is from uniform (0 under uniform sampling)",
     "d": "dimension of x",
     "sigma": "standard deviation of the additive gradient noise (003 Theorems 3-5)",
-    "zeta2": "(1/N) sum_i ||grad f_i(x*)||^2, the heterogeneity at x*",
-    "D2": "||x_0 - x*||^2 = ||x*||^2 (x_0 = 0)",
+    "zeta2": "(1/N) sum_i ||grad f_i(x*)||^2, the heterogeneity at x* (with [class] zeta2: "
+    "that bound, which class draws meet with equality)",
+    "D2": "||x_0 - x*||^2 = ||x*||^2 (x_0 = 0; with [class] D2, default 1 on the general class "
+    "and after R rounds: that bound, met with equality)",
     "epsilon": "the accuracy factor of rounds_to",
     "rho": "||W - 11^T/N||_2 of the gossip matrix of `topology` (001 Assumption 4.5)",
 }

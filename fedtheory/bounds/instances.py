@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.bounds.spec import BoundSpec
+from fedtheory.bounds.spec import AFTER_ROUNDS, BoundSpec
 from fedtheory.errors import AssumptionError
 from fedtheory.io import write_atomic
 from fedtheory.participation import make_participation
@@ -80,17 +80,7 @@ class Instance:
 
     def participation(self, spec: BoundSpec) -> Any:
         """The participation model of this instance under ``spec``."""
-        name, n = spec.participation, self.n_clients
-        if name == "full":
-            return make_participation("full", n)
-        if name == "uniform":
-            return make_participation("uniform", n, self.clients_per_round)
-        if name == "weighted":
-            return make_participation("weighted", n, self.clients_per_round, p=self.p)
-        kw = {"empty": spec.empty}
-        if self.p is None:
-            return make_participation("bernoulli", n, self.clients_per_round, **kw)
-        return make_participation("bernoulli", n, None, p=self.p, **kw)
+        return participation_model(spec, self.n_clients, self.clients_per_round, self.p)
 
     def sizes(self) -> dict:
         return {"N": self.n_clients, "d": self.dim, "K": self.local_steps,
@@ -148,6 +138,22 @@ class Instance:
             text = ",".join(map(repr, np.ravel(value).tolist())) if np.ndim(value) else value
             words += ["--option", f"{name}={text}"]
         return " ".join(shlex.quote(w) for w in words)
+
+
+def participation_model(spec: BoundSpec, n: int, m: int | None, p: Any) -> Any:
+    """The participation model of ``spec`` on n clients with M = ``m`` per round and
+    probabilities ``p`` (Bernoulli p_i, weighted draw weights; None: from M)."""
+    name = spec.participation
+    if name == "full":
+        return make_participation("full", n)
+    if name == "uniform":
+        return make_participation("uniform", n, m)
+    if name == "weighted":
+        return make_participation("weighted", n, m, p=p)
+    kw = {"empty": spec.empty}
+    if p is None:
+        return make_participation("bernoulli", n, m, **kw)
+    return make_participation("bernoulli", n, None, p=p, **kw)
 
 
 def named_instance(spec: BoundSpec, *, problem: str | None = None,
@@ -221,7 +227,7 @@ class Draw:
         eye = np.eye(d)
         Q = np.linalg.solve(eye - S, eye + S)  # Cayley: orthogonal for skew S
         A = np.sqrt(lam)[:, :, None] * np.swapaxes(Q, 1, 2)  # A_i = diag(sqrt lam) Q_i^T
-        xs = z + cls.heterogeneity * e
+        xs = _meet_class_bounds(A, z + cls.heterogeneity * e, spec)
         b = np.einsum("nkd,nd->nk", A, xs)
         p = None
         if spec.p is not None:
@@ -232,6 +238,28 @@ class Draw:
         if p is not None and spec.participation == "weighted":
             p = p / p.sum()
         return Instance(A, b, 0.0, self.K, self.M, p, self.label, noise=spec.noise)
+
+
+def _meet_class_bounds(A: np.ndarray, xs: np.ndarray, spec: BoundSpec) -> np.ndarray:
+    """Client optima ``xs (N, d)`` moved so that the instance meets the class bounds with
+    equality: (1/N) sum_i ||grad f_i(x*)||^2 = zeta2 (the spread about x* scaled, which keeps
+    x* and scales every g_i* by the same factor) and ||x_0 - x*||^2 = ||x*||^2 = D2 (every
+    optimum shifted by one vector, which shifts x* and keeps the g_i*), where the ``[class]``
+    gives them (D2 also, at its default 1, for the quantities after R rounds). A draw with
+    identical optima (zeta2 = 0) stays homogeneous."""
+    cls = spec.instance_class
+    H = np.einsum("nkd,nke->nde", A, A)
+    x_star = np.linalg.solve(H.sum(axis=0), np.einsum("nde,ne->d", H, xs))
+    if cls.zeta2 is not None:
+        g = np.einsum("nde,ne->nd", H, x_star - xs)
+        z2 = float(np.mean(np.sum(g * g, axis=1)))
+        if z2 > 0:
+            xs = x_star + np.sqrt(cls.zeta2 / z2) * (xs - x_star)
+    if cls.D2 is not None or spec.quantity in AFTER_ROUNDS:
+        norm = float(np.linalg.norm(x_star))
+        u = x_star / norm if norm > 0 else np.eye(x_star.size)[0]
+        xs = xs + (np.sqrt(spec.D2) * u - x_star)
+    return xs
 
 
 def draw_instance(spec: BoundSpec, rng: np.random.Generator, label: str) -> Draw:

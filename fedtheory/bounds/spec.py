@@ -61,7 +61,21 @@ QUANTITIES: dict[str, str] = {
     "mean_rate": "per-round factor of ||E z_r - z_bar|| (the exact mean rate rho(E[M_S]))",
     "stationary_mse": "lim_r E||x_r - x*||^2, the floor (absolute, not relative to ||x*||^2)",
     "rounds_to": "rounds until E||x_r - x*||^2 <= epsilon ||x_0 - x*||^2 (exact transient)",
+    "mse_after_rounds": "E||x_R - x*||^2 after R = rounds rounds from ||x_0 - x*||^2 = D2",
+    "f_minus_f_star_after_rounds": "E f(x_R) - f* after R = rounds rounds from ||x_0 - x*||^2 = D2",
+    "grad_norm2_after_rounds": "E||grad f(x_R)||^2 after R = rounds rounds from "
+    "||x_0 - x*||^2 = D2",
 }
+#: Quantities after a fixed number of rounds R (the spec's ``rounds``), and what each reads
+#: of x_R.
+AFTER_ROUNDS = {
+    "mse_after_rounds": "distance2",
+    "f_minus_f_star_after_rounds": "f_minus_f_star",
+    "grad_norm2_after_rounds": "grad_norm2",
+}
+#: The function classes a bound is checked on: quadratic clients (the exact oracle and a search
+#: over instances) or every L-smooth mu-strongly convex client (performance estimation).
+FUNCTION_CLASSES = ("quadratic", "smooth-strongly-convex")
 #: Quantities that are per-round factors: compared in rounds (log(stated) / log(exact)).
 RATE_QUANTITIES = ("mean_square_rate", "mean_rate")
 
@@ -77,7 +91,7 @@ _TOP_KEYS = (
     "epsilon", "tolerance", "aggregation", "empty", "global_lr", "prox_mu", "noise",
     "problem", "problem_file", "topology", "seeds", "rounds", "class", "options",
 )  # fmt: skip
-_CLASS_KEYS = ("dim", "L", "mu", "heterogeneity", "p_range")
+_CLASS_KEYS = ("functions", "dim", "L", "mu", "heterogeneity", "p_range", "D2", "zeta2")
 _TEXT_KEYS = ("algorithm", "quantity", "bound", "participation", "aggregation", "empty", "title",
               "source", "stated", "problem", "problem_file", "topology", "constant")  # fmt: skip
 _OPTIONAL_TEXT_KEYS = ("problem", "problem_file", "topology", "constant")
@@ -149,11 +163,14 @@ def _settle(obj: Any, **values: Any) -> None:
 
 @dataclass(frozen=True)
 class InstanceClass:
-    """The ``[class]`` table: quadratic least-squares clients to search over.
+    """The ``[class]`` table: the clients a bound is checked on.
 
+    ``functions = "quadratic"`` (the default): quadratic least-squares clients, searched.
     Client i has f_i(x) = 1/2 ||A_i x - b_i||^2 with A_i = diag(sqrt(lambda_i)) Q_i^T (so
     H_i = Q_i diag(lambda_i) Q_i^T, every lambda_ij in [mu, L]) and b_i = A_i x_i*,
-    x_i* = z + h e_i with h in [0, heterogeneity].
+    x_i* = z + h e_i with h in [0, heterogeneity]. ``functions = "smooth-strongly-convex"``:
+    every L-smooth mu-strongly convex f_i (mu = 0: smooth convex), the worst case by
+    performance estimation (:mod:`fedtheory.bounds.general`).
 
     The constructor checks every field (``InstanceClass(dim=3, L=10.0, mu=1.0)`` and
     :meth:`from_dict` alike).
@@ -161,14 +178,24 @@ class InstanceClass:
     Attributes
     ----------
     dim : tuple of int
-        Dimensions d drawn from.
+        Dimensions d drawn from (the quadratic class; the general class is dimension-free).
     L, mu : float
-        Every client's smoothness at most L, strong convexity at least mu (0 < mu <= L).
+        Every client's smoothness at most L, strong convexity at least mu (0 < mu <= L; mu = 0
+        on the general class).
     heterogeneity : float
         Largest spread h of the client optima (default 1).
     p_range : (float, float)
         Range of drawn participation probabilities (Bernoulli p_i; weighted draws: raw weights
         normalized to sum 1) when the spec gives no ``p`` (default (0.05, 1)).
+    functions : {"quadratic", "smooth-strongly-convex"}
+    D2 : float or None
+        The start's bound ||x_0 - x*||^2 <= D2 (None: not given; the general class and the
+        quantities after R rounds read 1). Quadratic draws then start at distance sqrt(D2).
+    zeta2 : float or None
+        The heterogeneity bound (1/N) sum_i ||grad f_i(x*)||^2 <= zeta2 (None: none; the
+        general class is then unbounded for FedAvg with K >= 2). Quadratic draws are scaled to
+        meet it with equality (the quantities are homogeneous in it: the worst case is on the
+        boundary).
     """
 
     dim: tuple[int, ...]
@@ -176,12 +203,30 @@ class InstanceClass:
     mu: float
     heterogeneity: float = 1.0
     p_range: tuple[float, float] = (0.05, 1.0)
+    functions: str = "quadratic"
+    D2: float | None = None
+    zeta2: float | None = None
 
     def __post_init__(self) -> None:
+        functions = self.functions
+        if functions not in FUNCTION_CLASSES:
+            raise AssumptionError(
+                f"[class] functions must be one of {', '.join(FUNCTION_CLASSES)}, got {functions!r}"
+            )
+        general = functions == "smooth-strongly-convex"
         L = _float("[class] L", self.L, positive=True, allow_zero=False)
-        mu = _float("[class] mu", self.mu, positive=True, allow_zero=False)
-        if mu > L:
-            raise AssumptionError(f"[class] needs mu <= L, got mu = {mu}, L = {L}")
+        mu = _float("[class] mu", self.mu, positive=True, allow_zero=general)
+        if mu > L or (general and mu == L):
+            raise AssumptionError(
+                f"[class] needs mu {'<' if general else '<='} L, got mu = {mu}, L = {L}"
+            )
+        dim = _ints("[class] dim", self.dim) if self.dim not in (None, ()) else ()
+        if not dim and not general:
+            raise AssumptionError(f"[class] needs dim (accepted: {', '.join(_CLASS_KEYS)})")
+        D2 = self.D2
+        if D2 is not None:
+            D2 = _float("[class] D2", D2, positive=True, allow_zero=False)
+        zeta2 = None if self.zeta2 is None else _float("[class] zeta2", self.zeta2, positive=True)
         het = _float("[class] heterogeneity", self.heterogeneity, positive=True)
         pr = self.p_range
         if not (isinstance(pr, list | tuple) and len(pr) == 2):
@@ -189,14 +234,7 @@ class InstanceClass:
         lo, hi = (_float("[class] p_range", v) for v in pr)
         if not 0 < lo <= hi <= 1:
             raise AssumptionError(f"[class] p_range must satisfy 0 < low <= high <= 1, got {pr}")
-        _settle(
-            self,
-            dim=_ints("[class] dim", self.dim),
-            L=L,
-            mu=mu,
-            heterogeneity=het,
-            p_range=(lo, hi),
-        )
+        _settle(self, dim=dim, L=L, mu=mu, heterogeneity=het, p_range=(lo, hi), D2=D2, zeta2=zeta2)
 
     @classmethod
     def from_dict(cls, d: Any) -> InstanceClass:
@@ -207,14 +245,21 @@ class InstanceClass:
             raise UnknownOptionError(
                 f"unknown key(s) {', '.join(bad)} in [class]; accepted: {', '.join(_CLASS_KEYS)}"
             )
-        for key in ("dim", "L", "mu"):
+        general = d.get("functions", "quadratic") == "smooth-strongly-convex"
+        for key in ("L", "mu") if general else ("dim", "L", "mu"):
             if key not in d:
                 raise AssumptionError(f"[class] needs {key} (accepted: {', '.join(_CLASS_KEYS)})")
-        return cls(**d)
+        return cls(**{"dim": (), **d})
 
     def to_dict(self) -> dict:
-        return {"dim": list(self.dim), "L": self.L, "mu": self.mu,
-                "heterogeneity": self.heterogeneity, "p_range": list(self.p_range)}  # fmt: skip
+        out = {"functions": self.functions, "dim": list(self.dim), "L": self.L, "mu": self.mu,
+               "heterogeneity": self.heterogeneity, "p_range": list(self.p_range)}  # fmt: skip
+        for key in ("D2", "zeta2"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if not self.dim:
+            del out["dim"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -325,6 +370,8 @@ class BoundSpec:
                 raise AssumptionError(
                     f"the free constant {self.constant!r} does not appear in the bound"
                 )
+        if self.quantity in AFTER_ROUNDS and not self.rounds:
+            raise AssumptionError(f"{self.quantity} needs rounds = R (the horizon)")
         if not 0 < self.epsilon < 1:
             raise AssumptionError(f"epsilon must lie in (0, 1), got {self.epsilon}")
         # Parse everything now: a typo is refused before any computation.
@@ -438,6 +485,17 @@ class BoundSpec:
         if self.constant is not None:
             vals[self.constant] = self.constant_value if c is None else c
         return all(cond(vals) for cond in self.condition_exprs)
+
+    @property
+    def functions(self) -> str:
+        """The class of the spec's ``[class]`` (``quadratic`` without one)."""
+        return self.instance_class.functions if self.instance_class else "quadratic"
+
+    @property
+    def D2(self) -> float:
+        """The start's bound ||x_0 - x*||^2 <= D2 of the class (1 when not given)."""
+        c = self.instance_class
+        return 1.0 if c is None or c.D2 is None else c.D2
 
     @property
     def is_rate(self) -> bool:

@@ -2,15 +2,20 @@
 
 Contract (other tools rely on it)::
 
-    fedtheory bound SPEC.toml [--search N] [--seed S] [--json OUT]
+    fedtheory bound SPEC.toml [--class quadratic|smooth-strongly-convex|both] [--search N]
+                              [--seed S] [--json OUT]
 
-prints a short table and one sentence; ``--json`` writes an object with ``violated`` (bool),
-``worst`` {``stated``, ``exact``, ``ratio``, ``eta``, ``problem_file``}, ``instances`` (list of
-{``stated``, ``exact``, ``condition_met``}) and, with a free constant, ``implied_constant``
-{``value``, ``problem_file``}. A violated bound's worst instance is written as an ``.npz``
-problem file (and ``.p.npy`` probabilities) that ``fedtheory rate --problem-file`` and
-``fedtheory simulate --problem-file`` read; ``worst.command`` is the ``rate`` command that
-reproduces the exact value. docs/bounds.md describes the spec format.
+prints a short table and one sentence per class; ``--json`` writes an object with ``violated``
+(bool), ``worst`` {``stated``, ``exact``, ``ratio``, ``eta``, ``problem_file``}, ``instances``
+(list of {``stated``, ``exact``, ``condition_met``}), with a free constant
+``implied_constant`` {``value``, ``problem_file``}, and per class ``class``, ``unbounded`` and
+``solver`` {``name``, ``status``, ``value``, ``cross_check``} (``--class both``: the two under
+``classes``, their ``ratio`` and ``by_setting``). A violated bound's worst quadratic instance
+is written as an ``.npz`` problem file (and ``.p.npy`` probabilities) that ``fedtheory rate
+--problem-file`` and ``fedtheory simulate --problem-file`` read (``worst.command`` is the
+``rate`` command that reproduces the exact value); over smooth strongly convex clients it is an
+interpolation file that ``fedtheory simulate --problem-file`` replays. docs/bounds.md describes
+the spec format.
 """
 
 from __future__ import annotations
@@ -20,7 +25,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fedtheory.bounds import DEFAULT_SEARCH, check, load_spec, paper_bounds
+from fedtheory.bounds import (
+    CLASS_CHOICES,
+    DEFAULT_SEARCH,
+    GENERAL,
+    check_classes,
+    load_spec,
+    paper_bounds,
+)
 from fedtheory.cli.common import add_json, add_parser, human_stream, write_json
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import check_output_dir
@@ -39,11 +51,15 @@ def register(subparsers: Any) -> None:
             "rounds to epsilon) and by a worst-case search over the spec's [class] of "
             "quadratic least-squares clients (random draws, then Nelder-Mead refinement). A "
             "violated bound's worst instance is saved as a problem file that "
-            "'fedtheory rate --problem-file' reproduces. Shipped bound files of the three "
+            "'fedtheory rate --problem-file' reproduces. --class smooth-strongly-convex (or "
+            "[class] functions) takes the worst case over every L-smooth mu-strongly convex "
+            "client by performance estimation (the optional extra pep); --class both puts the "
+            "two classes side by side. Shipped bound files of the three "
             f"papers: {', '.join(paper_bounds()) or 'none'} (pass the name instead of a path)."
         ),
         examples=[
             "fedtheory bound my-theorem.toml --search 200 --json out.json",
+            "fedtheory bound floor.toml --class both",
             "fedtheory bound focus-thm1-rate --problem figure4",
             "fedtheory bound spec.toml --problem-file counterexample.npz --seeds 64",
         ],
@@ -53,6 +69,10 @@ def register(subparsers: Any) -> None:
                    help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
                    "0: none); the worst three are refined with N/4 more evaluations")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the search")
+    p.add_argument("--class", dest="functions", choices=CLASS_CHOICES, default=None,
+                   help="the clients the bound is checked on (default: the spec's [class] "
+                   "functions, else quadratic): quadratic (exact oracle and search), "
+                   f"{GENERAL} (performance estimation) or both")  # fmt: skip
     src = p.add_mutually_exclusive_group()
     src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS),
                      help="check on this built-in problem (overrides the spec's)")  # fmt: skip
@@ -89,14 +109,22 @@ def run(args: argparse.Namespace) -> int:
     if out_dir is None:
         out_dir = Path(args.json).parent if args.json not in (None, "-") else Path.cwd()
     out_dir = check_output_dir(out_dir)
-    res = check(spec, search=args.search, seed=args.seed, problem=args.problem,
-                problem_file=args.problem_file, measure_seeds=args.seeds,
-                out_dir=out_dir, name=Path(spec.path).stem)  # fmt: skip
+    res = check_classes(spec, functions=args.functions, search=args.search, seed=args.seed,
+                        problem=args.problem, problem_file=args.problem_file,
+                        measure_seeds=args.seeds, out_dir=out_dir,
+                        name=Path(spec.path).stem)  # fmt: skip
     out = human_stream(args)
     title = spec.title or Path(spec.path).stem
     print(f"{title}: {spec.quantity} <= {spec.bound}"
           + (f" if {' and '.join(spec.condition)}" if spec.condition else ""), file=out)  # fmt: skip
-    print(res.table(), file=out)
-    print(res.sentence(), file=out)
+    for label, r in (("quadratic clients", res.quadratic), (f"{GENERAL} clients", res.general)):
+        if r is not None:
+            if res.functions == "both":
+                print(f"-- {label}", file=out)
+            print(r.table(), file=out)
+            print(r.sentence(), file=out)
+    if res.functions == "both" and res.by_setting():
+        row = max(res.by_setting(), key=lambda r: r["general"])
+        print(f"general / quadratic worst: {row['ratio']:.6g}", file=out)
     write_json(res.to_dict(), args)
     return 0

@@ -576,9 +576,18 @@ def _system(
 
 @one_blas_thread
 def exact_mse_curve(
-    problem: Any, algorithm: Any, participation: Any = None, *, rounds: int, **kw: Any
+    problem: Any,
+    algorithm: Any,
+    participation: Any = None,
+    *,
+    rounds: int,
+    weight: np.ndarray | None = None,
+    **kw: Any,
 ) -> np.ndarray:
     """The exact transient E||x_r - x*||^2, r = 0..rounds, from the algorithm's initialization.
+
+    With ``weight`` W (d, d, symmetric), E (x_r - x*)^T W (x_r - x*) instead: on a quadratic
+    f(x) - f* with W = H_f / 2 and ||grad f(x)||^2 with W = H_f^2 (H_f the mean Hessian).
 
     Propagates the exact first and second moments of the reduced state (one application of the
     mean-square operator per round): with eps_r = zeta_r - mu (mu the stationary mean),
@@ -613,10 +622,13 @@ def exact_mse_curve(
     eps = s.reduce_state(model.z0) - mu
     S = np.outer(eps, eps)
     m = eps.copy()
+    W = np.eye(Xr.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
+    if W.shape != (Xr.shape[0],) * 2:
+        raise FedTheoryError(f"weight must be a ({Xr.shape[0]}, {Xr.shape[0]}) matrix")
     out = np.empty(rounds + 1)
     for r in range(rounds + 1):  # the rounds are sequential
         xm = Xr @ m
-        out[r] = float(np.trace(Xr @ S @ Xr.T) + 2 * off @ xm + off @ off)
+        out[r] = float(np.trace(W @ Xr @ S @ Xr.T) + 2 * off @ W @ xm + off @ W @ off)
         if r == rounds:
             break
         mf = s.embed_rows(m[:, None])[:, 0]
