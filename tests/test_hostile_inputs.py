@@ -254,6 +254,13 @@ def test_the_instance_class_checks_in_its_constructor_too():
     with pytest.raises(AssumptionError, match="mu <= L"):
         InstanceClass(dim=(3,), L=1.0, mu=2.0)
     assert InstanceClass(dim=[3, 4], L=10, mu=1).dim == (3, 4)  # normalized as from a table
+    general = InstanceClass(dim=(), L=1.0, mu=0.0, functions="smooth-strongly-convex")
+    assert general.mu == 0.0 and general.dim == ()
+    for kw, says in [({"functions": "convex"}, "functions must be one of"),
+                     ({"D2": -1.0}, "D2 must be > 0"), ({"zeta2": math.nan}, "zeta2 must be finite"),
+                     ({"dim": ()}, "needs dim")]:  # fmt: skip
+        with pytest.raises(AssumptionError, match=says):
+            InstanceClass(**{"dim": (3,), "L": 10.0, "mu": 1.0, **kw})
 
 
 @pytest.mark.parametrize("lr, eta", [("-1/L_f", "-0.1"), ("0*L_f", "0.0"), ("sqrt(-L_f)", "nan")])
