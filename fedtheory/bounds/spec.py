@@ -214,15 +214,15 @@ class InstanceClass:
                 f"[class] functions must be one of {', '.join(FUNCTION_CLASSES)}, got {functions!r}"
             )
         general = functions == "smooth-strongly-convex"
+        dim = _ints("[class] dim", self.dim) if self.dim not in (None, ()) else ()
+        if not dim and not general:
+            raise AssumptionError(f"[class] needs dim (accepted: {', '.join(_CLASS_KEYS)})")
         L = _float("[class] L", self.L, positive=True, allow_zero=False)
         mu = _float("[class] mu", self.mu, positive=True, allow_zero=general)
         if mu > L or (general and mu == L):
             raise AssumptionError(
                 f"[class] needs mu {'<' if general else '<='} L, got mu = {mu}, L = {L}"
             )
-        dim = _ints("[class] dim", self.dim) if self.dim not in (None, ()) else ()
-        if not dim and not general:
-            raise AssumptionError(f"[class] needs dim (accepted: {', '.join(_CLASS_KEYS)})")
         D2 = self.D2
         if D2 is not None:
             D2 = _float("[class] D2", D2, positive=True, allow_zero=False)
@@ -245,8 +245,7 @@ class InstanceClass:
             raise UnknownOptionError(
                 f"unknown key(s) {', '.join(bad)} in [class]; accepted: {', '.join(_CLASS_KEYS)}"
             )
-        general = d.get("functions", "quadratic") == "smooth-strongly-convex"
-        for key in ("L", "mu") if general else ("dim", "L", "mu"):
+        for key in ("L", "mu"):  # dim: the constructor says when the class needs it
             if key not in d:
                 raise AssumptionError(f"[class] needs {key} (accepted: {', '.join(_CLASS_KEYS)})")
         return cls(**{"dim": (), **d})
