@@ -5,8 +5,8 @@ A verdict must not hinge on the base seed (issue 22): across base seeds 0-4 no r
 tier, every claim) at each base seed, ``--workers`` claims at once in forked processes
 (default: the cores this process may use; :func:`fedtheory.verify.run_claims`), prints one line
 per result id with its verdict per seed (H holds, F fails, I inconclusive, O outside
-assumptions, V invariant, S not stated, - not run) and marks the rows where holds and fails both
-occur. Exit status 1 when a row flips between holds and fails, else 0.
+assumptions, M measured, V invariant, S not stated, - not run) and marks the rows where holds
+and fails both occur. Exit status 1 when a row flips between holds and fails, else 0.
 
 It runs the whole tier once per seed: about five quick tiers (10-25 minutes on two shared
 cores).
@@ -31,6 +31,7 @@ SHORT = {
     "fails": "F",
     "inconclusive": "I",
     "outside assumptions": "O",
+    "measured": "M",
     "invariant": "V",
     "not stated": "S",
     "not run": "-",

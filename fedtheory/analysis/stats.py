@@ -84,14 +84,16 @@ class Effect:
         """No effect (e.g. a formula the paper does not state)."""
         return cls(None, None, None, unit, None, None)
 
-    def side(self, null: float = 0.0) -> int:
+    def side(self, null: float = 0.0, floor: float = 0.0) -> int:
         """+1 when the interval lies above ``null``, -1 below, 0 when it contains it (or is
-        missing)."""
+        missing). With ``floor`` > 0 the interval must clear [null - floor, null + floor]: an
+        effect within the computation's accuracy of the null value is a tie
+        (:func:`fedtheory.analysis.accuracy.absolute_floor`)."""
         if self.ci_low is None or self.ci_high is None:
             return 0
-        if self.ci_low > null:
+        if self.ci_low > null + floor:
             return 1
-        if self.ci_high < null:
+        if self.ci_high < null - floor:
             return -1
         return 0
 

@@ -29,7 +29,8 @@ def register(subparsers) -> None:
         description=(
             "Run the claim catalog (docs/claims.md): each claim's experiment, its stated and "
             "measured values and a verdict computed from the measurement (holds, fails, "
-            "inconclusive, outside assumptions, invariant, not stated; the JSON adds effect, "
+            "inconclusive, outside assumptions; measured, invariant, not stated apart from "
+            "them; the JSON adds effect, "
             "seeds and test). A claim that needs the thorough tier or a missing optional "
             "extra is listed as not run, with the reason. Exit 0 when no claim crashed "
             "(whatever the verdicts), 1 when one crashed, 2 for bad input."

@@ -2,8 +2,9 @@
 
 Each check runs a small experiment with the toolkit's own machinery and returns what was stated,
 what was measured and a verdict computed from the measurement (:mod:`fedtheory.verify.result`):
-``holds``, ``fails``, ``inconclusive``, ``outside assumptions``, ``invariant`` (a property of the
-implementation) or ``not stated`` (the paper's formula is not in the available text), with the
+``holds``, ``fails``, ``inconclusive``, ``outside assumptions``, ``measured`` (a quantity no
+outcome of which could contradict the claim), ``invariant`` (a property of the implementation)
+or ``not stated`` (the paper's formula is not in the available text), with the
 effect, its confidence interval, the number of seeds and the test behind it. A check that
 crashes (a module that does not import included) has no verdict: it is recorded as not run and
 makes ``fedtheory verify`` exit non-zero.
@@ -28,6 +29,7 @@ from fedtheory.verify.result import (
     HOLDS,
     INCONCLUSIVE,
     INVARIANT,
+    MEASURED,
     NOT_RUN,
     NOT_STATED,
     OUTSIDE,
@@ -42,8 +44,10 @@ from fedtheory.verify.result import (
     judge,
     judge_effect,
     judge_equivalence,
+    measurement,
     not_stated,
     outside,
+    replicated,
     unanimous,
     verdict_of,
 )
@@ -61,6 +65,7 @@ __all__ = [
     "HOLDS",
     "INCONCLUSIVE",
     "INVARIANT",
+    "MEASURED",
     "NOT_RUN",
     "NOT_STATED",
     "OUTSIDE",
@@ -81,8 +86,10 @@ __all__ = [
     "judge",
     "judge_effect",
     "judge_equivalence",
+    "measurement",
     "not_stated",
     "outside",
+    "replicated",
     "run",
     "run_claim",
     "run_claims",

@@ -11,7 +11,11 @@ O(1/sqrt(R K M)) for R >= K M, is therefore read in two steps, both fixed before
    R^(-1/2): nearer the bound's rate than a flat metric's 0). A metric that does not fall with R
    is not in the regime where the leading term dominates: what it does in K says nothing about
    the bound, and the claim is ``inconclusive`` with the reason "regime not reached", never
-   ``fails``.
+   ``fails``. A run whose exponent falls (interval below 0) but whose interval contains the
+   threshold half the bound's exponent is **at the threshold's edge**: whether it is in the
+   regime is not decided by these seeds, and a row with a reading at the edge is
+   ``inconclusive`` ("regime at its threshold's edge"), whatever its other readings say; the
+   thorough tier's seeds narrow the interval and may decide it (:func:`rate_verdict`).
 2. **The shape** (:func:`shape_test`). Inside the regime the stated shape with its other terms,
    a x^p + b with a, b >= 0 (b stands for the terms that do not move with x at this R), is
    fitted to the seed means by non-negative least squares in relative terms. The data
@@ -21,6 +25,11 @@ O(1/sqrt(R K M)) for R >= K M, is therefore read in two steps, both fixed before
    significantly with x (the slope of log(metric / shape) on log x above 0: the metric falls
    more slowly than any a x^p + b). Each interval is a delete-one-seed jackknife (Student-t),
    at level 1 - alpha/2 (Bonferroni over the two tests).
+
+Every side of an interval is read with an absolute floor at the simulation's accuracy
+(:func:`slope_floor`, :func:`fedtheory.analysis.accuracy.absolute_floor`): a metric that does
+not move with x in exact arithmetic has a log-slope of a few rounding units of either sign,
+which must not decide.
 
 A fitted shape is a description, not a constant of the paper: no theorem here states its
 constants (docs/stated-bounds.md), so ``a`` and ``b`` are reported as free constants.
@@ -35,12 +44,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fedtheory.analysis.accuracy import absolute_floor
 from fedtheory.analysis.stats import Effect, jackknife_interval
 from fedtheory.errors import AssumptionError
 from fedtheory.experiments.local_steps import gradient_curves, horizon_violations
 from fedtheory.verify.result import FAILS, HOLDS, INCONCLUSIVE, unanimous
 
 __all__ = [
+    "REGIME_AT_EDGE",
+    "REGIME_NOT_REACHED",
     "RateRead",
     "Regime",
     "ShapeTest",
@@ -51,10 +63,24 @@ __all__ = [
     "rate_verdict",
     "read_rate",
     "shape_test",
+    "slope_floor",
 ]
 
 #: The reason an O(.) claim is ``inconclusive`` outside its regime.
 REGIME_NOT_REACHED = "regime not reached"
+#: The reason an O(.) row is ``inconclusive`` when a reading's regime is at its threshold's edge.
+REGIME_AT_EDGE = "regime at its threshold's edge"
+
+
+def slope_floor(x, steps: int = 1) -> float:
+    """The accuracy of a least-squares slope of log(metric) on log x when each metric is
+    computed in ``steps`` rounding steps: every log(metric) is accurate to
+    ``absolute_floor(1, steps=steps)`` (the log of a value with relative error delta moves by
+    delta), and the slope sum_i w_i log m_i moves by at most that times sum_i |w_i|."""
+    lx = np.log(np.asarray(x, dtype=np.float64))
+    d = lx - lx.mean()
+    w = d / float(d @ d)
+    return absolute_floor(1.0, steps=max(int(steps), 1)) * float(np.abs(w).sum())
 
 
 def _points(values) -> list[np.ndarray]:
@@ -141,12 +167,16 @@ class Regime:
         The metric's exponent in R (None when only the threshold was checked).
     violations : list of str
         Conditions on R the run violates (named with their source).
+    edge : bool
+        The exponent falls, but its interval contains the threshold (half the bound's
+        exponent): ``reached`` follows the estimate, and the seeds do not decide it.
     """
 
     reached: bool
     reason: str
     exponent: Effect | None
     violations: list = field(default_factory=list)
+    edge: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -154,28 +184,36 @@ class Regime:
             "reason": self.reason,
             "R_exponent": None if self.exponent is None else self.exponent.to_dict(),
             "violations": list(self.violations),
+            "at_threshold_edge": self.edge,
         }
 
 
 def r_regime(values, Rs, *, stated: float, violations=(), confidence: float = 0.95,
-             stat=None) -> Regime:  # fmt: skip
+             stat=None, steps: int = 1) -> Regime:  # fmt: skip
     """The regime check of an O(R^stated) bound: ``values`` (seeds, len(Rs)) per-seed metrics
     at horizons ``Rs`` (the same seed ids; or per-seed metrics reduced by ``stat`` after the
-    seed mean, as in :func:`log_slope`), ``violations`` the conditions on R the runs break.
+    seed mean, as in :func:`log_slope`), ``violations`` the conditions on R the runs break,
+    ``steps`` the rounding steps behind each metric (:func:`slope_floor`).
 
-    Reached when no condition is violated, the R exponent's interval lies below 0 and its
-    estimate is at most ``stated / 2`` (module docstring)."""
+    Reached when no condition is violated, the R exponent's interval lies below 0 (by more than
+    the floor) and its estimate is at most ``stated / 2``; at the threshold's edge when the
+    interval lies below 0 and contains ``stated / 2`` (module docstring)."""
     viol = [str(v) for v in violations]
     exp = log_slope(values, Rs, confidence, "exponent of the metric in R", stat)
     if viol:
         return Regime(False, f"{REGIME_NOT_REACHED}: " + "; ".join(viol), exp, viol)
-    if exp.side(0.0) != -1:
-        why = "the metric does not fall with R"
-    elif exp.estimate > stated / 2:
+    if exp.side(0.0, slope_floor(Rs, steps)) != -1:
+        return Regime(False, f"{REGIME_NOT_REACHED}: the metric does not fall with R", exp, [])
+    threshold = stated / 2
+    edge = exp.side(threshold) == 0
+    if exp.estimate > threshold:
         why = f"the metric falls more slowly in R than half the bound's R^{stated:g}"
-    else:
-        return Regime(True, "", exp, [])
-    return Regime(False, f"{REGIME_NOT_REACHED}: {why}", exp, [])
+        if edge:
+            why += f" (at the edge: the interval contains {threshold:g})"
+        return Regime(False, f"{REGIME_NOT_REACHED}: {why}", exp, [], edge)
+    reason = (f"{REGIME_AT_EDGE}: the R exponent's interval contains {threshold:g}"
+              if edge else "")  # fmt: skip
+    return Regime(True, reason, exp, [], edge)
 
 
 @dataclass
@@ -197,6 +235,8 @@ class ShapeTest:
         max_x |metric / shape - 1| of the fit to all seeds.
     level : float
         Confidence level of both intervals.
+    floor : float
+        The slopes' accuracy (:func:`slope_floor`): every side is read beyond it.
     """
 
     power: float
@@ -206,13 +246,16 @@ class ShapeTest:
     ratio_trend: Effect
     max_relative_residual: float
     level: float
+    floor: float = 0.0
 
     @property
     def contradicted(self) -> bool:
         """The data contradict the shape: the log-slope leaves [p, 0] (p < 0) / [0, p]
-        (p > 0) on the side the bound forbids, or the ratio to the shape grows."""
+        (p > 0) on the side the bound forbids, or the ratio to the shape grows (each beyond
+        the floor)."""
         upper = 0.0 if self.power < 0 else self.power
-        return self.slope.side(upper) == 1 or self.ratio_trend.side(0.0) == 1
+        f = self.floor
+        return self.slope.side(upper, f) == 1 or self.ratio_trend.side(0.0, f) == 1
 
     def verdict(self) -> str:
         """``fails`` when contradicted; ``holds`` when the metric moves as the bound says
@@ -220,7 +263,7 @@ class ShapeTest:
         if self.contradicted:
             return FAILS
         edge = 0.0 if self.power < 0 else self.power
-        return HOLDS if self.slope.side(edge) == -1 else INCONCLUSIVE
+        return HOLDS if self.slope.side(edge, self.floor) == -1 else INCONCLUSIVE
 
     def text(self, var: str = "K") -> str:
         return (f"{self.a:.3g} {var}^{self.power:g} + {self.b:.3g} fits within "
@@ -236,6 +279,7 @@ class ShapeTest:
             "ratio_trend": self.ratio_trend.to_dict(),
             "max_relative_residual": self.max_relative_residual,
             "level": self.level,
+            "floor": self.floor,
         }
 
 
@@ -243,9 +287,11 @@ def _signed(e: Effect) -> str:
     return f"{e.estimate:+.2f} [{e.ci_low:+.2f}, {e.ci_high:+.2f}]"
 
 
-def shape_test(values, x, power: float, *, alpha: float = 0.05, stat=None) -> ShapeTest:
+def shape_test(values, x, power: float, *, alpha: float = 0.05, stat=None,
+               steps: int = 1) -> ShapeTest:  # fmt: skip
     """Test the shape a x^power + b (a, b >= 0) on ``values`` (per grid point the per-seed
-    metric or curves, as in :func:`log_slope`), both intervals at level 1 - alpha/2."""
+    metric or curves, as in :func:`log_slope`), both intervals at level 1 - alpha/2, read
+    beyond the accuracy of metrics computed in ``steps`` rounding steps (:func:`slope_floor`)."""
     pts = _points(values)
     xv = np.asarray(x, dtype=np.float64)
     if len(pts) != xv.size or xv.size < 3:
@@ -266,7 +312,7 @@ def shape_test(values, x, power: float, *, alpha: float = 0.05, stat=None) -> Sh
     m = _metric(pts, np.arange(pts[0].shape[0]), stat)
     a, b = nonnegative_shape(xv, m, power)
     resid = float(np.max(np.abs(m / (a * xv**power + b) - 1.0)))
-    return ShapeTest(float(power), a, b, slope, ratio, resid, level)
+    return ShapeTest(float(power), a, b, slope, ratio, resid, level, slope_floor(xv, steps))
 
 
 @dataclass
@@ -288,7 +334,8 @@ def read_rate(alg: str, *, variable: str, values: tuple, power: float, stat, c: 
     over ``values`` of ``variable`` (K or M) at horizon R, and at R/2 and R at the grid's
     largest value for the regime check (:func:`r_regime` against R^(-1/2), the conditions on R
     of :func:`~fedtheory.experiments.local_steps.horizon_violations`), and read the stated shape
-    a x^power + b (:func:`shape_test`; the exponent in ``variable`` reported at ``level``)."""
+    a x^power + b (:func:`shape_test`; the exponent in ``variable`` reported at ``level``).
+    Slopes are read beyond the accuracy of R x K rounding steps (:func:`slope_floor`)."""
     grid = gradient_curves(alg, variable=variable, values=values, R=R, c=c, seeds=n, seed=seed,
                            **kw)  # fmt: skip
     at = {variable: max(values)}
@@ -297,8 +344,9 @@ def read_rate(alg: str, *, variable: str, values: tuple, power: float, stat, c: 
     M = at.get("M", kw.get("M", 5))  # gradient_curves' defaults
     K = at.get("K", kw.get("K", 8))
     viol = [v for r in (R // 2, R) for v in horizon_violations(alg, R=r, K=K, M=M)]
-    regime = r_regime(horizon.curves, (R // 2, R), stated=-0.5, violations=viol, stat=stat)
-    shape = shape_test(grid.curves, values, power, stat=stat)
+    regime = r_regime(horizon.curves, (R // 2, R), stated=-0.5, violations=viol, stat=stat,
+                      steps=R * K)  # fmt: skip
+    shape = shape_test(grid.curves, values, power, stat=stat, steps=R * K)
     exponent = log_slope(grid.curves, values, level, f"exponent of the metric in {variable}",
                          stat)  # fmt: skip
     verdict = shape.verdict() if regime.reached else INCONCLUSIVE
@@ -309,9 +357,16 @@ def read_rate(alg: str, *, variable: str, values: tuple, power: float, stat, c: 
 def rate_verdict(reads: dict) -> tuple[str, list, str | None]:
     """The row's verdict over step-size constants: the common verdict of the constants whose
     runs reached the regime (``inconclusive`` when they differ), ``inconclusive`` with the
-    reason "regime not reached" when none did. Returns (verdict, constants in the regime,
-    reason)."""
+    reason "regime not reached" when none did, and ``inconclusive`` with the reason "regime at
+    its threshold's edge" when a constant's regime is at the edge (module docstring: these
+    seeds do not say whether that constant's reading counts). Returns (verdict, constants in
+    the regime, reason)."""
     inside = [c for c, r in reads.items() if r.regime.reached]
+    edge = [c for c, r in reads.items() if r.regime.edge]
+    if edge:
+        at = ", ".join(f"{c:g}" for c in edge)
+        return INCONCLUSIVE, inside, (f"{REGIME_AT_EDGE} at c = {at} (the R exponent's interval "
+                                      "contains the threshold; the thorough tier may decide)")  # fmt: skip
     if not inside:
         return INCONCLUSIVE, [], f"{REGIME_NOT_REACHED} at any step-size constant"
     return unanimous([reads[c].verdict for c in inside]), inside, None
@@ -322,6 +377,8 @@ def rate_text(reads: dict, var: str = "K") -> str:
     parts = []
     for c, r in reads.items():
         head = f"c = {c:g}: R exponent {_signed(r.regime.exponent)}"
+        if r.regime.edge:
+            head += " (at the regime's edge)"
         if r.regime.reached:
             parts.append(f"{head}, {r.shape.text(var)} -> {r.verdict}")
         else:

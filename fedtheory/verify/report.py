@@ -16,7 +16,13 @@ from fedtheory.errors import FedTheoryError
 from fedtheory.extras import install_hint
 from fedtheory.io import jsonable, provenance, utc_now, write_atomic
 from fedtheory.verify.registry import FULL, QUICK, Claim, all_claims
-from fedtheory.verify.result import NOT_RUN, PAPER_VERDICTS, VERDICTS, ClaimResult
+from fedtheory.verify.result import (
+    INCONCLUSIVE,
+    NOT_RUN,
+    PAPER_VERDICTS,
+    VERDICTS,
+    ClaimResult,
+)
 
 COLUMNS = (("claim", 13), ("source", 17), ("stated", 38), ("measured", 46), ("verdict", 19))
 
@@ -35,28 +41,33 @@ def _cell(value) -> str:
 
 def _measured(r: ClaimResult) -> str:
     """The measured cell, with the exact value next to it where one is computed, the estimate
-    on fresh seeds after a sequential stop, or why the claim was not run."""
+    on fresh seeds after a sequential stop, why an ``inconclusive`` row decides nothing, or why
+    the claim was not run."""
     if r.skipped:
         return f"not run: {r.reason}"
     text = _cell(r.measured)
     if r.confirmation and r.confirmation.get("estimate") is not None:
         text += f"; on fresh seeds after the stop: {_effect_text(r.confirmation)}"
-    return f"{text}; exact: {r.exact}" if r.exact else text
+    if r.exact:
+        text += f"; exact: {r.exact}"
+    if r.verdict == INCONCLUSIVE and r.reason:
+        text += f"; inconclusive: {r.reason}"
+    return text
 
 
 def format_table(results: list[ClaimResult]) -> str:
     """A fixed-width table (claim, source, stated, measured, verdict), long cells wrapped.
 
-    Verdicts about the papers come first; implementation invariants and formulas the available
-    text does not state follow in a block of their own.
+    Verdicts about the papers come first; measurements (quantities no outcome of which could
+    contradict a claim), implementation invariants and formulas the available text does not
+    state follow in a block of their own.
     """
     paper = [r for r in results if r.about_paper and not r.skipped]
     other = [r for r in results if not r.about_paper]
     skipped = [r for r in results if r.skipped]
     lines = _rows(paper)
     if other:
-        lines += ["", "Not verdicts about the papers (implementation invariants; formulas the "
-                  "available text does not state):", *_rows(other)]  # fmt: skip
+        lines += ["", f"{NOT_VERDICTS}:", *_rows(other)]
     if skipped:
         lines += ["", "Not run here (thorough tier only, or an optional extra is missing):",
                   *_rows(skipped)]  # fmt: skip
@@ -78,8 +89,15 @@ def _rows(results: list[ClaimResult]) -> list[str]:
     return lines
 
 
+#: The heading of the results that are not verdicts about the papers (table and HTML).
+NOT_VERDICTS = ("Not verdicts about the papers (measurements no outcome of which could contradict "
+                "a claim; implementation invariants; formulas the available text does not state)")  # fmt: skip
+
+
 def summary(results: list[ClaimResult]) -> str:
-    """Counts per verdict: the papers' claims first, then invariants, not stated, crashes."""
+    """Counts per verdict: the verdicts about the papers first (only those the measurement could
+    have turned the other way, :data:`~fedtheory.verify.result.PAPER_VERDICTS`), then, besides
+    them, measurements, invariants, not stated, not run and crashes."""
     counts: dict[str, int] = {}
     for r in results:
         counts[verdict_label(r)] = counts.get(verdict_label(r), 0) + 1
@@ -89,7 +107,8 @@ def summary(results: list[ClaimResult]) -> str:
         rest.append(f"{counts[NOT_RUN]} not run")
     if counts.get("CRASHED"):
         rest.append(f"{counts['CRASHED']} CRASHED")
-    return f"claims about the papers: {paper or 'none'}" + ("; " + ", ".join(rest) if rest else "")
+    head = f"claims about the papers: {paper or 'none'}"
+    return head + ("; besides them: " + ", ".join(rest) if rest else "")
 
 
 #: The version of the layout of :func:`to_json` (bumped when a key changes meaning).
@@ -122,8 +141,10 @@ def to_json(
     dict
         ``{"version", "schema", "seed", "date", "tier", "seconds", "summary", "results"}``:
         ``version`` is fedtheory's, ``results`` a list of objects with at least ``id``,
-        ``verdict``, ``stated``, ``measured`` (plus ``reason``, ``effect``, ``seeds``,
-        ``test``, ``figure``, ...: :class:`~fedtheory.verify.result.ClaimResult`).
+        ``verdict`` (one of :data:`~fedtheory.verify.result.VERDICTS`, ``measured`` among
+        them, or ``not run``), ``stated``, ``measured`` (plus ``reason``, ``effect``,
+        ``seeds``, ``test``, ``figure``, ...: :class:`~fedtheory.verify.result.ClaimResult`);
+        ``summary`` counts the verdicts about the papers, then the others "besides them".
     """
     when = date or utc_now()
     return {
@@ -170,7 +191,7 @@ def _img(r: ClaimResult, seen: dict) -> str:
 HTML_SECTIONS = (
     ("Claims about the papers", lambda r: r.about_paper and not r.skipped),
     (
-        "Implementation invariants and formulas the available text does not state",
+        "Measurements, implementation invariants and formulas the available text does not state",
         lambda r: not r.about_paper,
     ),
     ("Not run here (thorough tier only, or an optional extra is missing)", lambda r: r.skipped),
@@ -181,6 +202,7 @@ _COLORS = {
     "fails": "#f8d0d0",
     "inconclusive": "#e6e6f8",
     "outside assumptions": "#fff1c2",
+    "measured": "#e9f2e4",
     "invariant": "#dfeff7",
     "not stated": "#eeeeee",
     NOT_RUN: "#f4f4f4",
@@ -231,7 +253,8 @@ def _details(r: ClaimResult, seen: dict) -> str:
 
 def to_html(results: list[ClaimResult], *, tier: str, seconds: float) -> str:
     """A self-contained HTML page (viewport-ready): per section (the papers' claims; the
-    implementation invariants and unstated formulas; the claims not run), a table, then each
+    measurements, implementation invariants and unstated formulas; the claims not run), a
+    table, then each
     claim's evidence collapsed in a ``<details>`` with its figure inline (alt text saying what
     it shows)."""
     seen: dict = {}

@@ -1,6 +1,6 @@
 """What a claim check returns: stated, measured, verdict, and how the verdict was reached.
 
-A verdict is computed from a measurement, never written in. Six words (docs/claims.md):
+A verdict is computed from a measurement, never written in. Seven words (docs/claims.md):
 
 - ``holds`` / ``fails``: the measurement supports / contradicts the claim as the paper states
   it. For a random experiment this means a confidence interval excludes the null value on the
@@ -8,6 +8,10 @@ A verdict is computed from a measurement, never written in. Six words (docs/clai
   (:func:`judge`).
 - ``inconclusive``: the interval contains the null value after the tier's seed budget (a tie
   included), or a target was not reached within the horizon.
+- ``measured``: a quantity reported without a verdict, because no outcome of the measurement
+  could have contradicted the claim (e.g. the constant a shape with a free constant implies:
+  some finite constant always exists). Kept apart from the verdicts about the papers and not
+  counted among them (:func:`measurement`).
 - ``outside assumptions``: the setting violates a hypothesis of the theorem (:func:`outside`).
 - ``invariant``: a property of the implementation (e.g. FOCUS's tracking identity), kept apart
   from the claims about the papers (:func:`invariant`). A violated invariant is a bug: it
@@ -21,6 +25,18 @@ Effect`), the number of seeds and the test used. Where seeds were drawn sequenti
 sampling stopped early, ``confirmation`` holds the effect on a fresh block of seeds drawn after
 the stop: an estimate the stopping rule did not select (the decision's own estimate is inflated
 by stopping when the interval first excludes 0).
+
+Two margins apply to every verdict, whichever claim computes it:
+
+- **A decision must survive its fresh-seed check.** An outcome ``holds`` or ``fails`` with a
+  ``confirmation`` keeps its verdict only when the confirmation's interval lies on the same side
+  of the null value (``Outcome.null``: 0, or a non-inferiority margin) as the decisive effect's;
+  otherwise it is ``inconclusive`` with that reason (:func:`replicated`). A decision the
+  stopping rule selected and fresh seeds do not reproduce is not a result.
+- **A tie at the computation's accuracy decides nothing.** :func:`verdict_of` and
+  :func:`judge_effect` take a ``floor`` (:func:`fedtheory.analysis.accuracy.absolute_floor` at
+  the quantity's scale): the interval must clear the null value by more than it, so a quantity
+  that is zero in exact arithmetic never decides by its rounding.
 
 A claim without a verdict is ``not run``, for one of two reasons: it was not asked to run here
 (a thorough-tier claim in the quick tier, an optional extra that is not installed: ``reason``
@@ -44,9 +60,11 @@ INCONCLUSIVE = "inconclusive"
 OUTSIDE = "outside assumptions"
 INVARIANT = "invariant"
 NOT_STATED = "not stated"
+MEASURED = "measured"
 NOT_RUN = "not run"  # no verdict: skipped (tier, missing extra) or crashed (exit 1)
-VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, OUTSIDE, INVARIANT, NOT_STATED)
-#: Verdicts about what the papers state (the others describe the implementation or the text).
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, OUTSIDE, MEASURED, INVARIANT, NOT_STATED)
+#: Verdicts about what the papers state, each of which the measurement could have turned the
+#: other way (the others report a quantity, describe the implementation or the text).
 PAPER_VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, OUTSIDE)
 
 
@@ -58,8 +76,10 @@ class InvariantViolation(AssertionError):
 class Outcome:
     """The measurement of one claim (or one regime of it), with its verdict.
 
-    Build it with :func:`judge`, :func:`judge_effect`, :func:`outside`, :func:`invariant` or
-    :func:`not_stated`, not by writing a verdict in.
+    Build it with :func:`judge`, :func:`judge_effect`, :func:`outside`, :func:`invariant`,
+    :func:`measurement` or :func:`not_stated`, not by writing a verdict in. A ``holds`` or
+    ``fails`` with a ``confirmation`` that does not lie on the decisive effect's side of
+    ``null`` becomes ``inconclusive`` here (:func:`replicated`; module docstring).
 
     Attributes
     ----------
@@ -77,6 +97,9 @@ class Outcome:
         How the interval was obtained.
     exact : str or None
         The exact value where one is computed (e.g. from a closed form), next to ``measured``.
+    null : float
+        The value the effect is judged against (0; a non-inferiority margin), read by the
+        fresh-seed check.
     """
 
     measured: Any
@@ -93,6 +116,7 @@ class Outcome:
     stated: str | None = None  # overrides the claim's statement for this regime
     reason: str | None = None  # why: the violated assumption, what is not stated, ...
     confirmation: Effect | None = None  # the effect on fresh seeds after a sequential stop
+    null: float = 0.0  # what the effect is judged against (0, or a non-inferiority margin)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -102,6 +126,22 @@ class Outcome:
                 f"a {self.verdict!r} outcome needs its effect and the test used "
                 f"(effect={self.effect!r}, test={self.test!r})"
             )
+        if self.verdict in (HOLDS, FAILS) and self.confirmation is not None:
+            if not replicated(self.effect, self.confirmation, null=self.null):
+                why = (f"the fresh-seed check ({self.confirmation.text(4)}) does not lie on the "
+                       f"side of {self.null:g} that decided '{self.verdict}' "
+                       f"({self.effect.text(4)})")  # fmt: skip
+                self.evidence = {**self.evidence, "verdict_before_fresh_seed_check": self.verdict}
+                self.reason = f"{self.reason}; {why}" if self.reason else why
+                self.verdict = INCONCLUSIVE
+
+
+def replicated(effect: Effect, confirmation: Effect, *, null: float = 0.0) -> bool:
+    """Whether the fresh-seed check agrees with a decision: ``confirmation``'s interval lies on
+    the same side of ``null`` as ``effect``'s, and that side is not 0 (a tie, a missing
+    interval or a fresh block that diverged does not confirm anything)."""
+    side = effect.side(null)
+    return side != 0 and confirmation.side(null) == side
 
 
 def judge(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str,
@@ -116,21 +156,25 @@ def judge(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str,
                    test=test, **kw)  # fmt: skip
 
 
-def verdict_of(effect: Effect, *, null: float = 0.0, claimed: int = 1) -> str:
+def verdict_of(effect: Effect, *, null: float = 0.0, claimed: int = 1,
+               floor: float = 0.0) -> str:  # fmt: skip
     """The interval rule: ``holds`` when the interval excludes ``null`` on the ``claimed`` side
     (+1: above, -1: below), ``fails`` when it excludes it on the other side, else
-    ``inconclusive`` (an interval that contains the null value, a tie, decides nothing)."""
+    ``inconclusive`` (an interval that contains the null value, a tie, decides nothing). With
+    ``floor`` > 0 the interval must clear ``null`` by more than ``floor`` (a tie at the
+    computation's accuracy, :func:`fedtheory.analysis.accuracy.absolute_floor`)."""
     if claimed not in (1, -1):
         raise ValueError(f"claimed must be +1 or -1, got {claimed}")
-    side = effect.side(null)
+    side = effect.side(null, floor)
     return HOLDS if side == claimed else FAILS if side == -claimed else INCONCLUSIVE
 
 
 def judge_effect(effect: Effect, measured: Any, *, criterion: str, test: str, null: float = 0.0,
-                 claimed: int = 1, **kw: Any) -> Outcome:  # fmt: skip
-    """An outcome by the interval rule (:func:`verdict_of`)."""
-    return Outcome(measured, verdict_of(effect, null=null, claimed=claimed),
-                   criterion=criterion, effect=effect, test=test, **kw)  # fmt: skip
+                 claimed: int = 1, floor: float = 0.0, **kw: Any) -> Outcome:  # fmt: skip
+    """An outcome by the interval rule (:func:`verdict_of`); a ``confirmation`` is checked
+    against ``null`` (:func:`replicated`)."""
+    return Outcome(measured, verdict_of(effect, null=null, claimed=claimed, floor=floor),
+                   criterion=criterion, effect=effect, test=test, null=null, **kw)  # fmt: skip
 
 
 def judge_equivalence(effect: Effect, measured: Any, *, low: float, high: float,
@@ -161,7 +205,8 @@ def unanimous(verdicts: Sequence[str]) -> str:
 def combined(verdict: str, measured: Any, *, criterion: str, effect: Effect, test: str,
              **kw: Any) -> Outcome:  # fmt: skip
     """An outcome whose verdict was combined from parts by :func:`all_of` or :func:`unanimous`
-    (each part judged by the interval rule)."""
+    (each part judged by the interval rule); a ``confirmation`` (the decisive part's fresh
+    seeds) is checked against ``null`` (keyword, default 0: :func:`replicated`)."""
     if verdict not in (HOLDS, FAILS, INCONCLUSIVE):
         raise ValueError(f"a combined verdict is holds, fails or inconclusive, got {verdict!r}")
     return Outcome(measured, verdict, criterion=criterion, effect=effect, test=test, **kw)
@@ -177,6 +222,15 @@ def outside(reason: str, measured: Any, **kw: Any) -> Outcome:
         "theorem (the violated one is named); no verdict on the rate there",
     )
     return Outcome(measured, OUTSIDE, evidence=ev, reason=reason, **kw)
+
+
+def measurement(measured: Any, *, criterion: str, effect: Effect, test: str,
+                **kw: Any) -> Outcome:  # fmt: skip
+    """A quantity reported without a verdict (``measured``): no outcome of the measurement
+    could have contradicted the claim, so it is not counted among the verdicts about the papers.
+    ``criterion`` says why (e.g. "none: a finite implied constant exists for every shape and
+    instance"); ``effect`` is the quantity."""
+    return Outcome(measured, MEASURED, criterion=criterion, effect=effect, test=test, **kw)
 
 
 def invariant(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str,
@@ -239,7 +293,8 @@ class ClaimResult:
 
     @property
     def about_paper(self) -> bool:
-        """False for implementation invariants and formulas the text does not state."""
+        """False for measurements, implementation invariants and formulas the text does not
+        state."""
         return self.verdict in PAPER_VERDICTS or not self.ran
 
     def to_dict(self) -> dict:

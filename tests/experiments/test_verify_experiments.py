@@ -37,6 +37,11 @@ def test_gradient_curves_pairs_the_seeds_across_the_grid():
     m = gradient_curves("hafed", variable="M", values=(5, 50), K=2, R=12, seeds=2,
                         topology="complete")  # fmt: skip
     assert m.settings["steps"][1]["eta"] > m.settings["steps"][0]["eta"]  # eta = c sqrt(K M)
+    held = gradient_curves("hafed", variable="M", values=(5, 50), K=2, R=12, seeds=2,
+                           topology="complete", steps_at={"M": 5})  # fmt: skip
+    assert held.settings["steps"][0] == held.settings["steps"][1] == m.settings["steps"][0]
+    with pytest.raises(AssumptionError, match="steps_at holds"):
+        gradient_curves("hafed", variable="M", values=(5,), steps_at={"N": 5})
     s = gradient_curves(
         "hafed", values=(2,), R=12, seeds=2, schedule="fedamsgrad", metric="f_minus_f_star"
     )

@@ -23,6 +23,7 @@ from fedtheory.verify import (
     HOLDS,
     INCONCLUSIVE,
     INVARIANT,
+    MEASURED,
     NOT_RUN,
     NOT_STATED,
     OUTSIDE,
@@ -33,14 +34,18 @@ from fedtheory.verify import (
     Context,
     Outcome,
     all_claims,
+    combined,
     invariant,
     judge,
     judge_effect,
+    measurement,
     not_stated,
     outside,
+    replicated,
     run,
     run_claims,
 )
+from fedtheory.verify.report import _measured as measured_cell
 from fedtheory.verify.runner import longest_first
 
 EX = dict(effect=Effect.exact(1.0, "unit"), test="exact")
@@ -101,6 +106,59 @@ def test_the_interval_rule_reads_the_side_of_the_null_value():
                         **kw).verdict == INCONCLUSIVE  # fmt: skip
 
 
+def test_a_tie_at_the_computations_accuracy_decides_nothing():
+    """An interval that clears the null value only by round-off is a tie once a floor is
+    given; the same interval decides without one (the old rule)."""
+    kw = dict(criterion="c", test="t")
+    roundoff = Effect(2e-17, 1e-17, 3e-17, "slope")
+    assert judge_effect(roundoff, "m", **kw).verdict == HOLDS
+    assert judge_effect(roundoff, "m", floor=1e-14, **kw).verdict == INCONCLUSIVE
+    assert judge_effect(Effect(-2e-17, -3e-17, -1e-17, "u"), "m", floor=1e-14,
+                        **kw).verdict == INCONCLUSIVE  # fmt: skip
+    assert judge_effect(Effect(0.3, 0.1, 0.5, "u"), "m", floor=1e-14, **kw).verdict == HOLDS
+    assert judge_effect(Effect(-0.3, -0.5, -0.1, "u"), "m", floor=1e-14, **kw).verdict == FAILS
+
+
+@pytest.mark.parametrize("verdict", [HOLDS, FAILS])
+def test_a_decision_whose_fresh_seed_check_disagrees_is_not_kept(verdict):
+    """C2/arbitrary's case: decided at a sequential stop (13.4 +- 10.3 rounds), the fresh block
+    gives 6.7 [-11.8, 25.2]: not a ``holds``. A fresh block on the same side keeps the verdict,
+    whatever the claim (the rule sits in ``Outcome``)."""
+    sign = 1.0 if verdict == HOLDS else -1.0
+    stop = Effect(sign * 13.4, sign * 3.1, sign * 23.7, "rounds", 0.99, 60)
+    if sign < 0:
+        stop = Effect(-13.4, -23.7, -3.1, "rounds", 0.99, 60)
+    fresh_tie = Effect(sign * 6.7, -11.8, 25.2, "rounds", 0.95, 20)
+    agree = Effect(sign * 8.0, min(sign * 2.0, sign * 14.0), max(sign * 2.0, sign * 14.0),
+                   "rounds", 0.95, 20)  # fmt: skip
+    kw = dict(criterion="c", test="t", effect=stop)
+    o = combined(verdict, "m", confirmation=fresh_tie, **kw)
+    assert o.verdict == INCONCLUSIVE and "fresh-seed check" in o.reason
+    assert o.evidence["verdict_before_fresh_seed_check"] == verdict
+    assert combined(verdict, "m", confirmation=agree, **kw).verdict == verdict
+    assert combined(verdict, "m", **kw).verdict == verdict  # no early stop, no fresh block
+    opposite = Effect(-sign * 8.0, min(-sign * 2.0, -sign * 14.0), max(-sign * 2.0, -sign * 14.0),
+                      "rounds", 0.95, 20)  # fmt: skip
+    assert combined(verdict, "m", confirmation=opposite, **kw).verdict == INCONCLUSIVE
+    diverged = Effect(None, None, None, "rounds", 0.95, 20)
+    assert combined(verdict, "m", confirmation=diverged, **kw).verdict == INCONCLUSIVE
+    o = judge_effect(stop, "m", confirmation=fresh_tie, criterion="c", test="t")
+    assert o.verdict == INCONCLUSIVE
+
+
+def test_the_fresh_seed_check_reads_a_non_inferiority_margin():
+    """A non-inferiority row is judged against its margin, log(1.25): the fresh block must lie
+    below it too."""
+    margin = 0.2231
+    stop = Effect(0.05, -0.05, 0.15, "log ratio", 0.99, 32)  # below the margin: holds
+    kw = dict(criterion="c", test="t", effect=stop, null=margin)
+    below = Effect(0.0, -0.1, 0.1, "log ratio", 0.95, 8)  # contains 0, below the margin
+    across = Effect(0.2, 0.1, 0.3, "log ratio", 0.95, 8)
+    assert combined(HOLDS, "m", confirmation=below, **kw).verdict == HOLDS
+    assert combined(HOLDS, "m", confirmation=across, **kw).verdict == INCONCLUSIVE
+    assert replicated(stop, below, null=margin) and not replicated(stop, below, null=0.0)
+
+
 def test_a_violated_invariant_is_a_crash_not_a_verdict():
     assert invariant(True, "ok", criterion="c", **EX).verdict == INVARIANT
     with pytest.raises(AssertionError, match="invariant violated"):
@@ -136,6 +194,17 @@ def _invariant_broken(ctx):
     return invariant(False, 1e-3, criterion="residual < 1e-10", **EX)
 
 
+def _unconfirmed(ctx):
+    return combined(HOLDS, "13.4 rounds ahead", criterion="c", test="paired t",
+                    effect=Effect(13.4, 3.1, 23.7, "rounds", 0.99, 60),
+                    confirmation=Effect(6.7, -11.8, 25.2, "rounds", 0.95, 20))  # fmt: skip
+
+
+def _measurement(ctx):
+    return measurement("c <= 2.5 over 250 instances", criterion="none: a constant always exists",
+                       effect=Effect.exact(2.5, "implied constant c"), test="exact")  # fmt: skip
+
+
 def _figure(ctx):
 
     path = ctx.figure_path("Z4")
@@ -150,7 +219,8 @@ def _figure(ctx):
 def extra_claims(monkeypatch):
     all_claims()  # register the catalog first
     claims = (("Z1", _crash), ("Z2", _missing), ("Z3", _regimes), ("Z4", _figure), ("Z5", _fails),
-              ("Z6", _invariant_ok), ("Z7", _invariant_broken))  # fmt: skip
+              ("Z6", _invariant_ok), ("Z7", _invariant_broken),
+              ("Z8", _measurement), ("Z9", _unconfirmed))  # fmt: skip
     regimes = {"Z3": ("a", "b"), "Z6": ("inv", "lost")}  # declared as a claim declares them
     for cid, fn in claims:
         monkeypatch.setitem(REGISTRY, cid, Claim(cid, "test", f"test claim {cid}", fn,
@@ -231,7 +301,29 @@ def test_invariants_and_not_stated_are_kept_apart(extra_claims, capsys):
     table, _, rest = out.partition("Not verdicts about the papers")
     assert "Z5" in table and "Z6" not in table
     assert "Z6/inv" in rest and "invariant" in rest and "Z6/lost" in rest and "not stated" in rest
-    assert "claims about the papers: 1 fails; 1 invariant, 1 not stated" in out
+    assert "claims about the papers: 1 fails; besides them: 1 invariant, 1 not stated" in out
+
+
+def test_a_measurement_is_reported_apart_and_not_counted_as_a_verdict(extra_claims, tmp_path,
+                                                                      capsys):  # fmt: skip
+    """``measured`` (a quantity no outcome of which could contradict the claim) goes through
+    JSON, the table, Markdown and HTML, and the summary counts it besides the verdicts."""
+    js, md, page = tmp_path / "r.json", tmp_path / "v.md", tmp_path / "r.html"
+    assert main(["verify", "--only", "Z5,Z8", "--json", str(js), "--markdown", str(md),
+                 "--html", str(page)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    report = json.loads(js.read_text())
+    z8 = {d["id"]: d for d in report["results"]}["Z8"]
+    assert z8["verdict"] == MEASURED and MEASURED in VERDICTS
+    assert z8["effect"]["estimate"] == 2.5 and z8["measured"] == "c <= 2.5 over 250 instances"
+    summary = "claims about the papers: 1 fails; besides them: 1 measured"
+    assert report["summary"] == summary and summary in out and summary in md.read_text()
+    table, _, rest = out.partition("Not verdicts about the papers")
+    assert "Z5" in table and "Z8" not in table and "Z8" in rest and "measured" in rest
+    text = page.read_text()
+    papers, other = text.index("<h2>Claims about the papers</h2>"), text.index("<h2>Measurements")
+    assert papers < text.index('id="Z5"') < other < text.index('id="Z8"')
+    assert "1 holds" not in report["summary"]
 
 
 def test_a_broken_invariant_makes_verify_exit_one(extra_claims, capsys):
@@ -284,7 +376,7 @@ def test_html_report_is_self_contained(extra_claims, tmp_path):
     assert 'alt="Z4.png"' not in text
     # the invariants have their own section, after the papers' claims
     papers = text.index("<h2>Claims about the papers</h2>")
-    invariants = text.index("<h2>Implementation invariants")
+    invariants = text.index("<h2>Measurements, implementation invariants")
     assert papers < text.index('id="Z5"') < invariants < text.index('id="Z6-inv"')
 
 
@@ -533,3 +625,17 @@ def test_declared_regimes_are_the_rows_of_the_last_catalog_run():
         want = [f"{c.id}/{x}" for x in c.regimes]
         assert len(mine) == len(want), c.id
         assert all(w.startswith(m) for m, w in zip(mine, want, strict=True)), (c.id, mine, want)
+
+
+def test_the_table_says_why_a_row_is_inconclusive(extra_claims, capsys):
+    """A decision its fresh seeds do not reproduce reads, in the printed table, with the fresh
+    estimate and the reason next to the measurement."""
+    assert main(["verify", "--only", "Z9", "--json", "-"]) == 0
+    (z9,) = json.loads(capsys.readouterr().out)["results"]
+    assert z9["verdict"] == INCONCLUSIVE and "fresh-seed check" in z9["reason"]
+    (r,) = run("Z9")
+    cell = measured_cell(r)
+    assert "on fresh seeds after the stop: 6.7 [-11.8, 25.2] rounds" in cell
+    assert cell.endswith(f"inconclusive: {r.reason}")
+    assert main(["verify", "--only", "Z9"]) == 0
+    assert "inconclusive:" in capsys.readouterr().out  # the wrapped table shows it

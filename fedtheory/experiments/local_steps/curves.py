@@ -88,6 +88,7 @@ def gradient_curves(
     problem_seed: int = 0,
     graph_seed: int = 0,
     schedule: str | None = None,
+    steps_at: dict | None = None,
     metric: str = "grad_norm2",
 ) -> GradientCurves:
     """Run ``algorithm`` with its theorem schedule (:func:`step_sizes`) on the PL study problem
@@ -98,7 +99,10 @@ def gradient_curves(
     the given K and R; ``"K"``, ``"R"`` or ``"M"`` sweep that integer with ``topology`` fixed
     (M = N is full participation). ``schedule`` names the algorithm whose step-size schedule is
     used (default: ``algorithm``'s own; 004 Rem. 5.10 runs HA-Fed with FedAMSGrad's).
-    ``metric`` is the runner metric kept (``"grad_norm2"``, or ``"f_minus_f_star"``: f(x_r) - f*).
+    ``steps_at`` holds some of the schedule's arguments at fixed values (``{"M": 5}``: every
+    grid point runs the step sizes the schedule gives at M = 5, so that a sweep in M changes
+    participation only). ``metric`` is the runner metric kept (``"grad_norm2"``, or
+    ``"f_minus_f_star"``: f(x_r) - f*).
 
     Raises
     ------
@@ -107,6 +111,11 @@ def gradient_curves(
     """
     if variable not in ("K", "R", "M", "topology"):
         raise AssumptionError(f"variable must be 'K', 'R', 'M' or 'topology', got {variable!r}")
+    held = dict(steps_at or {})
+    if set(held) - {"K", "R", "M"}:
+        raise AssumptionError(
+            f"steps_at holds the schedule's K, R or M, got {sorted(set(held) - {'K', 'R', 'M'})}"
+        )
     N, C = n_clients, clusters
     alg = info(algorithm)
     prob = study_problem("pl", N, dim, sigma=sigma, sigma_g=sigma_g, seed=problem_seed)
@@ -122,8 +131,9 @@ def gradient_curves(
             m = int(v)
         else:
             topo = str(v)
-        eta, eta_l = step_sizes(schedule or algorithm, R=r, K=k, M=m, N=N, clusters=C, c=c,
-                                c_l=c_l)  # fmt: skip
+        eta, eta_l = step_sizes(schedule or algorithm, R=int(held.get("R", r)),
+                                K=int(held.get("K", k)), M=int(held.get("M", m)), N=N,
+                                clusters=C, c=c, c_l=c_l)  # fmt: skip
         rho = rho_at(algorithm, topo, N, m, C, graph_seed)
         settings = dict(lr=eta_l, local_steps=k, global_lr=eta, topology=topo,
                         clusters=C, graph_seed=graph_seed)  # fmt: skip
@@ -144,5 +154,5 @@ def gradient_curves(
         settings={"K": K, "R": R, "M": M, "N": N, "C": C, "c": c, "c_l": c_l, "sigma": sigma,
                   "sigma_g": sigma_g, "dim": dim, "seed": seed, "seed_ids": ids,
                   "problem_seed": problem_seed, "graph_seed": graph_seed, "steps": steps,
-                  "schedule": schedule or algorithm, "metric": metric},
+                  "schedule": schedule or algorithm, "steps_at": held, "metric": metric},
     )  # fmt: skip

@@ -17,7 +17,8 @@ Adding a claim::
 
 ``judge_effect`` reads the interval (``holds`` / ``fails`` / ``inconclusive``), ``judge`` an exact
 computation against a tolerance, ``outside`` marks a setting that violates the theorem's
-hypotheses, ``invariant`` a property of the implementation, ``not_stated`` a formula the paper's
+hypotheses, ``invariant`` a property of the implementation, ``measurement`` a quantity no outcome
+of which could contradict the claim (verdict ``measured``), ``not_stated`` a formula the paper's
 text does not give (:mod:`fedtheory.verify.result`); comparisons between algorithms sample seeds
 sequentially (:func:`fedtheory.analysis.stats.sequential`). Return a list with ``sub=`` for
 per-regime entries (``C7/uniform``). ``ctx.pick(quick, full)`` sizes the two tiers;

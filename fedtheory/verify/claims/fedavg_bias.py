@@ -118,6 +118,9 @@ def f2(ctx: Context):
     Student-t interval inside [-10%, +10%] (``holds``), wholly outside it (``fails``), or
     neither (``inconclusive``). Test: Student-t interval over seeds of the per-seed relative
     gap, read as an equivalence test (two one-sided tests).
+
+    ``F2/floor``: the constant our three-term shape of Theorem 2's floor implies, a measurement
+    without a verdict (:func:`fedtheory.verify.claims._implied.f2_floor`).
     """
     prob = _problem()
     model = make_participation("weighted", N, 3, p=figure4_probabilities(N))
@@ -171,7 +174,7 @@ def f2(ctx: Context):
             "rounds": {str(e): r for e, r, _ in rows},
         },
     )
-    return [limit, f2_floor(ctx)]  # F2/floor: Theorem 2's floor shape (issue 21, _implied.py)
+    return [limit, f2_floor(ctx)]  # F2/floor: Theorem 2's floor shape, a measurement
 
 
 @claim(

@@ -61,7 +61,9 @@ def a10(ctx: Context):
     lies above 0 or the ratio metric / shape grows with K (97.5% jackknife intervals). Per c in
     the regime ``fails`` when contradicted, ``holds`` when not and the metric falls with K,
     else ``inconclusive``; the row: the common verdict of the constants in the regime
-    (``inconclusive``, regime not reached, when none is).
+    (``inconclusive``, regime not reached, when none is; ``inconclusive``, regime at its
+    threshold's edge, when a constant's R exponent has its interval below 0 but containing
+    -1/4).
 
     ``A10/term`` (Remark 5.7: with rho_max = 0 HA-Fed's variance term Phi_1 has sigma^2/n where
     FedAMSGrad's has sigma^2): HA-Fed with the complete graph in every cluster against

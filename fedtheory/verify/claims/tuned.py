@@ -25,10 +25,17 @@ from fedtheory.experiments.time_to_target import SETTING1, hours_to_target, tune
 from fedtheory.experiments.tuning import Axis, GridTuning, tune_grid
 from fedtheory.participation import make_participation
 from fedtheory.simulation import simulate
-from fedtheory.verify.claims._common import fmt, ordered_text, plan
+from fedtheory.verify.claims._common import decisive, fmt, ordered_text, plan
 from fedtheory.verify.regime import REGIME_NOT_REACHED
 from fedtheory.verify.registry import Context, claim
-from fedtheory.verify.result import FAILS, HOLDS, INCONCLUSIVE, combined, verdict_of
+from fedtheory.verify.result import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    combined,
+    unanimous,
+    verdict_of,
+)
 
 # ------------------------------------------------------------------------------------------
 # A5 (and A9): the ablation of 000 Tables 4-5 on a problem where gossip inside a round matters.
@@ -45,6 +52,13 @@ from fedtheory.verify.result import FAILS, HOLDS, INCONCLUSIVE, combined, verdic
 #: FedAMSGrad.)
 A5_SETTING = {"N": 50, "M": 5, "C": 5, "K": 8, "R": 200, "dim": 10, "sigma": 1.0, "sigma_g": 5.0,
               "c_l": 20.0}  # fmt: skip
+#: The local-step constants c_l at which A5/gossip and A5/resampling are read, each variant's c
+#: tuned on its own at each: 0.5 (the schedules' default, FedAMSGrad's in A2-A4 and A6), 5, and
+#: the setting's 20 (the client-drift regime the adapted rows need). Their verdict must not hinge
+#: on c_l: a row whose verdicts differ across the range is ``inconclusive``.
+A5_CL_RANGE = (0.5, 5.0, 20.0)
+#: The rows read at every c_l of :data:`A5_CL_RANGE` (the others at the setting's c_l only).
+A5_CL_ROWS = ("gossip", "resampling")
 #: name -> (registry name, options, clients per round M, participation): "uniform" M of N, or
 #: "cluster" M / C in each of the C clusters (000 Alg. 2). Each is tuned on its own.
 A5_VARIANTS = {
@@ -100,12 +114,12 @@ def _a5_problem():
 
 
 def a5_curves(variant: str, c: float, ids, seed: int, *, schedule: str | None = None,
-              variants: dict = A5_VARIANTS) -> np.ndarray:  # fmt: skip
+              variants: dict = A5_VARIANTS, c_l: float | None = None) -> np.ndarray:  # fmt: skip
     """Per seed id, ||grad f(x_r)||^2 for r = 0..R of ``variant`` at constant c of its schedule
-    and the setting's c_l (``schedule``: another algorithm's, e.g. FedAMSGrad run with
-    AFGA(a)'s step sizes); NaN from a seed's divergence on."""
+    and ``c_l`` (default the setting's; ``schedule``: another algorithm's, e.g. FedAMSGrad run
+    with AFGA(a)'s step sizes); NaN from a seed's divergence on."""
     s = A5_SETTING
-    c_l = s["c_l"]
+    c_l = s["c_l"] if c_l is None else float(c_l)
     alg, kw, M, drawn = variants[variant]
     N, C, K, R = s["N"], s["C"], s["K"], s["R"]
     part = (make_participation("cluster", N, M // C, n_clusters=C) if drawn == "cluster"
@@ -118,23 +132,25 @@ def a5_curves(variant: str, c: float, ids, seed: int, *, schedule: str | None = 
     return np.where(res.diverged[:, None], np.nan, np.asarray(res.grad_norm2))
 
 
-def a5_metric(variant: str, c: float, ids, seed: int, *, schedule: str | None = None
-              ) -> np.ndarray:  # fmt: skip
+def a5_metric(variant: str, c: float, ids, seed: int, *, schedule: str | None = None,
+              c_l: float | None = None) -> np.ndarray:  # fmt: skip
     """Per seed id, the mean of ||grad f(x_r)||^2 over the last 5 rounds (000 Table 4 reads
     accuracy "at the last 5 rounds") of :func:`a5_curves`; NaN for a diverged seed."""
     R = A5_SETTING["R"]
-    return a5_curves(variant, c, ids, seed, schedule=schedule)[:, R - 4 : R + 1].mean(axis=1)
+    curves = a5_curves(variant, c, ids, seed, schedule=schedule, c_l=c_l)
+    return curves[:, R - 4 : R + 1].mean(axis=1)
 
 
-@lru_cache(maxsize=32)
-def a5_tuning(variant: str, tier: str, seed: int) -> GridTuning:
-    """``variant`` tuned on its own: c minimising the mean over the tuning seed ids of log10 of
-    :func:`a5_metric` (a diverged seed scores +inf), the grid extended until interior."""
+@lru_cache(maxsize=64)
+def a5_tuning(variant: str, tier: str, seed: int, c_l: float | None = None) -> GridTuning:
+    """``variant`` tuned on its own at ``c_l`` (default the setting's): c minimising the mean
+    over the tuning seed ids of log10 of :func:`a5_metric` (a diverged seed scores +inf), the
+    grid extended until interior."""
     ids = A5_TUNING_IDS[tier]
 
     def score(p: dict) -> float:
         with np.errstate(divide="ignore", invalid="ignore"):
-            v = np.log10(a5_metric(variant, p["c"], ids, seed))
+            v = np.log10(a5_metric(variant, p["c"], ids, seed, c_l=c_l))
         return float(np.mean(v)) if np.all(np.isfinite(v)) else math.inf
 
     return tune_grid(score, [Axis("c", A5_GRID)], refine=TUNING_RESOLUTION)
@@ -197,27 +213,35 @@ def a5(ctx: Context):
     on a problem where gossip inside a round changes the outcome: a heterogeneous quadratic with
     client-specific curvature (``study_problem("quadratic")``, d = 10, condition 10, gradient
     noise sigma = 1, sigma_g = 5) and large local steps, c_l = 20 in every schedule (the
-    client-drift regime; :data:`A5_SETTING`). Metric per seed: the mean of ||grad f(x_r)||^2
-    over the last 5 rounds (smaller is better).
+    client-drift regime; :data:`A5_SETTING`), except that ``A5/gossip`` and ``A5/resampling``
+    are read at each local-step constant c_l in {0.5, 5, 20} (:data:`A5_CL_RANGE`: 0.5 is the
+    schedules' default, FedAMSGrad's own; FedAMSGrad's metric depends on c_l, so a verdict at
+    one c_l would judge the setting). Metric per seed: the mean of ||grad f(x_r)||^2 over the
+    last 5 rounds (smaller is better).
 
     Tuning: every variant on its own (:data:`A5_VARIANTS`: FedAMSGrad, +gossip, AFGA, CAFGA,
-    AFGA(a) on the ring, AFGA and AFGA(a) on the complete graph), the server-step constant c of
-    its schedule (``step_sizes``) from {3e-4, 1e-3, 3e-3}, extended by the grid's step past an
-    edge until the choice is interior (at most 8 values added), then the gaps next to the choice
-    bisected until neighbouring values differ by at most 1.5x; criterion the mean of
-    log10(metric) over tuning seed ids 1000-1003 (quick) / 1000-1007 (full), disjoint from the
-    evaluation's.
+    AFGA(a) on the ring, AFGA and AFGA(a) on the complete graph), at every c_l it is read at,
+    the server-step constant c of its schedule (``step_sizes``) from {3e-4, 1e-3, 3e-3},
+    extended by the grid's step past an edge until the choice is interior (at most 8 values
+    added), then the gaps next to the choice bisected until neighbouring values differ by at
+    most 1.5x; criterion the mean of log10(metric) over tuning seed ids 1000-1003 (quick) /
+    1000-1007 (full), disjoint from the evaluation's.
 
-    Evaluation: per seed, d = log(metric_A / metric_B) for each row's pair, both at their tuned
-    constants, the same seed ids. Sequential plan: blocks of 8 seeds up to 32 (quick) / 16 up
-    to 96 (full); two-sided Student-t intervals at level 1 - 0.05 / (looks x 5): Bonferroni over
-    the looks and the five intervals of the A5 family (the four comparisons, the adapted one on
-    two graphs); a row stops drawing once decided; where it stopped early, one fresh block of
-    seeds after the stop gives an estimate not selected by the stopping rule (shown beside).
+    Evaluation: per seed, d = log(metric_A / metric_B) for each comparison's pair, both at their
+    tuned constants, the same seed ids. Sequential plan: blocks of 8 seeds up to 32 (quick) / 16
+    up to 96 (full); two-sided Student-t intervals at level 1 - 0.05 / (looks x 9): Bonferroni
+    over the looks and the nine intervals of the A5 family (gossip and re-sampling at three c_l
+    each, clustering, the adapted one on two graphs); a comparison stops drawing once decided;
+    where it stopped early, one fresh block of seeds after the stop gives an estimate not
+    selected by the stopping rule (shown beside; a decision it does not reproduce is
+    ``inconclusive``, :mod:`fedtheory.verify.result`).
 
-    Criteria. ``A5/gossip`` (+gossip vs FedAMSGrad), ``A5/resampling`` (FedAMSGrad vs AFGA),
-    ``A5/clustering`` (AFGA vs CAFGA): ``holds`` when the interval of d lies above 0 (the second
-    is better, as stated), ``fails`` below 0, else ``inconclusive``. ``A5/adapted-ring`` (AFGA(a)
+    Criteria. ``A5/gossip`` (+gossip vs FedAMSGrad) and ``A5/resampling`` (FedAMSGrad vs AFGA),
+    per c_l: ``holds`` when the interval of d lies above 0 (the second is better, as stated),
+    ``fails`` below 0, else ``inconclusive``; the row: the common verdict over the three c_l,
+    ``inconclusive`` when they differ (the verdict turns on the local step), each c_l's ratio
+    in the measured text. ``A5/clustering`` (AFGA vs CAFGA): ``holds`` when the interval of d
+    lies above 0, ``fails`` below 0, else ``inconclusive``. ``A5/adapted-ring`` (AFGA(a)
     vs AFGA on the ring, the paper's setting) and ``A5/adapted-complete`` (the complete graph on
     S_r and on all clients, rho = 0): non-inferiority with the margin fixed here, log(1.25)
     (:data:`A5_MARGIN`): ``holds`` when the interval's upper end lies below log(1.25) (the
@@ -226,86 +250,148 @@ def a5(ctx: Context):
     adapted rows: gossip inside a round must change the outcome at the adapted variant's tuned
     steps (the paired log ratio of AFGA(a) to FedAMSGrad run with the same step sizes, 95%
     interval on the first block's seeds, excludes 0), else the row is ``inconclusive`` (regime
-    not reached). Any row whose variants' tuning did not end interior (extension budget spent)
-    is ``inconclusive``.
+    not reached). Any comparison whose variants' tuning did not end interior (extension budget
+    spent) is ``inconclusive``.
     """
-    tuned = {v: a5_tuning(v, ctx.tier, ctx.seed) for v in A5_VARIANTS}
+    comparisons = a5_comparisons()
+    setting_cl = A5_SETTING["c_l"]
+
+    def at(cl: float) -> float | None:  # the setting's c_l shares A9's cached tunings
+        return None if cl == setting_cl else cl
+
+    tuned = {(v, cl): a5_tuning(v, ctx.tier, ctx.seed, at(cl))
+             for (A, B, _, cl) in comparisons.values() for v in (A, B)}  # fmt: skip
     margin = math.log1p(A5_MARGIN)
-    pl = plan(ctx, (8, 32), (16, 96), comparisons=len(A5_ROWS))
-    metric: dict = {v: [] for v in A5_VARIANTS}
+    pl = plan(ctx, (8, 32), (16, 96), comparisons=len(comparisons))
+    metric: dict = {key: [] for key in tuned}
 
     def draw(ids, active):
-        need = {v for r in active for v in A5_ROWS[r][:2]}
+        need = {(v, comparisons[k][3]) for k in active for v in comparisons[k][:2]}
         got = {}
-        for v in need:
-            got[v] = a5_metric(v, tuned[v].best["c"], ids, ctx.seed)
-            metric[v].extend(got[v].tolist())
+        for v, cl in need:
+            got[(v, cl)] = a5_metric(v, tuned[(v, cl)].best["c"], ids, ctx.seed, c_l=at(cl))
+            metric[(v, cl)].extend(got[(v, cl)].tolist())
+        out = {}
         with np.errstate(divide="ignore", invalid="ignore"):
-            return {r: np.log(got[A5_ROWS[r][0]]) - np.log(got[A5_ROWS[r][1]]) for r in active}
+            for k in active:
+                A, B, _, cl = comparisons[k]
+                out[k] = np.log(got[(A, cl)]) - np.log(got[(B, cl)])
+        return out
 
-    comps = sequential(draw, list(A5_ROWS), pl, unit="log(metric A / metric B)",
-                       decided=_decider(A5_ROWS, margin), confirm=True)  # fmt: skip
+    comps = sequential(draw, list(comparisons), pl, unit="log(metric A / metric B)",
+                       decided=_decider(comparisons, margin), confirm=True)  # fmt: skip
     test = pl.describe("paired t on per-seed log ratios of the last-5-rounds metric")
     first_block = pl.blocks()[0]
-    regime = {r: _gossip_matters(A5_ROWS[r][0], tuned[A5_ROWS[r][0]], first_block, ctx.seed,
-                                 A5_ROWS[r][1])
+    regime = {r: _gossip_matters(A5_ROWS[r][0], tuned[(A5_ROWS[r][0], setting_cl)], first_block,
+                                 ctx.seed, A5_ROWS[r][1])
               for r in A5_ROWS if A5_ROWS[r][2] == "non-inferiority"}  # fmt: skip
     ev_common = {
         "setting": A5_SETTING,
+        "c_l_range": A5_CL_RANGE,
         "margin": A5_MARGIN,
-        "tuning": {v: t.to_dict() | {"seed_ids": A5_TUNING_IDS[ctx.tier]} for v, t in
-                   tuned.items()},
+        "tuning": {f"{v} at c_l = {cl:g}": t.to_dict() | {"seed_ids": A5_TUNING_IDS[ctx.tier]}
+                   for (v, cl), t in tuned.items()},
         "evaluation_seed_ids_from": 0,
     }  # fmt: skip
+
+    def gmean(v: str, cl: float) -> str:
+        return fmt(math.exp(np.nanmean(np.log(metric[(v, cl)]))))
+
+    def part(key: str) -> tuple[str, str | None]:
+        """The verdict of one comparison and why it is inconclusive (divergence, tuning)."""
+        A, B, kind, cl = comparisons[key]
+        e = comps[key].effect
+        if e.estimate is None:
+            return INCONCLUSIVE, "a run diverged"
+        verdict = _noninferior(e, margin) if kind == "non-inferiority" else verdict_of(e)
+        open_ = [v for v in (A, B) if not tuned[(v, cl)].decisive]
+        if open_:
+            return INCONCLUSIVE, (f"the tuning did not bracket the optimum of "
+                                  f"{', '.join(open_)} at c_l = {cl:g} (extension budget spent)")  # fmt: skip
+        return verdict, None
+
+    def tuned_text(key: str) -> str:
+        A, B, _, cl = comparisons[key]
+        return "tuned c: " + ", ".join(f"{v} {tuned[(v, cl)].best['c']:.3g}" for v in (A, B))
+
     out = []
     for r, (A, B, kind, stated) in A5_ROWS.items():
-        comp = comps[r]
-        e = comp.effect
-        gm = {v: fmt(math.exp(np.nanmean(np.log(metric[v])))) for v in (A, B)}
-        tuning_text = "; tuned c: " + ", ".join(f"{v} {tuned[v].best['c']:.3g}" for v in (A, B))
-        reason = None
-        if e.estimate is None:
-            verdict, reason = INCONCLUSIVE, "a run diverged"
-        elif kind == "non-inferiority":
-            verdict = _noninferior(e, margin)
+        keys = [k for k in comparisons if k == r or k.startswith(f"{r}@")]
+        ev = {**ev_common, "comparisons": {
+            k: {"differences": comps[k].values, "seed_ids": comps[k].seed_ids,
+                "history": comps[k].history, "c_l": comparisons[k][3],
+                "geometric_means": {v: gmean(v, comparisons[k][3]) for v in (A, B)}}
+            for k in keys}}  # fmt: skip
+        if r in A5_CL_ROWS:
+            parts = {k: part(k) for k in keys}
+            verdict = unanimous([v for v, _ in parts.values()])
+            key = decisive({k: comps[k].effect for k in keys}, verdict)
+            reasons = [f"c_l = {comparisons[k][3]:g}: {why}" for k, (_, why) in parts.items()
+                       if why]  # fmt: skip
+            reason = "; ".join(reasons) or None
+            if verdict == INCONCLUSIVE and len({v for v, _ in parts.values()}) > 1:
+                reason = (reason + "; " if reason else "") + "the verdict turns on c_l"
+            text = f"{A} / {B} ratio of metrics per c_l: " + "; ".join(
+                f"c_l = {comparisons[k][3]:g}: {_ratio_text(comps[k].effect)} "
+                f"({comps[k].n_positive} of {comps[k].n} seeds above 1; geometric means "
+                f"{A} {gmean(A, comparisons[k][3])}, {B} {gmean(B, comparisons[k][3])}; "
+                f"{tuned_text(k)}) -> {parts[k][0]}"
+                for k in keys
+            )
+            criterion = (f"at every c_l in {{{', '.join(f'{c:g}' for c in A5_CL_RANGE)}}} (each "
+                         f"variant's c tuned at that c_l) the interval of log(metric {A} / "
+                         f"metric {B}) above 0 (below 0 at every c_l: fails); verdicts that "
+                         "differ across c_l: inconclusive")  # fmt: skip
+            ev["verdict_per_c_l"] = {f"{comparisons[k][3]:g}": parts[k][0] for k in keys}
         else:
-            verdict = verdict_of(e)
-        not_bracketed = [v for v in (A, B) if not tuned[v].decisive]
-        if not_bracketed:
-            verdict = INCONCLUSIVE
-            reason = (f"the tuning did not bracket the optimum of {', '.join(not_bracketed)} "
-                      "(extension budget spent)")  # fmt: skip
-        ev = {**ev_common, "differences": comp.values, "seed_ids": comp.seed_ids,
-              "history": comp.history, "geometric_means": gm}  # fmt: skip
-        if kind == "non-inferiority":
-            g = regime[r]
-            ge = g["effect"]
-            ev["gossip_changes_the_outcome"] = {
-                "effect": None if ge is None else ge.to_dict(),
-                "matters": g["matters"],
-            }
-            gtext = (f"; in-round gossip vs none at the same steps: ratio {_ratio_text(ge)}"
-                     if ge is not None else "")  # fmt: skip
-            if not g["matters"]:
-                verdict = INCONCLUSIVE
-                reason = (f"{REGIME_NOT_REACHED}: in-round gossip does not change the outcome "
-                          f"at {A}'s tuned steps")  # fmt: skip
-            text = (f"{A} / {B} ratio of metrics {_ratio_text(e)} (margin {1 + A5_MARGIN:g}; "
-                    f"{comp.n} seeds; geometric means {A} {gm[A]}, {B} {gm[B]}){gtext}"
-                    f"{tuning_text}")  # fmt: skip
-            criterion = ("upper end of the interval of log(metric_adapted / metric_original) "
-                         "below log(1.25) (lower end above it: fails); in-round gossip must "
-                         "change the outcome (else inconclusive)")  # fmt: skip
-        else:
-            text = (f"{A} / {B} ratio of metrics {_ratio_text(e)} ({comp.n_positive} of "
-                    f"{comp.n} seeds above 1; geometric means {A} {gm[A]}, {B} {gm[B]})"
-                    f"{tuning_text}")  # fmt: skip
-            criterion = f"interval of log(metric {A} / metric {B}) above 0 (below 0: fails)"
+            (key,) = keys
+            verdict, reason = part(key)
+            gm = {v: gmean(v, setting_cl) for v in (A, B)}
+            comp = comps[key]
+            if kind == "non-inferiority":
+                g = regime[r]
+                ge = g["effect"]
+                ev["gossip_changes_the_outcome"] = {
+                    "effect": None if ge is None else ge.to_dict(),
+                    "matters": g["matters"],
+                }
+                gtext = (f"; in-round gossip vs none at the same steps: ratio {_ratio_text(ge)}"
+                         if ge is not None else "")  # fmt: skip
+                if not g["matters"]:
+                    verdict = INCONCLUSIVE
+                    reason = (f"{REGIME_NOT_REACHED}: in-round gossip does not change the "
+                              f"outcome at {A}'s tuned steps")  # fmt: skip
+                text = (f"{A} / {B} ratio of metrics {_ratio_text(comp.effect)} (margin "
+                        f"{1 + A5_MARGIN:g}; {comp.n} seeds; geometric means {A} {gm[A]}, "
+                        f"{B} {gm[B]}){gtext}; {tuned_text(key)}")  # fmt: skip
+                criterion = ("upper end of the interval of log(metric_adapted / "
+                             "metric_original) below log(1.25) (lower end above it: fails); "
+                             "in-round gossip must change the outcome (else inconclusive)")  # fmt: skip
+            else:
+                text = (f"{A} / {B} ratio of metrics {_ratio_text(comp.effect)} "
+                        f"({comp.n_positive} of {comp.n} seeds above 1; geometric means {A} "
+                        f"{gm[A]}, {B} {gm[B]}); {tuned_text(key)}")  # fmt: skip
+                criterion = f"interval of log(metric {A} / metric {B}) above 0 (below 0: fails)"
+        comp = comps[key]
         out.append(
-            combined(verdict, text, sub=r, stated=stated, criterion=criterion, effect=e,
-                     seeds=comp.n, test=test, reason=reason, confirmation=comp.confirmation,
-                     evidence=ev)
+            combined(verdict, text, sub=r, stated=stated, criterion=criterion, effect=comp.effect,
+                     seeds=max(comps[k].n for k in keys), test=test, reason=reason,
+                     confirmation=comp.confirmation,
+                     null=margin if kind == "non-inferiority" else 0.0, evidence=ev)
         )  # fmt: skip
+    return out
+
+
+def a5_comparisons() -> dict:
+    """A5's comparisons: key -> (A, B, kind, c_l). The rows of :data:`A5_CL_ROWS` once per c_l
+    of :data:`A5_CL_RANGE` (keys ``"gossip@0.5"``, ...), the others at the setting's c_l (keyed
+    by the row's name)."""
+    out = {}
+    for r, (A, B, kind, _) in A5_ROWS.items():
+        if r in A5_CL_ROWS:
+            out.update({f"{r}@{cl:g}": (A, B, kind, float(cl)) for cl in A5_CL_RANGE})
+        else:
+            out[r] = (A, B, kind, float(A5_SETTING["c_l"]))
     return out
 
 
@@ -442,6 +528,7 @@ def a9(ctx: Context):
         out.append(
             combined(verdict, text, sub=r, stated=stated, criterion=criterion, effect=e,
                      seeds=comp.n, test=test, reason=reason, confirmation=comp.confirmation,
+                     null=margin if kind == "non-inferiority" else 0.0,
                      evidence={**ev_common, "differences": comp.values,
                                "seed_ids": comp.seed_ids, "history": comp.history})
         )  # fmt: skip
