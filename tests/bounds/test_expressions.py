@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ import sympy
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fedtheory.bounds import CONSTANTS, BoundSpec, check
+from fedtheory.bounds import CONSTANTS, BoundSpec, check, load_spec
 from fedtheory.bounds.constants import LR_CONSTANTS
 from fedtheory.bounds.expressions import (
     FUNCTIONS,
@@ -124,6 +125,28 @@ def test_what_a_paper_writes_is_read_and_valued_in_float64():
         e = _parse_watched(text)
         assert isinstance(e, Expression), e
         assert e(v) == pytest.approx(want, rel=1e-15, nan_ok=True), text
+
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = sorted([*(ROOT / "fedtheory" / "bounds" / "papers").glob("*.toml"),
+                  *(ROOT / "docs" / "examples").glob("*.toml")])  # fmt: skip
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_spec_is_read_by_the_parser(path):
+    """The papers' bound files and the documented examples (their D2, zeta2, ^, sqrt): each
+    expression parses and evaluates under the audit hook, and the spec loads."""
+    d = tomllib.loads(path.read_text(encoding="utf-8"))
+    allowed = (*ALLOWED, *([d["constant"]] if "constant" in d else []))
+    conditions = d.get("condition", [])
+    texts = [(d["bound"], "value", allowed)]
+    texts += [(t, "condition", allowed) for t in ([conditions] if isinstance(conditions, str)
+                                                  else conditions)]  # fmt: skip
+    if isinstance(d.get("lr"), str):
+        texts.append((d["lr"], "value", tuple(LR_CONSTANTS)))
+    for text, kind, names in texts:
+        assert isinstance(_parse_watched(text, kind, names), Expression), (path.name, text)
+    assert load_spec(path).bound == d["bound"]  # outside the watch: an own algorithm's import
 
 
 @pytest.mark.parametrize("text", ["D2", "rho", "c", "1*D2", "zeta2", "3", "0.5"])
