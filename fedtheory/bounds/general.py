@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -408,6 +409,21 @@ def _finish(spec, evals, cases, case_of, skipped, tol, out_dir, name, t0) -> Gen
     return res
 
 
+def _run_metadata(spec: BoundSpec) -> dict:
+    """The spec's algorithm settings that an interpolation file's replay command must carry
+    (aggregation, global_lr, prox_mu, the algorithm's options as ``--option`` values)."""
+    meta: dict[str, Any] = {}
+    if spec.aggregation != "mean":
+        meta["aggregation"] = spec.aggregation
+    if spec.global_lr is not None:
+        meta["global_lr"] = spec.global_lr
+    if spec.prox_mu is not None:
+        meta["prox_mu"] = spec.prox_mu
+    if spec.options:
+        meta["options"] = shlex.join(spec.option_values())
+    return meta
+
+
 def write_counterexample(spec: BoundSpec, e: Evaluation, path: Path) -> dict:
     """Solve the setting of ``e`` again over the tightened class (mu (1 + tau), L (1 - tau)),
     and write its clients' interpolation data (every margin checked positive in float64) with
@@ -436,6 +452,7 @@ def write_counterexample(spec: BoundSpec, e: Evaluation, path: Path) -> dict:
                             "participation": spec.participation}  # fmt: skip
     if M is not None:
         meta["clients_per_round"] = M
+    meta.update(_run_metadata(spec))
     written = write_interpolation_file(
         path, **data, mu=spec.instance_class.mu, L=spec.instance_class.L, tau=TAU,
         quantity=what, value=case.value, **meta,

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from fedtheory.algorithms.registry import SHARED_SETTINGS, configure, resolve_algorithm
 from fedtheory.analysis.exact import check_affine
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
@@ -495,6 +497,14 @@ class BoundSpec:
         """The start's bound ||x_0 - x*||^2 <= D2 of the class (1 when not given)."""
         c = self.instance_class
         return 1.0 if c is None or c.D2 is None else c.D2
+
+    def option_values(self) -> list[str]:
+        """The algorithm's options as ``--option`` values NAME=VALUE (an array as
+        comma-separated numbers, as the flag reads it)."""
+        return [
+            f"{name}={','.join(map(repr, np.ravel(v).tolist())) if np.ndim(v) else v}"
+            for name, v in self.options.items()
+        ]
 
     @property
     def is_rate(self) -> bool:

@@ -28,9 +28,11 @@ The file (``.npz``, read without pickle through :func:`fedtheory.io.read_npz`)::
     x0          (d,)       the start of the replayed run
     x_star      (d,)       a minimizer of f = (1/N) sum_i f_i (the mean of the clients'
                            gradients there must vanish, checked to 1e-6 of the gradients' size)
-    optional    lr, local_steps, rounds, algorithm, participation, clients_per_round: the run
-                that found the worst case; tau (the tightening of the class), quantity (str)
-                and value (the worst value the solver reported)
+    optional    lr, local_steps, rounds, algorithm, participation, clients_per_round,
+                aggregation, global_lr, prox_mu, options (the algorithm's own options as
+                ``--option`` values NAME=VALUE, shell words in one string): the run that found
+                the worst case; tau (the tightening of the class), quantity (str) and value
+                (the worst value the solver reported)
 
 Nothing else may be in the file; padding rows are written as zeros and no entry may be NaN.
 """
@@ -72,6 +74,10 @@ METADATA: dict[str, type] = {
     "algorithm": str,
     "participation": str,
     "clients_per_round": int,
+    "aggregation": str,
+    "global_lr": float,
+    "prox_mu": float,
+    "options": str,
     "tau": float,
     "quantity": str,
     "value": float,
@@ -231,6 +237,11 @@ class InterpolationData:
             words += ["--clients-per-round", str(meta["clients_per_round"])]
         words += ["--rounds", str(meta["rounds"]), "--local-steps", str(meta["local_steps"]),
                   "--lr", repr(meta["lr"])]  # fmt: skip
+        for key in ("aggregation", "global_lr", "prox_mu"):
+            if key in meta:
+                words += ["--" + key.replace("_", "-"), str(meta[key])]
+        for item in shlex.split(meta.get("options", "")):
+            words += ["--option", item]
         if meta.get("participation", "full") == "full":
             words += ["--seeds", "1"]  # one path: the run is deterministic
         return " ".join(shlex.quote(w) for w in words)
@@ -374,13 +385,28 @@ def _metadata(name: str, value: Any, where: str) -> Any:
     if kind is str:
         if not isinstance(value, str):
             raise AssumptionError(f"{label} must be a string, got {value!r}")
+        if name == "options":
+            _check_options(label, value)
         return value
     if kind is int:
         return check_int(label, value, minimum=0 if name == "rounds" else 1)
-    if name == "tau":
-        return check_positive(label, value, allow_zero=True)
+    if name in ("tau", "prox_mu", "global_lr"):
+        return check_positive(label, value, allow_zero=name != "global_lr")
     out = float(_finite(name, value, where))  # the solver's value: any finite real
     return out
+
+
+def _check_options(label: str, text: str) -> None:
+    """``options`` must be shell words NAME=VALUE (NAME an identifier): the ``--option`` values
+    of the replay command, read as data."""
+    try:
+        items = shlex.split(text)
+    except ValueError as exc:
+        raise AssumptionError(f"{label} must be shell words NAME=VALUE: {exc}") from None
+    for item in items:
+        name, sep, _ = item.partition("=")
+        if not (sep and name.isidentifier()):
+            raise AssumptionError(f"{label} must be shell words NAME=VALUE, got {item!r}")
 
 
 def _check_stationary(data: InterpolationData, where: str) -> None:

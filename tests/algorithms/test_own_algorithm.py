@@ -232,7 +232,7 @@ def _refusal(name):
 
 
 def test_fednova_first_version_is_refused_as_not_linear_in_the_weights(tmp_path, own_algorithms):
-    """The issue's own case: weights squared. Probed with client j alone, w_j = 0, 1, 2:
+    """FedNova with the weights entering squared. Probed with client j alone, w_j = 0, 1, 2:
     doubling w quadruples what it adds."""
     path = tmp_path / "fednova_first.py"
     path.write_text(textwrap.dedent(FIRST_FEDNOVA))

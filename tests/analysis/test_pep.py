@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fedtheory.analysis.pep.worst as worst_module
 from fedtheory.algorithms.base import Algorithm, RoundDraw
 from fedtheory.analysis.exact import exact_mse_curve, exact_rates
 from fedtheory.analysis.pep import (
@@ -39,7 +40,7 @@ from fedtheory.problems import QuadraticProblem
 pytest.importorskip("PEPit", reason="the optional extra 'pep' is not installed")
 
 MU, L = 1.0, 10.0
-#: The algorithms of the issue, with a setting of each that its registry accepts.
+#: The algorithms that trace (docs/bounds.md), with a setting of each that its registry accepts.
 ALGORITHMS = {
     "fedavg": {}, "fedprox": {"prox_mu": 0.5}, "scaffold": {}, "focus": {}, "scaffnew": {},
     "mifa": {}, "feddyn": {"prox_mu": 0.1},
@@ -305,3 +306,60 @@ def test_the_solver_record():
     assert s["name"] == "CLARABEL" and s["status"] == "optimal"
     assert s["cross_check"]["name"] == "SCS"
     assert s["cross_check"]["value"] == pytest.approx(s["value"], rel=1e-5)
+
+
+@pytest.mark.parametrize("rounds", [65, 100])
+def test_many_rounds_are_refused_by_their_size(rounds):
+    # every round a path prefix: a horizon past numpy's 64 axes is a size, refused as one
+    with pytest.raises(PepSizeError, match=r"about \d+ and about \d+ constraints"):
+        worst_after_rounds("fedavg", 2, rounds, mu=MU, L=L, lr=0.05, local_steps=1)
+    paths = participation_paths(make_participation("full", 2), "mean", rounds)
+    assert paths.n_paths == 1 and paths.masks.shape == (rounds, 1, 2)
+
+
+def test_a_large_floor_is_refused_before_it_is_traced(monkeypatch):
+    def traced(*args, **kw):
+        raise AssertionError("traced before the size check")
+
+    monkeypatch.setattr(worst_module, "_one_round_from_state", traced)
+    with pytest.raises(PepSizeError, match=r"Gram matrix of about \d+"):
+        worst_floor("fedavg", 200, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2)
+
+
+def test_lyapunov_weights_of_the_wrong_length_are_named():
+    with pytest.raises(AssumptionError, match=r"one weight per client.*3 for 2 clients"):
+        lyapunov_contraction("focus", 2, mu=MU, L=L, weight_clients=[1.0, 2.0, 3.0], lr=0.05,
+                             local_steps=2)  # fmt: skip
+
+
+def test_the_lyapunov_ratio_is_not_capped_by_zeta2():
+    # the ratio is invariant under f_i -> t^2 f_i(x / t) (every vector scales by t, the
+    # heterogeneity by t^2): any instance scales into zeta2 > 0, so the worst ratio is that
+    # of the class without the bound. FedAvg K = 2 from x = x*: V(z0) = 0 < V(z1), no ratio.
+    w = lyapunov_contraction("fedavg", 2, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2)
+    assert w.unbounded and w.value is None and "zeta2 = 0" in w.lacks
+    kw = dict(mu=MU, L=L, weight_clients=0.01, lr=0.05, local_steps=2)
+    free = lyapunov_contraction("focus", 2, **kw).value
+    for zeta2 in (0.01, 100.0):
+        assert lyapunov_contraction("focus", 2, zeta2=zeta2, **kw).value == pytest.approx(
+            free, rel=1e-6
+        )
+
+
+def test_a_round_that_does_not_commute_with_translations_is_refused():
+    # x* is pinned at the origin, which is no loss only when shifting x0, x* and every f_i by a
+    # shifts the run by a; with x <- x / 2 after the round a far minimizer is arbitrarily far
+    base = built("fedavg", 2, lr=0.05, local_steps=1)
+
+    def damped(state, problem, draw, rng=None):
+        out = base.round(state, problem, draw, rng)
+        return out._replace(x=0.5 * out.x)
+
+    fake = Algorithm("fedavg", base.init, damped, base.config)
+    paths = participation_paths(make_participation("full", 2), "mean", 1)
+    for start in ("init", "state"):
+        with pytest.raises(NotTraceableError, match=r"translation.*moves .* by 0\.5"):
+            trace(fake, 2, paths, start=start)
+    for name, kw in ALGORITHMS.items():  # the built-in rounds commute with translations
+        alg = built(name, 2, lr=0.05, local_steps=2, **kw)
+        trace(alg, 2, paths, start="state")

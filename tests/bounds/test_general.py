@@ -190,3 +190,34 @@ def test_the_papers_files_on_both_classes(name, tmp_path, capsys):
     assert g["instances"] == [] and g["skipped"]  # past the cap, or a sampled floor
     assert res["classes"]["quadratic"]["implied_constant"]["value"] is not None
     assert name in paper_bounds()
+
+
+#: Settings besides lr and K: FedProx's prox_mu (a FedAvg replay floors at 0.0025597, not
+#: 0.0026212), the server step and an algorithm's own option.
+RUN_SETTINGS = [
+    {"algorithm": "fedprox", "prox_mu": 0.5},
+    {
+        "quantity": "mse_after_rounds",
+        "rounds": 2,
+        "global_lr": 0.5,
+        "bound": "0.1",
+        "options": {"server_momentum": 0.5},
+    },
+]
+
+
+@pytest.mark.parametrize("change", RUN_SETTINGS)
+def test_the_replay_command_runs_the_algorithm_that_was_checked(change, tmp_path, capsys):
+    # the run's own settings travel with the file into the command that replays it
+    spec = {**_floor_dict(), **change}
+    res = check_classes(
+        spec, functions="smooth-strongly-convex", out_dir=tmp_path, cross_check=False
+    ).to_dict()
+    assert res["violated"]
+    w = res["worst"]
+    out = tmp_path / "r.json"
+    code, _ = _run(capsys, *shlex.split(w["command"])[1:], "--json", str(out))
+    assert code == 0
+    replay = json.loads(out.read_text())
+    got = (replay["final_error"][0] * np.linalg.norm(replay["x_star"])) ** 2
+    assert got == pytest.approx(w["value"], rel=1e-6)

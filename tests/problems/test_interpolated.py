@@ -15,6 +15,7 @@ from scipy.optimize import brentq
 
 from fedtheory.cli import main
 from fedtheory.errors import (
+    AssumptionError,
     FedTheoryError,
     MissingExtraError,
     NotInterpolableError,
@@ -441,3 +442,23 @@ def test_the_conic_solver_is_a_named_strategy_that_agrees():
     fast = InterpolatedProblem(data).grads(X)
     conic = InterpolatedProblem(data, solver="clarabel").grads(X)
     np.testing.assert_allclose(conic, fast, atol=1e-3)
+
+
+def test_the_runs_settings_reach_the_replay_command_as_data():
+    data = _two_clients(np.random.default_rng(11))
+    run = dict(algorithm="fedprox", lr=0.05, local_steps=2, rounds=3)
+    options = "server_momentum=0.9 'w=1.0,2.0'"
+    kept = interpolation_data(
+        **data, **run, prox_mu=0.5, global_lr=0.5, aggregation="weighted", options=options
+    )
+    words = shlex.split(kept.replay_command("r.npz"))
+    flags = {"--prox-mu": "0.5", "--global-lr": "0.5", "--aggregation": "weighted"}
+    for flag, value in flags.items():
+        assert words[words.index(flag) + 1] == value
+    got = [words[i + 1] for i, w in enumerate(words) if w == "--option"]
+    assert got == ["server_momentum=0.9", "w=1.0,2.0"]
+    for bad in ("momentum", "=1", "a=1 'b=2", "x-y=1"):
+        with pytest.raises(AssumptionError, match="options must be shell words NAME=VALUE"):
+            interpolation_data(**data, **run, options=bad)
+    with pytest.raises(AssumptionError, match="global_lr"):
+        interpolation_data(**data, **run, global_lr=0.0)

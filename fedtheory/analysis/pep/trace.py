@@ -34,6 +34,7 @@ checks superposition for the exact oracle.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -137,7 +138,8 @@ class Trace:
     def pinned(self) -> Trace:
         """The trace with x* = 0 and every f_i(x*) = 0. Nothing depends on where x* is or on a
         client's value there (a common shift of x0, x* and every point, or of one client's
-        values, changes no constraint and no metric), but a free shift is a direction in which
+        values, changes no constraint and no metric, for a round that commutes with
+        translations, which :func:`trace` checks), but a free shift is a direction in which
         the Gram matrix may grow at the same objective (FOCUS, N = 2, K = 2, R = 3, at
         Clarabel's tolerance 1e-8: 0.541600130 free, 0.541599734 pinned, 0.541599690 at
         1e-10)."""
@@ -373,7 +375,10 @@ def participation_paths(model: Any, rule: str, rounds: int) -> Paths:
     draws, probs = draws[live], probs[live]
     w = np.asarray(model.weights(draws, rule), dtype=np.float64)
     k = draws.shape[0]
-    idx = np.indices((k,) * rounds).reshape(rounds, -1) if rounds else np.zeros((0, 1), int)
+    # path s takes draw idx[r, s] in round r, the last round's draw varying fastest (not
+    # np.indices: it makes one array axis per round, and numpy has 64)
+    idx = np.array(list(itertools.product(range(k), repeat=rounds)), dtype=np.intp)
+    idx = idx.reshape(k**rounds, rounds).T
     prob = np.prod(probs[idx], axis=0) if rounds else np.ones(1)
     counts = draws[idx] if draws.dtype.kind in "iu" else None
     return Paths(draws[idx] > 0, w[idx], prob, counts)
@@ -438,6 +443,7 @@ def trace(
         T = _random_map(D, seed)
         other = _run(algorithm, N, D, paths, start, evaluate_end, transform=T, known=tr)
         _compare(algorithm.name, tr, other)
+    _check_translation(algorithm, tr)
     return tr
 
 
@@ -454,6 +460,35 @@ def initial_coordinates(algorithm: Algorithm, n_clients: int) -> tuple[np.ndarra
     if np.abs(u[:, 1:]).max(initial=0.0) or np.abs(V[..., 1:]).max(initial=0.0):
         raise NotTraceableError(f"{algorithm.name}: its initial state is not a multiple of x0")
     return u[:, 0], V[..., 0]
+
+
+def _check_translation(algorithm: Algorithm, tr: Trace) -> None:
+    """Refuse a round that does not commute with translations: shifting x0 (or the state by
+    its initial direction, :func:`initial_coordinates`), x* and every f_i by a must shift every
+    query point and the model by a and leave gradients unchanged. Otherwise the worst case
+    depends on where x* lies, which :meth:`Trace.pinned` fixes at the origin (a damped
+    x <- x / 2: 0.2025 after one round with x* = 0, unbounded over the class)."""
+    if "x" in tr.start:  # start="init": x0 moves
+        t, want = tr.start["x"][0].copy(), {}
+    else:
+        a_u, a_V = initial_coordinates(algorithm, tr.n_clients)
+        t = a_u @ tr.start["u"][0] + np.einsum("iv,ivn->n", a_V, tr.start["V"][0])
+        want = {"u": a_u, "V": a_V}
+    t += tr.x_star
+    checks = [("a query point", tr.point @ t, 1.0), ("the model x", tr.outputs["x"] @ t, 1.0)]
+    checks += [(f"the state's {k}", tr.outputs[k] @ t, v) for k, v in want.items()]
+    for what, got, expected in checks:
+        err = np.abs(got - expected)
+        if err.size and err.max() > VERIFY_RTOL * max(1.0, float(np.abs(got).max())):
+            j = np.unravel_index(int(np.argmax(err)), err.shape)
+            moved = float(np.ravel(got)[np.ravel_multi_index(j, err.shape)])
+            raise NotTraceableError(
+                f"{algorithm.name}: the round does not commute with translations: shifting "
+                f"x0, x* and every f_i by a moves {what} by {moved:.3g} a, not "
+                f"{float(np.broadcast_to(expected, err.shape)[j]):.3g} a, so its worst case "
+                "depends on where the minimizer lies (unbounded over the class); performance "
+                "estimation here needs a round that commutes with translations"
+            )
 
 
 def _random_map(D: int, seed: int) -> np.ndarray:

@@ -73,6 +73,12 @@ PRECHECK = 4
 MAX_PATHS = 4096
 #: The class's heterogeneity bound in words (named when a worst case is unbounded without it).
 ZETA2_WORDS = "zeta2, a bound on (1/N) sum_i ||grad f_i(x*)||^2"
+#: What an unbounded one-round Lyapunov ratio lacks (a heterogeneity bound zeta2 > 0 caps no
+#: ratio: :func:`lyapunov_contraction`).
+LYAPUNOV_LACKS = (
+    "zeta2 = 0, a common minimizer (with heterogeneity, V may grow from V(z0) near 0: a bound "
+    "zeta2 > 0 caps no ratio)"
+)
 
 
 @dataclass
@@ -458,15 +464,25 @@ def worst_floor(
             "performance estimation does not reach; bound E||x_R - x*||^2 after R rounds "
             "instead (quantity mse_after_rounds with rounds = R)"
         )
+    what, reduce = f"the floor of {alg.name} on {N} clients", "the local steps K or the clients N"
+    _precheck(paths, N, alg, what, reduce, max_gram, max_constraints)
     tr = _one_round_from_state(alg, N, paths, verify)
     tr = tr.prune([tr.outputs["u"], tr.outputs["V"]])  # before the elimination ties them
     keep, het = _heterogeneity(eliminate(tr, _fixed_point_rows(alg, tr)), zeta2)
     xbar = keep.start["u"][0, 0] - keep.x_star
     mu_s, L_s = _tight(mu, L, tau)
-    sol = solve(keep, Quad.norm2(xbar), het, mu=mu_s, L=L_s,
-                cross_check=cross_check, what=f"the floor of {alg.name} on {N} clients",
-                reduce="the local steps K or the clients N", max_gram=max_gram,
-                max_constraints=max_constraints)  # fmt: skip
+    sol = solve(
+        keep,
+        Quad.norm2(xbar),
+        het,
+        mu=mu_s,
+        L=L_s,
+        cross_check=cross_check,
+        what=what,
+        reduce=reduce,
+        max_gram=max_gram,
+        max_constraints=max_constraints,
+    )
     setting = _setting(alg, N, 1, mu, L, None, zeta2, participation, rule, paths, tau, L_s)
     setting["R"] = None
     return _finish("stationary_mse", sol, keep, setting, zeta2, mu, start="state")
@@ -580,7 +596,9 @@ def lyapunov_contraction(
     x is the server model and v_i client i's coordinate in the algorithm's declared state
     layout (FOCUS: the stored gradient g_prev_i; SCAFFOLD: its control variate c_i). The
     worst case maximizes E V(z_1) subject to V(z_0) <= 1 over every state and every N-tuple of
-    F_{mu,L}.
+    F_{mu,L}. The ratio does not change when every f_i becomes t^2 f_i(. / t) (every vector
+    scales by t, the heterogeneity by t^2), so a bound zeta2 > 0 caps no ratio: it is solved
+    without it (``zeta2 = 0``, a common minimizer, is a smaller class and imposed).
 
     Parameters
     ----------
@@ -598,7 +616,12 @@ def lyapunov_contraction(
     mu, L, _, zeta2 = _class(mu, L, None, zeta2)
     N = check_int("the clients N", n_clients, minimum=1)
     a = check_positive("the weight of ||x - x*||^2", weight_x, allow_zero=True)
-    b = np.broadcast_to(np.asarray(weight_clients, dtype=np.float64), (N,)).copy()
+    b = np.asarray(weight_clients, dtype=np.float64)
+    if b.ndim > 1 or b.size not in (1, N):
+        raise AssumptionError(
+            f"weight_clients is one weight or one weight per client: got {b.size} for {N} clients"
+        )
+    b = np.broadcast_to(b.reshape(-1), (N,)).copy()
     if (b < 0).any() or not np.isfinite(b).all():
         raise AssumptionError(f"the client weights must be finite and >= 0, got {b}")
     alg = built(algorithm, N, **settings)
@@ -607,7 +630,9 @@ def lyapunov_contraction(
     reduce = "the local steps K or the clients N (or M)"
     _precheck(paths, N, alg, what, reduce, max_gram, max_constraints)
     tr = _one_round_from_state(alg, N, paths, verify)
-    tr, het = _heterogeneity(tr.prune([tr.outputs["u"], tr.outputs["V"]]), zeta2)
+    # a bound zeta2 > 0 caps no ratio (the docstring); zeta2 = 0 is a smaller class
+    bound = 0.0 if zeta2 == 0 else None
+    tr, het = _heterogeneity(tr.prune([tr.outputs["u"], tr.outputs["V"]]), bound)
     nu, nv = tr.start["u"].shape[1], tr.start["V"].shape[2]
     if nu != 1 or nv > 1:
         raise AssumptionError(
@@ -631,7 +656,10 @@ def lyapunov_contraction(
                 max_constraints=max_constraints)  # fmt: skip
     setting = _setting(alg, N, 1, mu, L, None, zeta2, participation, rule, paths, 0.0, L)
     setting.update(weight_x=a, weight_clients=b.tolist())
-    return _finish("lyapunov", sol, tr, setting, zeta2, mu, start="state")
+    out = _finish("lyapunov", sol, tr, setting, bound, mu, start="state")
+    if out.unbounded and bound is None:
+        out.lacks = LYAPUNOV_LACKS
+    return out
 
 
 __all__ = [
