@@ -179,6 +179,31 @@ def test_a_sweeps_missing_backend_is_refused_before_dask_starts(tmp_path, monkey
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.parametrize(
+    "change, says",
+    [({"seeds": 10**12}, "the sweep of 1 tasks (1 grid points x 1 seed blocks"),
+     ({"seeds": 10**12, "seed_block": 1}, "1000000000000 seed blocks"),
+     ({"local_steps": 10**12}, "a pass of 1000000000000 local steps takes at least about 12 days"),
+     ({"local_steps": [1, 10**12]}, "a pass of 1000000000000 local steps")],
+)  # fmt: skip
+def test_a_sweeps_sizes_are_refused_by_their_estimate_before_dask_starts(change, says, tmp_path,
+                                                                         monkeypatch):  # fmt: skip
+    """Seeds were cut into blocks (a list of 1e12 seeds: MemoryError, "out of memory") before
+    the size was estimated; K was first sized on a Dask worker, after start-up."""
+    from fedtheory.sweep import run as run_sweep  # noqa: PLC0415
+
+    def started(*a, **k):
+        raise AssertionError("Dask was started")
+
+    monkeypatch.setattr(Engine, "__enter__", started)
+    spec = {"problem": "quadratic", "algorithm": "fedavg", "lr": 0.01, "local_steps": 1,
+            "rounds": 3, "seeds": 2, **change}  # fmt: skip
+    t0 = time.process_time()
+    with pytest.raises(FedTheoryError, match=re.escape(says)):  # memory, disk or time
+        run_sweep(spec, tmp_path / "store", workers=1, progress=False)
+    assert time.process_time() - t0 < 1.0 and not (tmp_path / "store").exists()
+
+
 # --- outputs -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "argv, says",

@@ -52,6 +52,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -117,7 +118,7 @@ def estimate(spec: Spec, dim: int) -> dict:
     memory: :data:`~fedtheory.sweep.store.TASK_BYTES` per task and a slab of the store read at
     once while it is verified)."""
     S, R = spec.values["seeds"], spec.values["rounds"]
-    points = spec.n_tasks // len(spec.seed_blocks())
+    points = math.prod(spec.grid_shape)
     per_seed = sum(
         np.dtype(var.dtype).itemsize * {"round": R + 1, "component": dim, None: 1}[var.extra]
         for var in VARIABLES.values()
@@ -138,7 +139,7 @@ def _check_size(spec: Spec, dim: int, store: Path, max_tasks: int) -> dict:
     size = estimate(spec, dim)
     grid = " x ".join(map(str, spec.grid_shape)) or "1"
     what = (
-        f"the sweep of {size['tasks']} tasks ({grid} grid points x {len(spec.seed_blocks())} "
+        f"the sweep of {size['tasks']} tasks ({grid} grid points x {spec.n_seed_blocks} "
         f"seed blocks; a store of up to {size['files']} chunk files, "
         f"{format_bytes(size['store_bytes'])})"
     )

@@ -311,7 +311,12 @@ class Spec:
     @property
     def n_tasks(self) -> int:
         """The number of tasks: grid points x seed blocks (without building them)."""
-        return math.prod(self.grid_shape) * len(self.seed_blocks())
+        return math.prod(self.grid_shape) * self.n_seed_blocks
+
+    @property
+    def n_seed_blocks(self) -> int:
+        """The number of seed blocks, ceil(seeds / seed_block) (without building them)."""
+        return -(-self.values["seeds"] // self.values["seed_block"])
 
     def seed_blocks(self) -> list[tuple[int, ...]]:
         """Seeds 0..S-1 cut into consecutive blocks of ``seed_block`` (the last may be shorter)."""
