@@ -116,13 +116,31 @@ def test_a_million_local_steps_in_a_bound_spec_are_refused_by_the_checks_estimat
 @pytest.mark.parametrize(
     "change, says",
     [({"clients": 1_000_000}, "class instance of 1000000 clients of dimension 3 needs about"),
-     ({"class": {"dim": 100_000, "L": 10.0, "mu": 1.0}}, "4 clients of dimension 100000")],
+     ({"class": {"dim": 100_000, "L": 10.0, "mu": 1.0}}, "4 clients of dimension 100000"),
+     ({"quantity": "mse_after_rounds", "bound": "D2", "rounds": 10**9},
+      "4 instance(s) with up to K = 1 local steps and R = 1000000000 rounds takes at least")],
 )  # fmt: skip
 def test_huge_bound_sizes_are_refused_by_an_estimate_not_numpys_allocation(change, says):
     t0 = time.process_time()
-    with pytest.raises(SizeError, match=says):
+    with pytest.raises(SizeError, match=re.escape(says)):
         check({**BASE, **change}, search=4, refine=False)
     assert time.process_time() - t0 < 1.0  # before any instance is drawn
+
+
+def test_the_exact_transient_is_sized_before_its_rounds(monkeypatch):
+    """``exact_mse_curve(rounds=1e12)`` was NumPy's allocation error (7.28 TiB); 1e9 rounds
+    would have run for hours (here 1e6 rounds against a 1 s limit: 8 MB, at least 20 s)."""
+    from fedtheory.analysis.exact import exact_mse_curve  # noqa: PLC0415
+
+    prob = random_quadratic(2, 1, seed=0)
+    monkeypatch.setenv("FEDTHEORY_TIME_LIMIT", "1")
+    for rounds, says in ((10**12, "the exact transient of 1000000000000 rounds needs about"),
+                         (10**6, "the exact transient of 1000000 rounds takes at least about 20 s")):  # fmt: skip
+        t0 = time.process_time()
+        with pytest.raises(SizeError, match=says):
+            exact_mse_curve(prob, "fedavg", rounds=rounds, lr=0.05, local_steps=1)
+        assert time.process_time() - t0 < 1.0
+    assert exact_mse_curve(prob, "fedavg", rounds=3, lr=0.05, local_steps=1).shape == (4,)
 
 
 def test_the_exact_oracle_refuses_a_round_it_cannot_hold():

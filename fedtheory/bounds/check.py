@@ -36,6 +36,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize
 
 from fedtheory.analysis.exact import exact_mse_curve, exact_rates
+from fedtheory.analysis.exact.oracle import ROUND_SECONDS
 from fedtheory.analysis.rates import fit_linear_rate
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
 from fedtheory.bounds.constants import instance_constants
@@ -684,7 +685,9 @@ ORACLE_STEP_SECONDS = 2e-5
 def _check_cost(spec: BoundSpec, instances: int) -> None:
     """Refuse a check whose least duration exceeds the time limit
     (:func:`~fedtheory.validation.check_duration`), and announce a long one: ``instances``
-    oracle calls with the largest K local steps, :data:`ORACLE_STEP_SECONDS` per step; and one
+    oracle calls with the largest K local steps, :data:`ORACLE_STEP_SECONDS` per step (and, for a
+    quantity after R rounds, R rounds of the exact transient,
+    :data:`~fedtheory.analysis.exact.oracle.ROUND_SECONDS` each); and one
     whose largest class instance does not fit in memory (the oracle checks its own arrays)."""
     K = max(spec.local_steps)
     if spec.instance_class is not None:
@@ -697,10 +700,14 @@ def _check_cost(spec: BoundSpec, instances: int) -> None:
             4.0 * 8 * N * N * d * d,
             hint="fewer clients or a smaller dimension",
         )
+    seconds, what = instances * K * ORACLE_STEP_SECONDS, f"up to K = {K} local steps"
+    if spec.quantity in AFTER_ROUNDS:  # and the transient's R rounds, one after the other
+        seconds += instances * spec.rounds * ROUND_SECONDS
+        what += f" and R = {spec.rounds} rounds"
     check_duration(
-        f"the check of {instances} instance(s) with up to K = {K} local steps",
-        instances * K * ORACLE_STEP_SECONDS,
-        hint="fewer local steps K or a smaller --search",
+        f"the check of {instances} instance(s) with {what}",
+        seconds,
+        hint="fewer local steps K or rounds, or a smaller --search",
     )
 
 
