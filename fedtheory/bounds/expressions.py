@@ -316,8 +316,13 @@ class _Builder:
         return any(isinstance(n, ast.Name) and n.id not in NUMBERS for n in ast.walk(node))
 
     def call(self, node: ast.Call) -> tuple[Any, Callable]:
-        if not isinstance(node.func, ast.Name):
+        if type(node.func) in _CONSTRUCTS:  # x.subs(...), (lambda: ...)(), [f][0](...)
             raise self.construct(node.func)
+        if not isinstance(node.func, ast.Name):  # getattr(x, "subs")(...), (1 + 2)(3)
+            raise self.refuse(
+                f"calls {ast.unparse(node.func)[:40]!r}, which is not a function's bare name "
+                f"(the functions: {', '.join(FUNCTIONS)})"
+            )
         name = node.func.id
         if name not in FUNCTIONS:
             raise self.refuse(
