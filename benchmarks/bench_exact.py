@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         f"constants: mu_i in [{const.mu_min:.4g}, {const.mu_i.max():.4g}], L_i in "
         f"[{const.L_i.min():.4g}, {const.L_max:.4g}]; f: mu = {const.mu:.4g}, L = {const.L:.4g}"
     )
-    out: dict = {"constants": const.as_dict(), "rates": [], "floors": [], "stable": []}
+    out: dict = {"constants": const.to_dict(), "rates": [], "floors": [], "stable": []}
     verdict = None
     print()
     head = f"{'regime':14s} {'algorithm':9s} {'eta':>8s} {'mean rate':>14s} {'mean-sq rate':>14s}"
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{wall:7.1f}  {how}"
             )
             row = {"regime": regime, "algorithm": alg, "lr": eta, "seconds": wall,
-                   **r.as_dict()}  # fmt: skip
+                   **r.to_dict()}  # fmt: skip
             out["rates"].append(row)
             if alg == "focus" and regime.startswith("uniform"):
                 verdict = wall
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                     + f" {s.evaluations:5d} {s.seconds:7.1f}"
                 )
                 out["stable"].append({"regime": regime, "algorithm": alg, "paper_lr": eta,
-                                      **s.as_dict()})  # fmt: skip
+                                      **s.to_dict()})  # fmt: skip
     load1 = os.getloadavg()
     print()
     ok = verdict is not None and verdict < TARGET_S

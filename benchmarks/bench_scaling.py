@@ -1,6 +1,6 @@
 """Benchmark: the per-seed-run time of :func:`fedtheory.simulation.simulate` as clients grow.
 
-Setting (issue 25, "Clients"): :func:`fedtheory.problems.random_quadratic` with N clients,
+Setting: :func:`fedtheory.problems.random_quadratic` with N clients,
 d = ``--dim`` (20), uniform participation of M per round, ``--rounds`` rounds, K = 3 local
 steps, FedAvg and FOCUS (both take the participants-only paths on a quadratic), the default
 metric recorded, in this process (``workers=1``). Settings (N, M): (160, 40), (1600, 400) and

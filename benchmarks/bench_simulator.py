@@ -37,7 +37,7 @@ in-library, and seed 0 of the largest whole command, read back from its JSON and
 1e-10 relative to ||x*||, and the loop's per-round error curve the toolkit's to 1e-10 (largest
 difference over the largest error); otherwise the benchmark fails (exit 1).
 
-Targets (issue 25; a verdict line each, met / NOT MET with the numbers): in-library at 1000
+Targets (a verdict line each, met / NOT MET with the numbers): in-library at 1000
 seeds <= 1.2 ms per seed-run in one process for ``focus``, ``fedavg`` and ``scaffold`` alike
 (the default call: the error every round); the whole command at 1000 seeds (default
 workers) >= 40x the loop's seed-runs per second (``focus``); one seed >= 3x the loop
@@ -526,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if one:
             verdicts.append(
-                f"focus, one seed (reported, >= {TARGET_ONE:g}x asked before issue 25): "
+                f"focus, one seed (reported; target >= {TARGET_ONE:g}x): "
                 f"{one['vs_loop']:.1f}x the loop in wall time, {one['vs_loop_cpu']:.1f}x in CPU "
                 "time"
             )
@@ -549,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name} (reported): {lib_row['vs_loop']:.1f}x the loop in-library, "
                 f"{cmd_row['vs_loop']:.1f}x as a whole command, at {top} seeds"
             )
-    print("\nverdicts (issue 25's targets):")
+    print("\nverdicts (the targets above):")
     for v in verdicts:
         print(f"- {v}")
     print("correctness: " + ("FAILED (see above)" if failed else f"every row within {TOL:g}"))

@@ -1,6 +1,6 @@
 """Are the verdicts stable across base seeds? Run the catalog at several base seeds, tabulate.
 
-A verdict must not hinge on the base seed (issue 22): across base seeds 0-4 no row may say
+A verdict must not hinge on the base seed: across base seeds 0-4 no row may say
 ``holds`` at one seed and ``fails`` at another. This script runs the claims (default: the quick
 tier, every claim) at each base seed, ``--workers`` claims at once in forked processes
 (default: the cores this process may use; :func:`fedtheory.verify.run_claims`), prints one line

@@ -1,7 +1,8 @@
 """The optional extras of ``pyproject.toml``: which modules each brings, and how to ask for one.
 
-A feature that needs an extra says so before it starts (:func:`require`): one sentence naming
-the extra and the command that installs it, a :class:`~fedtheory.errors.MissingExtraError`,
+A feature that needs an extra says so before it starts (:func:`require`), and imports a module
+of it where it uses it (:func:`import_extra`): one sentence naming the extra and the command
+that installs it, a :class:`~fedtheory.errors.MissingExtraError`,
 which the command line prints as one line (exit 2) and ``fedtheory verify`` records as "not
 run" for the claim that needs it. Nothing here imports an extra at import time.
 
@@ -17,6 +18,7 @@ Examples
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 
 from fedtheory.errors import FedTheoryError, MissingExtraError
 
@@ -65,3 +67,17 @@ def require(extra: str, feature: str) -> None:
             f"{install_hint(extra)}",
             extra=extra,
         )
+
+
+def import_extra(module: str, extra: str, feature: str) -> ModuleType:
+    """Import ``module`` of the optional ``extra`` for ``feature``, or raise
+    :class:`~fedtheory.errors.MissingExtraError` in one line naming the missing module and the
+    command that installs the extra (``fedtheory sweep needs zarr: pip install
+    'fedtheory[sweep]'``)."""
+    _known(extra)
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise MissingExtraError(
+            f"{feature} needs {exc.name or module}: {install_hint(extra)}", extra=extra
+        ) from None

@@ -1,6 +1,6 @@
 """Every bad input to the Python API is a typed error naming the argument and the assumption.
 
-The kinds of the reliability audit (issue 11): non-real dtypes, non-finite tolerances, negative
+The kinds of bad input checked: non-real dtypes, non-finite tolerances, negative
 seeds, files of the wrong format, sizes beyond memory, unknown keywords, problems without a
 unique minimizer, and divergence reported in one line.
 """

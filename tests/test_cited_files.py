@@ -1,5 +1,5 @@
 """Every Markdown file that a message, docstring, notebook or document cites is in the
-repository (issue 26: messages cited stated-bounds.md and reference-values.md, which were not)."""
+repository (a message that cites a missing document leaves the reader nowhere)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 23 outside the sweep store: estimates before work, divergence by growth, and inputs
+"""Integrity outside the sweep store: estimates before work, divergence by growth, and inputs
 that were answered with a traceback or accepted as nonsense. Python: a typed
 ``FedTheoryError``; command line: exit 2 and one line (exit 3 for divergence when asked)."""
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from fedtheory.errors import FedTheoryError
-from fedtheory.parallel import can_fork, cpu_time, fork_map
+from fedtheory.parallel import can_fork, cpu_time, fork_all, fork_map
 
 
 def _blas_threads() -> int:
@@ -93,3 +93,47 @@ def test_bad_workers_are_refused_and_cpu_time_counts_the_children():
     c0 = cpu_time()
     list(fork_map(lambda _: sum(i * i for i in range(3_000_000)), range(2), workers=2))
     assert cpu_time() - c0 > 0.05  # the children's CPU, not only the parent's waiting
+
+
+@settings(max_examples=8, deadline=None)
+@given(data=st.data(), n=st.integers(0, 6), workers=st.integers(1, 3))
+def test_fork_all_is_the_list_comprehension_in_any_start_order(data, n, workers):
+    """fork_all (the simulator's seed blocks, the stability map, the bound search) returns
+    ``[fn(item) for item in items]`` whatever the start order and the number of children; the
+    function may be a closure over the caller's data."""
+    table = np.arange(n) * 3.0
+    order = data.draw(st.permutations(range(n)))
+    got = fork_all(lambda k: (os.getpid(), float(table[k])), range(n), workers=workers,
+                   order=order)  # fmt: skip
+    assert [v for _, v in got] == [3.0 * k for k in range(n)]
+    pids = {pid for pid, _ in got}
+    if workers == 1 or n <= 1:
+        assert pids <= {os.getpid()}  # here, in order
+    elif can_fork():
+        assert os.getpid() not in pids
+    with pytest.raises(FedTheoryError, match="every position"):
+        fork_all(abs, [1, 2], workers=1, order=[0, 0])
+
+
+def test_reused_children_run_item_after_item_and_stop_on_an_error_or_an_early_exit():
+    """``fresh=False``: at most ``workers`` children, each running several items; an error
+    names its item and stops the others, as does leaving the loop early."""
+    if not can_fork():
+        pytest.skip("no fork here")
+    got = dict(fork_map(lambda k: (os.getpid(), k * k), range(9), workers=2, fresh=False))
+    assert {k: v for k, (_, v) in got.items()} == {k: k * k for k in range(9)}
+    pids = {pid for pid, _ in got.values()}
+    assert len(pids) <= 2 and os.getpid() not in pids
+
+    def fails(k):
+        if k == 3:
+            raise ValueError("three")
+        time.sleep(0.01)
+        return k
+
+    with pytest.raises(FedTheoryError, match=r"task 3 \(3\) failed: ValueError: three"):
+        list(fork_map(fails, range(8), workers=2, fresh=False))
+    before = len(multiprocessing.active_children())
+    for _ in fork_map(lambda k: time.sleep(0.05 * k), range(6), workers=2, fresh=False):
+        break
+    assert len(multiprocessing.active_children()) <= before

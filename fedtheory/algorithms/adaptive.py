@@ -47,13 +47,31 @@ def fedamsgrad_horizon(R: int, K: int, M: int) -> list[str]:
 
 #: (registry name, display name, server optimizer, description) of each variant.
 VARIANTS = (
-    ("fedamsgrad", "FedAMSGrad", "amsgrad",
-     "FedAMSGrad: local SGD + AMSGrad server step (Wang et al. 2022b; 000 eq. 2)"),
-    ("fedadam", "FedAdam", "adam", "FedAdam: local SGD + Adam server step (Reddi et al. 2021, Alg. 2)"),
-    ("fedyogi", "FedYogi", "yogi", "FedYogi: local SGD + Yogi server step (Reddi et al. 2021, Alg. 2)"),
-    ("fedadagrad", "FedAdagrad", "adagrad",
-     "FedAdagrad: local SGD + Adagrad server step (Reddi et al. 2021, Alg. 2)"),
-)  # fmt: skip
+    (
+        "fedamsgrad",
+        "FedAMSGrad",
+        "amsgrad",
+        "FedAMSGrad: local SGD + AMSGrad server step (Wang et al. 2022b; 000 eq. 2)",
+    ),
+    (
+        "fedadam",
+        "FedAdam",
+        "adam",
+        "FedAdam: local SGD + Adam server step (Reddi et al. 2021, Alg. 2)",
+    ),
+    (
+        "fedyogi",
+        "FedYogi",
+        "yogi",
+        "FedYogi: local SGD + Yogi server step (Reddi et al. 2021, Alg. 2)",
+    ),
+    (
+        "fedadagrad",
+        "FedAdagrad",
+        "adagrad",
+        "FedAdagrad: local SGD + Adagrad server step (Reddi et al. 2021, Alg. 2)",
+    ),
+)
 
 for _name, _display, _server, _description in VARIANTS:
     register(

@@ -130,5 +130,6 @@ def build_afga_adapted(config: AlgorithmConfig) -> Algorithm:
     on S_r alone (``topology`` may be ``ring``, the default, or ``complete``); the others stay
     offline and keep their last model. Delta = aggregate over S_r; FedAMSGrad server step.
     """
-    return build_adapted_gossip("afga-adapted", config, mixing=selected_ring,
-                                reference=REFERENCE_ADAPTED)  # fmt: skip
+    return build_adapted_gossip(
+        "afga-adapted", config, mixing=selected_ring, reference=REFERENCE_ADAPTED
+    )

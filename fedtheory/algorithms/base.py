@@ -28,6 +28,7 @@ import numpy as np
 
 from fedtheory.backend import get_namespace, row_dots, to_numpy
 from fedtheory.errors import AssumptionError
+from fedtheory.io import renamed
 from fedtheory.validation import check_int, check_positive, check_seed
 
 Array = Any
@@ -129,7 +130,9 @@ class AlgorithmConfig:
             )
         return self.options[name]
 
-    def as_dict(self) -> dict[str, Any]:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict[str, Any]:
         """The hyper-parameters as a flat dict (options inlined; ``n_clients`` left out)."""
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "options"}
         out.pop("n_clients")
@@ -382,8 +385,9 @@ def _layouts(on: Array, N: int, clients: Array | None) -> list[Participants]:
     # the numbers that set the shapes, for every round in one read of the device
     n_r, m_r, p_r = to_numpy(
         xp.stack([rank[:, -1, :].max(axis=1), counts.max(axis=1), counts.sum(axis=1)])
-        if S * u else xp.zeros((3, R), dtype=xp.int64)
-    ).tolist()  # fmt: skip
+        if S * u
+        else xp.zeros((3, R), dtype=xp.int64)
+    ).tolist()
     soff, poff = [0], [0]
     for r in range(R):
         soff.append(soff[-1] + n_r[r] * u)
@@ -413,11 +417,21 @@ def _layouts(on: Array, N: int, clients: Array | None) -> list[Participants]:
             rows_by_seed[k, s] = rws
             valid = xp.zeros((m, S), dtype=bool)
             valid[k, s] = True
-        out.append(Participants(
-            n=n, m=m, seed=seed[c:d].reshape(n, u), src=src[c:d].reshape(n, u), rows=rws,
-            slots=sl, by_seed=by_seed, rows_by_seed=rows_by_seed, valid=valid, clients=clients,
-            width=u,
-        ))  # fmt: skip
+        out.append(
+            Participants(
+                n=n,
+                m=m,
+                seed=seed[c:d].reshape(n, u),
+                src=src[c:d].reshape(n, u),
+                rows=rws,
+                slots=sl,
+                by_seed=by_seed,
+                rows_by_seed=rows_by_seed,
+                valid=valid,
+                clients=clients,
+                width=u,
+            )
+        )
     return out
 
 

@@ -96,9 +96,16 @@ def build_feddyn(config: AlgorithmConfig) -> Algorithm:
         sel = draw.mask[..., None]
         X0 = broadcast_clients(state.x, N)
         XK = local_steps(
-            problem, X0, K, lr, compute=draw.mask, rng=rng, prox_mu=alpha, anchor=state.x,
+            problem,
+            X0,
+            K,
+            lr,
+            compute=draw.mask,
+            rng=rng,
+            prox_mu=alpha,
+            anchor=state.x,
             correction=-state.grad,
-        )  # fmt: skip
+        )
         moved = xp.where(sel, XK - state.x[:, None, :], 0.0)
         grad = state.grad - alpha * moved
         h = state.h - alpha * moved.sum(axis=1) / N

@@ -17,10 +17,13 @@ By telescoping, y = sum_{i=1..N} g_prev_i after every round (the tracking proper
 FOCUS turns arbitrary participation into arbitrary gradient delay (003 Section 5.1).
 
 Within a round the local sum telescopes too: after step k, y_i = g_k - g_prev_i(r), with
-g_prev_i(r) the client's stored gradient at the start of round r. The code computes y_i that way
-(one subtraction per step instead of accumulating differences: one pass over the (S, N, d)
-arrays less per step, and fewer roundings); it equals the accumulated form in exact arithmetic
-and differs from it in the last bits only.
+g_prev_i(r) the client's stored gradient at the start of round r. So steps 1..K-1 are gradient
+steps x_k = x_{k-1} - eta (grad f_i(x_{k-1}) - g_prev_i) with the constant correction -g_prev_i:
+the one local-steps engine runs them (:func:`~fedtheory.algorithms.local_steps.local_steps`,
+:func:`~fedtheory.algorithms.local_steps.slot_steps`, as for SCAFFOLD's c - c_i), and the round
+takes the last gradient g_{K-1} and y_i = g_{K-1} - g_prev_i (one subtraction instead of
+accumulated differences: it equals the accumulated form in exact arithmetic and differs from it
+in the last bits only).
 
 Only S_r computes: under partial participation with exact gradients the round works
 on the participants' rows alone, in the client-major slot layout of
@@ -32,12 +35,11 @@ when the runner donates it). y's sum over S_r is taken in client order
 on a problem that draws noise or minibatches) keep the masked every-client path, whose per-seed
 draws cover all N clients.
 
-On a quadratic with exact gradients the local pass takes the strategy ``affine-map``: steps
-1..K-1 are plain gradient steps on f_i tilted by g_prev_i (x_k = x_{k-1} - eta (grad f_i(x_{k-1})
-- g_prev_i)), so x_{K-1} = x T_i + c_i + g_prev_i B_i with the problem's K - 1 step maps
-(:meth:`~fedtheory.problems.QuadraticProblem.tilt_map`): two products per client, then the last
-gradient. The same iterates as ``stepwise`` to rounding (FOCUS's exact floor moves in the last
-digit).
+On a quadratic with exact gradients the engine takes the strategy ``affine-map``: steps 1..K-1
+on f_i tilted by g_prev_i are x_{K-1} = x T_i + c_i + g_prev_i B_i with the problem's K - 1 step
+maps (:meth:`~fedtheory.problems.QuadraticProblem.tilt_map`): two products per client, then the
+last gradient. The same iterates as ``stepwise`` to rounding (FOCUS's exact floor moves in the
+last digit).
 """
 
 from __future__ import annotations
@@ -60,10 +62,9 @@ from fedtheory.algorithms.base import (
     spread,
     zeros_fill,
 )
-from fedtheory.algorithms.local_steps import step_maps
+from fedtheory.algorithms.local_steps import local_steps, slot_steps, step_maps
 from fedtheory.algorithms.registry import register
 from fedtheory.backend import get_namespace
-from fedtheory.problems.base import client_matmul
 
 Array = Any
 
@@ -104,65 +105,42 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
             return _masked_round(state, problem, draw.mask, rng)
         return _participants_round(state, problem, round_layout(draw, problem), xp, donate)
 
-    def _local_pass(
-        X: Array, g_old: Array, grads: Callable, y_loc: Array, keep: Any = None, tilt: Any = None
-    ) -> tuple[Array, Array]:
-        """FOCUS's local steps (003 Algorithm 1, the loop over k), written once for every row
-        layout: ``X`` starts at x, ``g_old`` holds g_prev_i; after step k, ``y_loc`` = g_k -
-        g_prev_i (the telescoped tracker: one subtraction, not 2k + 1 roundings); ``keep``
-        zeroes the rows of clients outside S_r. Returns ``(X, g)``: the clients' last local
-        models and last gradients.
-
-        Strategy ``stepwise`` (``tilt`` None): K gradient evaluations, ``X`` updated in place.
-        Strategy ``affine-map`` (``tilt = (T, c, B)`` of the problem's K - 1 step maps, exact
-        gradients of a quadratic): steps 1..K-1 are x_k = x_{k-1} - eta (grad f_i(x_{k-1}) -
-        g_prev_i), plain steps on f_i tilted by g_prev_i, so x_{K-1} = x T_i + c_i + g_prev_i B_i
-        (:meth:`~fedtheory.problems.QuadraticProblem.tilt_map`): two products per client for the
-        K - 1 steps, then the last gradient; the same iterates to rounding (a test).
-        """
-        xp = get_namespace(X)
-        if tilt is not None:
-            T, c, B = tilt
-            X = client_matmul(X, T)
-            X += c
-            X += client_matmul(g_old, B)
-            g = grads(X)
-            xp.subtract(g, g_old, out=y_loc)
-            return X, g
-        tmp = xp.empty_like(X)
-        for k in range(K):
-            if k > 0:
-                X -= xp.multiply(y_loc, eta, out=tmp)
-            g = grads(X)
-            xp.subtract(g, g_old, out=y_loc)
-            if keep is not None:
-                y_loc *= keep
-        return X, g
-
-    def _tilt(problem: Any, xp: Any, dtype: Any) -> Any:
-        """The K - 1 step maps ``(T, c, B)`` of the ``affine-map`` local pass, where it
-        applies (K > 1, exact gradients, a problem with ``tilt_map``); else None."""
-        return None if K == 1 else step_maps(problem, eta, K - 1, xp, dtype, tilted=True)
+    def _tracked_steps(problem: Any, X: Array, g_old: Array, **kw: Any) -> Array:
+        """Steps 1..K-1 of FOCUS's local pass (003 Algorithm 1, the loop over k) on the rows
+        ``X`` (every client's, or with ``layout`` the participants' slots), by the one
+        local-steps engine: x_k = x_{k-1} - eta (grad f_i(x_{k-1}) - g_prev_i) is a gradient
+        step with the constant correction -g_prev_i (after step k the telescoped tracker is
+        y_i = g_k - g_prev_i), so the engine's strategies apply as to SCAFFOLD's:
+        ``affine-map`` on a quadratic with exact gradients, x_{K-1} = x T_i + c_i + g_prev_i B_i
+        (two products per client, :meth:`~fedtheory.problems.QuadraticProblem.tilt_map`),
+        else ``stepwise``. ``X`` is updated in place or replaced; K = 1 takes no step."""
+        if K == 1:
+            return X
+        layout = kw.pop("layout", None)
+        if layout is None:
+            return local_steps(problem, X, K - 1, eta, correction=-g_old, overwrite=True, **kw)
+        kmap = step_maps(problem, eta, K - 1, get_namespace(X), X.dtype, tilted=True)
+        return slot_steps(problem, X, K - 1, eta, layout, kmap=kmap, correction=-g_old)
 
     def _full_round(state: FocusState, problem: Any, rng: Any) -> FocusState:
         """Every client computes (full participation)."""
-        xp = get_namespace(state.x)
         X = broadcast_clients(state.x, state.X.shape[1])  # every client pulls x
-        y_loc = xp.empty_like(X)
-        tilt = _tilt(problem, xp, X.dtype) if rng is None else None
-        X, g = _local_pass(X, state.g_prev, lambda Z: problem.grads(Z, rng), y_loc, tilt=tilt)
-        y = state.y + client_sum(y_loc)
+        X = _tracked_steps(problem, X, state.g_prev, rng=rng)
+        g = problem.grads(X, rng)  # the last gradient, g_{K-1}
+        y = state.y + client_sum(g - state.g_prev)
         return FocusState(x=state.x - eta * y, y=y, g_prev=g, X=X)
 
     def _masked_round(state: FocusState, problem: Any, mask: Array, rng: Any) -> FocusState:
         """Every client computes, the mask keeps S_r's results (stochastic gradients: the
-        per-seed draws cover all N clients, as they always have). y_loc is zero off S_r, so x_i
-        moves for i in S_r only."""
+        per-seed draws cover all N clients, as they always have, so the engine steps every
+        row: ``stepwise``). y_i is zero off S_r, so x_i moves for i in S_r only."""
         xp = get_namespace(state.x)
         X = pull(state.X, state.x, mask)  # a new array, updated in place below
-        m = spread(xp.asarray(mask, dtype=X.dtype), X.shape[2])
-        y_loc = xp.empty_like(X)
-        X, g = _local_pass(X, state.g_prev, lambda Z: problem.grads(Z, rng), y_loc, keep=m)
+        on = xp.asarray(mask, dtype=X.dtype)  # 0/1 step weights: no question to the device
+        X = _tracked_steps(problem, X, state.g_prev, rng=rng, compute=on, strategy="stepwise")
+        g = problem.grads(X, rng)
+        y_loc = g - state.g_prev
+        y_loc *= spread(on, X.shape[2])
         g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
         xp.copyto(g_prev, g, where=spread(xp.asarray(mask, dtype=bool), X.shape[2]))
         y = state.y + client_sum(y_loc)
@@ -177,13 +155,11 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         S, N, d = state.X.shape
         Xs = state.x[lay.seed]  # (n, N, d): x_i <- x for i in S_r (and the padding slots)
         g_old = state.g_prev.reshape(S * N, d)[lay.src]
+        Xs = _tracked_steps(problem, Xs, g_old, layout=lay)
+        g = slot_grads(problem, Xs, lay)
         y_buf = xp.empty((lay.n * lay.width + 1, d), dtype=Xs.dtype)
         y_buf[-1] = 0  # the row that missing participants of ragged rounds read
-        y_loc = y_buf[:-1].reshape(Xs.shape)
-        tilt = _tilt(problem, xp, Xs.dtype)
-        tilt = None if tilt is None else tuple(lay.take(a) for a in tilt)
-        grads = lambda Z: slot_grads(problem, Z, lay)  # noqa: E731
-        Xs, g = _local_pass(Xs, g_old, grads, y_loc, tilt=tilt)
+        xp.subtract(g, g_old, out=y_buf[:-1].reshape(Xs.shape))
         y = state.y + seed_sums(y_buf, lay)
         # g_prev_i <- g_{K-1} for i in S_r (the state's arrays kept unless donated)
         g_prev = state.g_prev if donate else state.g_prev.copy()

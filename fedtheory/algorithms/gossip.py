@@ -55,9 +55,12 @@ GRAPH_SEED = Option("graph_seed", 0, int, "seed of random gossip graphs", minimu
 RESAMPLE = Option("resample", True, bool, "re-sample S_{r,t} at every local step (000 Alg. 1)")
 #: An explicit gossip matrix instead of ``topology``.
 MIXING = Option(
-    "mixing", None, np.ndarray, "explicit (N, N) doubly stochastic W instead of topology",
+    "mixing",
+    None,
+    np.ndarray,
+    "explicit (N, N) doubly stochastic W instead of topology",
     nullable=True,
-)  # fmt: skip
+)
 
 
 def _graphs() -> ModuleType:
@@ -293,8 +296,9 @@ def selected_rho(config: AlgorithmConfig, n_clients: int, clients_per_round: int
     return 0.0 if M <= 2 else float(_graphs().rho(gossip_matrix(config.topology or "ring", M)))
 
 
-def cluster_selected_rho(config: AlgorithmConfig, n_clients: int,
-                         clients_per_round: int | None) -> float:  # fmt: skip
+def cluster_selected_rho(
+    config: AlgorithmConfig, n_clients: int, clients_per_round: int | None
+) -> float:
     """rho of the ring (or complete graph) on the m = M / C selected clients of a cluster
     (communication-adapted CAFGA)."""
     C, _ = cluster_sizes(n_clients, config.clusters)
@@ -447,5 +451,11 @@ def build_adapted_gossip(
         step, opt_state = opt.update(delta, state.opt)
         return GossipState(x=state.x + step, X=XK, opt=opt_state)
 
-    return Algorithm(name=name, init=init, round=round_, config=config, reference=reference,
-                     metrics=client_metrics())  # fmt: skip
+    return Algorithm(
+        name=name,
+        init=init,
+        round=round_,
+        config=config,
+        reference=reference,
+        metrics=client_metrics(),
+    )

@@ -49,8 +49,9 @@ Two more strategies compute in one pass:
 "Exact" means ``rng is None`` or a problem that says its gradients ignore ``rng``
 (``problem.stochastic`` is False; without that attribute a problem counts as stochastic).
 
-FOCUS's inner loop (gradient tracking, 003 Algorithm 1) is not a plain gradient step; it lives
-in :mod:`fedtheory.algorithms.focus`.
+FOCUS's gradient tracking (003 Algorithm 1) is a configuration too: its steps 1..K-1 are
+``correction = -g_prev_i`` (the client's stored gradient), then one more gradient
+(:mod:`fedtheory.algorithms.focus`).
 """
 
 from __future__ import annotations
@@ -235,10 +236,17 @@ def _participants_steps(
     if kmap is None and m.dtype != bool:  # per-client step weights lr * m[s, i]
         scale = spread(lr * m.astype(X.dtype).reshape(S * N)[lay.src], d)
     Xs = slot_steps(
-        problem, Xs, K, lr, lay, scale=scale, kmap=kmap, prox_mu=prox_mu,
+        problem,
+        Xs,
+        K,
+        lr,
+        lay,
+        scale=scale,
+        kmap=kmap,
+        prox_mu=prox_mu,
         anchor=_slot_rows(anchor, lay) if prox_mu > 0 else None,
         correction=None if correction is None else _slot_rows(correction, lay),
-    )  # fmt: skip
+    )
     X.reshape(S * N, d)[lay.rows] = Xs.reshape(-1, d)[lay.slots]
 
 
@@ -327,12 +335,24 @@ def local_steps(
     if start is not None and not fixed:
         raise AssumptionError("start needs one compute mask for every local step")
     call = LocalCall(
-        problem, X, K, lr, compute, rng, prox_mu, anchor, correction, mix, overwrite, xp,
+        problem,
+        X,
+        K,
+        lr,
+        compute,
+        rng,
+        prox_mu,
+        anchor,
+        correction,
+        mix,
+        overwrite,
+        xp,
         fixed=fixed,
         mask=_mask_at(compute, 0, (X.shape[0], X.shape[1]), xp) if fixed else None,
-        exact=rng is None or not getattr(problem, "stochastic", True), layout=layout,
+        exact=rng is None or not getattr(problem, "stochastic", True),
+        layout=layout,
         start=start,
-    )  # fmt: skip
+    )
     name = choose_strategy(call) if strategy is None else _check_strategy(strategy, call)
     if start is not None and name != "participants":
         mask = xp.ones(X.shape[:2], dtype=bool) if compute is None else compute
@@ -398,9 +418,18 @@ def _participants_only(call: LocalCall) -> Array:
     where the steps are plain)."""
     X = call.owned()
     _participants_steps(
-        call.problem, X, call.K, call.lr, call.mask, kmap=call.kmap, prox_mu=call.prox_mu,
-        anchor=call.anchor, correction=call.correction, layout=call.layout, start=call.start,
-    )  # fmt: skip
+        call.problem,
+        X,
+        call.K,
+        call.lr,
+        call.mask,
+        kmap=call.kmap,
+        prox_mu=call.prox_mu,
+        anchor=call.anchor,
+        correction=call.correction,
+        layout=call.layout,
+        start=call.start,
+    )
     return X
 
 

@@ -405,9 +405,12 @@ def info(name: str) -> AlgorithmInfo:
 
 
 def names(
-    *, gossip: bool | None = None, clustered: bool | None = None, adaptive: bool | None = None,
+    *,
+    gossip: bool | None = None,
+    clustered: bool | None = None,
+    adaptive: bool | None = None,
     affine: bool | None = None,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Registered names, optionally only those with the given facts (e.g. ``gossip=True``)."""
     table = dict(sorted(_REGISTRY.items()))
     return with_facts(table, gossip=gossip, clustered=clustered, adaptive=adaptive, affine=affine)
@@ -718,10 +721,14 @@ def _registered_in(module: ModuleType, attr: str, where: str) -> str:
         {a for a, v in vars(module).items() for e in mine if v is e.builder}
         | {e.name for e in mine}
     )
-    known = f": it defines {', '.join(names)}" if names else (
-        ": it registers no algorithm (decorate a builder with "
-        "@fedtheory.algorithms.register(...))"
-    )  # fmt: skip
+    known = (
+        f": it defines {', '.join(names)}"
+        if names
+        else (
+            ": it registers no algorithm (decorate a builder with "
+            "@fedtheory.algorithms.register(...))"
+        )
+    )
     if obj is None:
         raise FedTheoryError(f"{where} has no {attr!r}{did_you_mean(attr, names)}{known}")
     raise FedTheoryError(

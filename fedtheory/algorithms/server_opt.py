@@ -153,6 +153,10 @@ def server_optimizer(
     if placement not in (None, "inside", "outside"):
         raise AssumptionError(f"eps_placement must be 'inside' or 'outside', got {placement!r}")
     return ServerOptimizer(
-        kind=kind, lr=float(lr), beta1=beta1, beta2=float(beta2), eps=float(eps),
+        kind=kind,
+        lr=float(lr),
+        beta1=beta1,
+        beta2=float(beta2),
+        eps=float(eps),
         eps_placement=placement,
-    )  # fmt: skip
+    )

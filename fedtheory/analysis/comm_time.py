@@ -102,8 +102,9 @@ class CommTimeModel:
         return server + hops + K * (self.t_cc + self.t_step)
 
 
-def rounds_to_target(curves: Any, target: float, *, higher_is_better: bool = False,
-                     stay: bool = False) -> np.ndarray:  # fmt: skip
+def rounds_to_target(
+    curves: Any, target: float, *, higher_is_better: bool = False, stay: bool = False
+) -> np.ndarray:
     """First round index r at which ``curves[s, r]`` reaches ``target``, per seed (inf: never).
 
     ``curves`` is (seeds, rounds + 1) with round 0 the initial model (the runner's layout), e.g.
@@ -170,8 +171,14 @@ def time_to_target(
     )
 
 
-def rank_by_time(results: dict, target: float, *, model: CommTimeModel | None = None,
-                 metric: str = "grad_norm2", higher_is_better: bool = False) -> list:  # fmt: skip
+def rank_by_time(
+    results: dict,
+    target: float,
+    *,
+    model: CommTimeModel | None = None,
+    metric: str = "grad_norm2",
+    higher_is_better: bool = False,
+) -> list:
     """Algorithms ordered by median time to ``target`` (claim A6).
 
     ``results`` maps an algorithm name to a :class:`~fedtheory.simulation.SimulationResult`
@@ -186,7 +193,7 @@ def rank_by_time(results: dict, target: float, *, model: CommTimeModel | None = 
             local_steps=res.config["local_steps"],
             model=model,
             higher_is_better=higher_is_better,
-        )  # fmt: skip
+        )
         for name, res in results.items()
     ]
     return sorted(out, key=lambda t: (t.median_hours, t.algorithm))

@@ -117,8 +117,14 @@ class Effect:
     def shifted(self, by: float, unit: str | None = None) -> Effect:
         """The same effect minus ``by`` (e.g. a measured exponent minus the stated one)."""
         f = lambda v: None if v is None else v - by  # noqa: E731
-        return Effect(f(self.estimate), f(self.ci_low), f(self.ci_high), unit or self.unit,
-                      self.confidence, self.n)  # fmt: skip
+        return Effect(
+            f(self.estimate),
+            f(self.ci_low),
+            f(self.ci_high),
+            unit or self.unit,
+            self.confidence,
+            self.n,
+        )
 
     def text(self, digits: int = 3) -> str:
         """``estimate [low, high]`` with ``digits`` significant digits."""
@@ -397,8 +403,7 @@ def sequential(
     return current
 
 
-def _confirm(draw: Callable, comps: dict[str, Comparison], plan: SequentialPlan,
-             unit: str) -> None:  # fmt: skip
+def _confirm(draw: Callable, comps: dict[str, Comparison], plan: SequentialPlan, unit: str) -> None:
     """Fresh seeds for the comparisons decided before the plan's last look (``sequential``'s
     ``confirm``)."""
     early = [n for n, c in comps.items() if c.looks < plan.looks and c.side != 0]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from fedtheory.bounds.constants import instance_constants
 from fedtheory.bounds.instances import Draw, Instance, draw_instance, named_instance
 from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec, load_spec
 from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, SizeError
-from fedtheory.parallel import process_pool
+from fedtheory.parallel import fork_all
 from fedtheory.simulation import simulate
 from fedtheory.validation import (
     available_cores,
@@ -368,19 +369,12 @@ def _safe_evaluate(spec: BoundSpec, draw: Draw) -> Evaluation:
     return ev
 
 
-def _spec_worker(spec_dict: dict, seed: int, ids: list[int]) -> list[Evaluation]:
-    spec = BoundSpec.from_dict(spec_dict)
-    return _evaluate_draws(spec, seed, ids)
-
-
 def _random_search(spec: BoundSpec, n: int, seed: int, workers: int) -> list[Evaluation]:
     ids = list(range(n))
     if workers <= 1 or n < 8:
         return _evaluate_draws(spec, seed, ids)
     chunks = [ids[k::workers] for k in range(workers)]
-    with process_pool(workers) as pool:
-        futs = [pool.submit(_spec_worker, spec.to_dict(), seed, c) for c in chunks]
-        parts = [f.result() for f in futs]
+    parts = fork_all(partial(_evaluate_draws, spec, seed), chunks, workers=workers)
     out: list[Evaluation | None] = [None] * n
     for chunk, evs in zip(chunks, parts, strict=True):
         for i, ev in zip(chunk, evs, strict=True):

@@ -75,20 +75,31 @@ class ClassCheck:
             return []
         rows = []
         for e in self.general.instances:
-            same = [q.exact for q in self.quadratic.instances if q.defined and all(
-                q.sizes.get(k) == e.sizes.get(k) for k in ("N", "K", "M"))]  # fmt: skip
+            same = [
+                q.exact
+                for q in self.quadratic.instances
+                if q.defined and all(q.sizes.get(k) == e.sizes.get(k) for k in ("N", "K", "M"))
+            ]
             quad = max(same, default=math.nan)
-            rows.append({**{k: e.sizes[k] for k in ("N", "K", "M")}, "general": e.exact,
-                         "quadratic": quad,
-                         "ratio": e.exact / quad if quad and math.isfinite(quad) else math.nan})  # fmt: skip
+            rows.append(
+                {
+                    **{k: e.sizes[k] for k in ("N", "K", "M")},
+                    "general": e.exact,
+                    "quadratic": quad,
+                    "ratio": e.exact / quad if quad and math.isfinite(quad) else math.nan,
+                }
+            )
         return rows
 
     def to_dict(self) -> dict:
         if self.functions == "quadratic":
             return quadratic_dict(self.quadratic)
         if self.functions == GENERAL:
-            return {**self.general.to_dict(), "spec": self.spec_dict(),
-                    "spec_file": self.general.spec.path}  # fmt: skip
+            return {
+                **self.general.to_dict(),
+                "spec": self.spec_dict(),
+                "spec_file": self.general.spec.path,
+            }
         q, g = quadratic_dict(self.quadratic), self.general.to_dict()
         top = g if g["violated"] or not q["violated"] else q
         rows = self.by_setting()
@@ -100,7 +111,7 @@ class ClassCheck:
             "instances": [*q["instances"], *g["instances"]],
             "implied_constant": _union_implied(
                 q.get("implied_constant"), g.get("implied_constant")
-            ),  # fmt: skip
+            ),
             "unbounded": g["unbounded"],
             "lacks": g["lacks"],
             "solver": g["solver"],
@@ -130,9 +141,11 @@ class ClassCheck:
         rows = self.by_setting()
         if rows:
             r = max(rows, key=lambda r: r["general"])
-            parts.append(f"General over quadratic worst at N={r['N']} K={r['K']}"
-                         + (f" M={r['M']}" if r["M"] is not None else "")
-                         + f": {r['ratio']:.4g}.")  # fmt: skip
+            parts.append(
+                f"General over quadratic worst at N={r['N']} K={r['K']}"
+                + (f" M={r['M']}" if r["M"] is not None else "")
+                + f": {r['ratio']:.4g}."
+            )
         return " ".join(parts)
 
 
@@ -204,12 +217,20 @@ def check_classes(
             )
         quad = check(spec, functions="quadratic", out_dir=out_dir, name=name, **quadratic_kw)
     if which in (GENERAL, "both"):
-        stray = sorted(k for k, v in quadratic_kw.items() if v is not None and k not in (
-            "search", "seed", "workers", "refine", "measure_seeds"))  # fmt: skip
+        stray = sorted(
+            k
+            for k, v in quadratic_kw.items()
+            if v is not None and k not in ("search", "seed", "workers", "refine", "measure_seeds")
+        )
         if stray and which == GENERAL:
             raise AssumptionError(
                 f"the general class checks the class only: {', '.join(stray)} name one instance"
             )
-        gen = check_general(spec, out_dir=out_dir, name=name, cross_check=cross_check,
-                            refuse_unsolved=which == GENERAL)  # fmt: skip
+        gen = check_general(
+            spec,
+            out_dir=out_dir,
+            name=name,
+            cross_check=cross_check,
+            refuse_unsolved=which == GENERAL,
+        )
     return ClassCheck(which, quad, gen)

@@ -28,8 +28,10 @@ import numpy as np
 from fedtheory.bounds.spec import AFTER_ROUNDS, BoundSpec
 from fedtheory.errors import AssumptionError
 from fedtheory.io import write_atomic
-from fedtheory.participation import make_participation
+from fedtheory.participation import model_info
 from fedtheory.problems import LeastSquaresProblem, make_problem
+from fedtheory.simulation.settings import SETTINGS
+from fedtheory.simulation.spec import build_participation
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,8 +126,16 @@ class Instance:
             words += ["--clients-per-round", str(self.clients_per_round)]
         if files.get("probabilities_file"):
             words += ["--probabilities", files["probabilities_file"]]
-        if spec.participation == "bernoulli":
-            words += ["--empty", spec.empty]
+        read = model_info(spec.participation).reads
+        for name in ("empty", "replace", "markov_a", "markov_b", "start"):
+            setting, value = SETTINGS[name], getattr(spec, name)
+            if (
+                setting.key in read
+                and value is not None
+                and (name == "empty" or value != setting.default)
+            ):
+                flag = setting.flags[0]
+                words += [flag] if value is True else [flag, str(value)]
         words += ["--aggregation", spec.aggregation, "--local-steps", str(self.local_steps),
                   "--lr", repr(float(eta))]  # fmt: skip
         if spec.global_lr is not None:
@@ -142,18 +152,18 @@ class Instance:
 
 def participation_model(spec: BoundSpec, n: int, m: int | None, p: Any) -> Any:
     """The participation model of ``spec`` on n clients with M = ``m`` per round and
-    probabilities ``p`` (Bernoulli p_i, weighted draw weights; None: from M)."""
-    name = spec.participation
-    if name == "full":
-        return make_participation("full", n)
-    if name == "uniform":
-        return make_participation("uniform", n, m)
-    if name == "weighted":
-        return make_participation("weighted", n, m, p=p)
-    kw = {"empty": spec.empty}
-    if p is None:
-        return make_participation("bernoulli", n, m, **kw)
-    return make_participation("bernoulli", n, None, p=p, **kw)
+    probabilities ``p`` (Bernoulli p_i, weighted draw weights; None: from M): the one builder,
+    :func:`~fedtheory.simulation.spec.build_participation`."""
+    return build_participation(spec.participation, n, **model_settings(spec, m, p)).model
+
+
+def model_settings(spec: BoundSpec, clients_per_round: int | None, p: Any) -> dict:
+    """The participation settings of an instance under ``spec``, by their table names (only
+    those its model reads: a class draw carries probabilities for every model)."""
+    read = model_info(spec.participation).reads
+    out = {"clients_per_round": clients_per_round, "probabilities": p}
+    out.update({k: getattr(spec, k) for k in ("empty", "replace", "markov_a", "markov_b", "start")})
+    return {k: v for k, v in out.items() if SETTINGS[k].key in read}
 
 
 def named_instance(spec: BoundSpec, *, problem: str | None = None,
@@ -169,17 +179,17 @@ def named_instance(spec: BoundSpec, *, problem: str | None = None,
     if spec.noise:
         prob.noise = float(spec.noise)
     p = np.asarray(spec.p, dtype=np.float64) if spec.p is not None else None
-    if p is None and spec.participation == "weighted":
-        p = getattr(prob, "participation_p", None)
-        if p is None:
-            raise AssumptionError("weighted participation on this problem needs p in the spec")
     if p is not None and p.size != prob.n_clients:
         raise AssumptionError(f"p has {p.size} entries, the problem {prob.n_clients} clients")
-    if spec.participation == "weighted" and p is not None:
-        p = p / p.sum()
     M = spec.clients_per_round[0] if spec.clients_per_round else None
     if M is not None and not 1 <= M <= prob.n_clients:
         raise AssumptionError(f"clients_per_round {M} must lie in [1, N = {prob.n_clients}]")
+    if p is None:  # the problem's own draw weights, where the model takes them (figure4's)
+        built = build_participation(spec.participation, prob, **model_settings(spec, M, None))
+        if built.probabilities_from == "problem":
+            p = np.asarray(prob.participation_p, dtype=np.float64)
+    if spec.participation == "weighted" and p is not None:
+        p = p / p.sum()
     A = getattr(prob, "A", None)
     return Instance(
         None if A is None else np.asarray(A, dtype=np.float64),

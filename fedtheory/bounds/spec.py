@@ -3,7 +3,7 @@
 A bound file names an algorithm and its setting, the quantity bounded, the bound as a sympy
 expression of named constants (:data:`~fedtheory.bounds.constants.CONSTANTS`), the theorem's
 step-size condition, and optionally a free constant (``c`` of an O(.) shape). The minimal
-file (issue 21)::
+file::
 
     algorithm = "fedavg"
     participation = "full"
@@ -56,6 +56,10 @@ from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
 from fedtheory.bounds.expressions import Expression, parse_expression
 from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, UnknownOptionError
 from fedtheory.io import read_toml
+from fedtheory.participation import model_names
+from fedtheory.simulation.settings import SETTINGS, defaults
+
+_D = defaults()
 
 #: The quantities a bound may be about, and what each is.
 QUANTITIES: dict[str, str] = {
@@ -81,18 +85,60 @@ FUNCTION_CLASSES = ("quadratic", "smooth-strongly-convex")
 #: Quantities that are per-round factors: compared in rounds (log(stated) / log(exact)).
 RATE_QUANTITIES = ("mean_square_rate", "mean_rate")
 
-#: Participation models a bound may name (those with an exact law in the oracle).
-PARTICIPATION = ("full", "uniform", "weighted", "bernoulli")
+#: Participation models a bound may name: those whose law the exact oracle knows (the
+#: registry's ``exact_law``).
+PARTICIPATION = tuple(model_names(exact_law=True))
 
 #: Default violation tolerance, relative to the stated value (docs/bounds.md, "Tolerance").
 TOLERANCE = 1e-6
 
-_TOP_KEYS = (
-    "title", "source", "stated", "algorithm", "participation", "clients", "clients_per_round",
-    "p", "local_steps", "lr", "quantity", "bound", "condition", "constant", "constant_value",
-    "epsilon", "tolerance", "aggregation", "empty", "global_lr", "prox_mu", "noise",
-    "problem", "problem_file", "topology", "seeds", "rounds", "class", "options",
-)  # fmt: skip
+#: The keys of a bound spec that are run settings: their meaning, range and help are
+#: :data:`~fedtheory.simulation.settings.SETTINGS`'s (``p`` is ``probabilities``, given inline
+#: as a list; ``clients``, ``clients_per_round`` and ``local_steps`` may be lists for a search
+#: to draw from; ``lr`` may be an expression of the constants).
+RUN_KEYS = (
+    "algorithm",
+    "participation",
+    "clients",
+    "clients_per_round",
+    "p",
+    "local_steps",
+    "lr",
+    "aggregation",
+    "empty",
+    "replace",
+    "markov_a",
+    "markov_b",
+    "start",
+    "global_lr",
+    "prox_mu",
+    "noise",
+    "problem",
+    "problem_file",
+    "topology",
+    "seeds",
+    "rounds",
+    "options",
+)
+#: The table name of a run key spelled otherwise in a bound spec.
+SPELLED = {"p": "probabilities"}
+#: Its own keys: the bound, where it is stated and how it is checked (docs/bounds.md).
+BOUND_KEYS = (
+    "title",
+    "source",
+    "stated",
+    "quantity",
+    "bound",
+    "condition",
+    "constant",
+    "constant_value",
+    "epsilon",
+    "tolerance",
+    "class",
+)
+_TOP_KEYS = (*BOUND_KEYS[:3], *RUN_KEYS, *BOUND_KEYS[3:])
+#: The keys of its ``[class]`` table (the clients a search draws, or the class a performance
+#: estimation ranges over).
 _CLASS_KEYS = ("functions", "dim", "L", "mu", "heterogeneity", "p_range", "D2", "zeta2")
 _TEXT_KEYS = ("algorithm", "quantity", "bound", "participation", "aggregation", "empty", "title",
               "source", "stated", "problem", "problem_file", "topology", "constant")  # fmt: skip
@@ -143,6 +189,17 @@ def _text(name: str, value: Any, *, optional: bool = True) -> str | None:
     if not isinstance(value, str):
         raise AssumptionError(f"{name} must be a string, got {value!r}")
     return value
+
+
+def _setting(key: str, value: Any) -> Any:
+    """A run setting's value, checked against its declaration (its type: TOML's)."""
+    s = SETTINGS[key]
+    want = {"bool": bool, "str": str}.get(s.kind)
+    if want is not None and not isinstance(value, want):
+        raise AssumptionError(f"{key} must be a {s.kind}, got {value!r}")
+    if s.kind in ("float", "rate"):
+        value = _float(key, value)
+    return s.check(value)
 
 
 def _conditions(value: Any) -> tuple[str, ...]:
@@ -293,7 +350,11 @@ class BoundSpec:
     epsilon: float = 1e-6
     tolerance: float = TOLERANCE
     aggregation: str = "mean"
-    empty: str = "redraw"
+    empty: str = _D["empty"]
+    replace: bool = _D["replace"]
+    markov_a: float | None = _D["markov_a"]
+    markov_b: float | None = _D["markov_b"]
+    start: str = _D["start"]
     global_lr: float | None = None
     prox_mu: float | None = None
     noise: float = 0.0
@@ -410,12 +471,15 @@ class BoundSpec:
             cls_ = InstanceClass.from_dict(cls_)
         elif cls_ is not None and not isinstance(cls_, InstanceClass):
             raise AssumptionError(f"[class] must be a table, got {cls_!r}")
+        declared = {k: None if getattr(self, k) is None else _setting(k, getattr(self, k))
+                    for k in ("replace", "markov_a", "markov_b", "start")}  # fmt: skip
         local_steps = _ints("local_steps", self.local_steps)
         if local_steps is None:
             raise AssumptionError("local_steps must be an integer or a list of integers")
         _settle(
             self,
             options=dict(self.options),
+            **declared,
             lr=lr,
             p=p,
             **opt,
@@ -517,6 +581,8 @@ class BoundSpec:
             v = getattr(self, f.name)
             if f.name in ("path", "algorithm_source") or v is None or v in ((), "", {}):
                 continue
+            if f.name in ("replace", "start") and v == SETTINGS[f.name].default:
+                continue  # model settings at their defaults: as a spec that leaves them out
             if f.name == "instance_class":
                 out["class"] = v.to_dict()
             elif f.name == "algorithm":

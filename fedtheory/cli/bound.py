@@ -33,10 +33,20 @@ from fedtheory.bounds import (
     load_spec,
     paper_bounds,
 )
-from fedtheory.cli.common import add_json, add_parser, human_stream, write_json
+from fedtheory.cli.common import (
+    add_json,
+    add_parser,
+    add_setting,
+    add_settings,
+    human_stream,
+    write_json,
+)
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import check_output_dir
-from fedtheory.problems import BUILTIN_PROBLEMS
+
+#: Its own flags, which are no run setting: the bound's (the spec, the search, the class of
+#: clients it is checked on) and its outputs.
+OWN_FLAGS = ("spec", "search", "functions", "out_dir", "json")
 
 
 def register(subparsers: Any) -> None:
@@ -55,7 +65,10 @@ def register(subparsers: Any) -> None:
             "[class] functions) takes the worst case over every L-smooth mu-strongly convex "
             "client by performance estimation (the optional extra pep); --class both puts the "
             "two classes side by side. Shipped bound files of the three "
-            f"papers: {', '.join(paper_bounds()) or 'none'} (pass the name instead of a path)."
+            f"papers: {', '.join(paper_bounds()) or 'none'} (pass the name instead of a path). "
+            "--problem or --problem-file checks on that instance instead of the spec's; --seeds "
+            "simulates that many seeds on it (default: the spec's seeds, 32; 0: no simulation); "
+            "--seed seeds the search and the simulation."
         ),
         examples=[
             "fedtheory bound my-theorem.toml --search 200 --json out.json",
@@ -68,19 +81,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--search", type=int, default=None, metavar="N",
                    help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
                    "0: none); the worst three are refined with N/4 more evaluations")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the search")
+    add_setting(p, "seed")
     p.add_argument("--class", dest="functions", choices=CLASS_CHOICES, default=None,
                    help="the clients the bound is checked on (default: the spec's [class] "
                    "functions, else quadratic): quadratic (exact oracle and search), "
                    f"{GENERAL} (performance estimation) or both")  # fmt: skip
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS),
-                     help="check on this built-in problem (overrides the spec's)")  # fmt: skip
-    src.add_argument("--problem-file", metavar="F.npz",
-                     help="check on this problem file (overrides the spec's)")  # fmt: skip
-    p.add_argument("--seeds", type=int, default=None, metavar="S",
-                   help="simulation seeds on the named instance (default: the spec's seeds, 32; "
-                   "0: no simulation)")  # fmt: skip
+    add_settings(src, "problem", "problem_file")
+    add_setting(p, "seeds", default=None)
     p.add_argument("--out-dir", metavar="DIR", default=None,
                    help="where counterexample files go (default: the folder of --json OUT, "
                    "else the current folder)")  # fmt: skip
@@ -121,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
         if r is not None:
             if res.functions == "both":
                 print(f"-- {label}", file=out)
-            print(r.table(), file=out)
+            table = r.table()
+            if table:
+                print(table, file=out)
             print(r.sentence(), file=out)
     if res.functions == "both" and res.by_setting():
         row = max(res.by_setting(), key=lambda r: r["general"])

@@ -28,9 +28,14 @@ from typing import Any
 import numpy as np
 
 from fedtheory.algorithms.registry import info, resolve_algorithm
-from fedtheory.errors import FedTheoryError
+from fedtheory.errors import FedTheoryError, UnknownOptionError
 from fedtheory.io import check_figure_path, check_output_path, emit_json
-from fedtheory.participation import load_vector
+from fedtheory.participation import load_vector, model_info
+from fedtheory.simulation.settings import SETTINGS
+from fedtheory.simulation.spec import PARTICIPATION_SETTINGS
+
+#: "The table's default" (:func:`add_setting`).
+_TABLE = object()
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -162,29 +167,132 @@ def add_max_memory(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_clients(
-    p: Any, *, help: str = "number of clients N", default: int | None = None, aliases=()
+def add_setting(
+    p: Any,
+    name: str,
+    *,
+    default: Any = _TABLE,
+    choices: Any = None,
+    aliases: tuple[str, ...] = (),
+    type: Any = None,
+    note: str = "",
+    required: bool = False,
+) -> argparse.Action:
+    """The flag of the run setting ``name``: its spellings, type, choices, metavar and help are
+    :data:`~fedtheory.simulation.settings.SETTINGS`'s (the one declaration of a setting).
+
+    Its default is the table's, except for an algorithm's setting, which is None (passed to the
+    algorithm only when given: the algorithm's own default applies, and an algorithm refuses a
+    setting it does not read). A command may give its own ``default`` (``--workers``: the
+    cores), a narrower list of ``choices`` (``rate``: the models with an exact law), its older
+    spellings as ``aliases``, a ``type`` for a list of values and a ``note`` that says what
+    the command does with it; the help is the table's.
+    """
+    s = SETTINGS[name]
+    if default is _TABLE:
+        default = None if _passed_when_given(s) else s.default
+    kw: dict[str, Any] = {"dest": name, "default": default, "help": s.help + note}
+    if required:
+        kw["required"] = True
+    if s.kind == "bool":
+        kw["action"] = "store_true"
+    elif s.kind == "options":
+        kw.update(action="append", default=[] if default is None else default, metavar=s.metavar)
+    else:
+        kw["type"] = type or _TYPES[s.kind]
+        kw["metavar"] = s.metavar
+        if s.choices is not None or choices is not None:
+            kw["choices"] = tuple(choices if choices is not None else s.choices)
+            kw.pop("metavar")
+    return p.add_argument(*s.flags, *aliases, **kw)
+
+
+def add_settings(p: Any, *names: str, table_defaults: bool = False, **defaults: Any) -> None:
+    """The flags of the run settings ``names`` (:func:`add_setting`), with a command's own
+    defaults by name; ``table_defaults``: an algorithm's settings default to the table's too
+    (a command that passes every setting, not only those given)."""
+    for name in names:
+        if name in defaults:
+            add_setting(p, name, default=defaults[name])
+        elif table_defaults:
+            add_setting(p, name, default=SETTINGS[name].default)
+        else:
+            add_setting(p, name)
+
+
+def _passed_when_given(s: Any) -> bool:
+    """An algorithm's setting (not the algorithm's name and options): passed when given."""
+    return "algorithm" in s.reads and s.name not in ("algorithm", "options")
+
+
+def given_settings(args: argparse.Namespace, names: Any) -> dict[str, Any]:
+    """The settings among ``names`` that the command line gave (not None, not the table's
+    default): what a command passes on."""
+    out = {}
+    for name in names:
+        value = getattr(args, name, None)
+        if value is not None and (value is not False) and value != SETTINGS[name].default:
+            out[name] = value
+    return out
+
+
+def require_settings(args: argparse.Namespace, *names: str) -> None:
+    """Refuse in one line when a setting the table marks required was not given."""
+    missing(args, *(SETTINGS[n].flags[0] for n in names if SETTINGS[n].required))
+
+
+def refuse_unread_model_settings(
+    args: argparse.Namespace, model: str, *, named: str, spelled: dict | None = None
 ) -> None:
-    """``--clients/-N N`` (with older spellings as aliases)."""
-    p.add_argument(
-        "--clients", "-N", *aliases, type=int, default=default, metavar="N", dest="clients",
-        help=help,
-    )  # fmt: skip
+    """Refuse a participation flag the model ``model`` does not read (its registry entry's
+    ``reads``), naming the flag and what the model reads. ``named``: how the command line
+    names the model (``"--participation"``, or ``""`` for a positional MODEL); ``spelled``:
+    the command's own spelling of a flag, by setting."""
+    entry = model_info(model)
+    spelled = spelled or {}
+    flags = {
+        n: spelled.get(n, SETTINGS[n].flags[0]) for n in PARTICIPATION_SETTINGS if hasattr(args, n)
+    }
+    unread = [
+        f
+        for n, f in flags.items()
+        if n in given_settings(args, (n,))
+        and SETTINGS[n].key not in entry.reads
+        and "algorithm" not in SETTINGS[n].reads
+    ]
+    if not unread:
+        return
+    own = [f for n, f in flags.items() if SETTINGS[n].key in entry.reads]
+    reads = ", ".join(["-N", *own] if hasattr(args, "clients") else own) or "no other setting"
+    if named:
+        it = "it" if len(unread) == 1 else "them"
+        raise UnknownOptionError(
+            f"{', '.join(unread)}: {named} {model} does not read {it} (it reads {reads})"
+        )
+    raise UnknownOptionError(
+        f"{model} participation does not read {', '.join(unread)} (it reads {reads})"
+    )
+
+
+def number_or_file(text: str) -> Any:
+    """A number, or the path of a file of numbers (read where the setting is used)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def add_clients(p: Any, *, note: str = "", default: int | None = None, aliases=()) -> None:
+    """``--clients/-N N`` (with older spellings as aliases; ``note``: what the command does
+    with it)."""
+    add_setting(p, "clients", default=default, aliases=aliases, note=note)
 
 
 def add_clients_per_round(
-    p: Any,
-    *,
-    help: str = "clients per round M",
-    default: Any = None,
-    aliases=(),
-    type: Any = int,
+    p: Any, *, note: str = "", default: Any = None, aliases=(), type: Any = None
 ) -> None:
-    """``--clients-per-round/-M M`` (with older spellings as aliases)."""
-    p.add_argument(
-        "--clients-per-round", "-M", *aliases, type=type, default=default, metavar="M",
-        dest="clients_per_round", help=help,
-    )  # fmt: skip
+    """``--clients-per-round/-M M`` (with older spellings as aliases; ``type``: a list)."""
+    add_setting(p, "clients_per_round", default=default, aliases=aliases, type=type, note=note)
 
 
 def algorithm_name(text: str) -> str:
@@ -201,27 +309,13 @@ def algorithm_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-#: ``--algorithm``'s help: what it accepts, and that a file named there is run.
-ALGORITHM_HELP = (
-    "a registered algorithm (any case; fedtheory simulate --list), or your own as FILE.py:NAME "
-    "or MODULE:NAME (docs/own-algorithm.md): the file or module is imported, which runs its "
-    "code as python would"
-)
-
-
-def add_algorithm(
-    p: Any, *, help: str = ALGORITHM_HELP, options_group: Any = None, required: bool = False
-) -> None:
+def add_algorithm(p: Any, *, options_group: Any = None, required: bool = False) -> None:
     """``--algorithm NAME`` (a registered name, ``FILE.py:NAME`` or ``MODULE:NAME``:
     :func:`algorithm_name`) and ``--option NAME=VALUE`` (repeatable; in ``options_group`` where
     given): the one way every command names an algorithm and sets its own options
     (:func:`algorithm_options` reads them)."""
-    p.add_argument("--algorithm", type=algorithm_name, metavar="NAME", help=help, required=required)
-    (options_group or p).add_argument(
-        "--option", action="append", default=[], metavar="NAME=VALUE",
-        help="an algorithm's own option, e.g. server_momentum=0.9 (repeatable; the algorithm's "
-        "declared options: fedtheory simulate --list)",
-    )  # fmt: skip
+    add_setting(p, "algorithm", required=required)
+    add_setting(options_group or p, "options")
 
 
 def algorithm_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -231,7 +325,7 @@ def algorithm_options(args: argparse.Namespace) -> dict[str, Any]:
     """
     declared = {o.name: o for o in info(args.algorithm).options} if args.algorithm else {}
     out: dict[str, Any] = {}
-    for item in args.option:
+    for item in args.options:
         name, sep, text = item.partition("=")
         if not sep or not name:
             raise FedTheoryError(f"--option takes NAME=VALUE, got {item!r}")
@@ -293,3 +387,15 @@ def missing(args: argparse.Namespace, *flags: str) -> None:
     absent = [f for f in flags if getattr(args, f.lstrip("-").replace("-", "_")) is None]
     if absent:
         raise FedTheoryError(f"missing {', '.join(absent)} (see fedtheory {args.command} --help)")
+
+
+#: The command-line type of each kind of setting (:attr:`~fedtheory.simulation.settings.Setting.kind`).
+_TYPES = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "path": str,
+    "rate": number_or_file,
+    "names": name_list,
+    "algorithm": algorithm_name,
+}

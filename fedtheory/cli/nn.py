@@ -14,12 +14,12 @@ import argparse
 import numpy as np
 
 from fedtheory.algorithms.registry import info
-from fedtheory.backend import BACKENDS
 from fedtheory.cli.common import (
     add_clients,
     add_clients_per_round,
     add_json,
     add_parser,
+    add_settings,
     algorithm_names,
     human_stream,
     int_list,
@@ -64,42 +64,64 @@ def register(subparsers) -> None:
             "fedtheory nn --algorithms FedAvg,AFGA -N 20 -M 4 --lr AFGA=0.1 --rounds 50",
         ],
     )
-    p.add_argument("--algorithms", type=_n1_names, default=list(N1_ALGORITHMS), metavar="A,B,..",
-                   help=f"comma separated, any case, of {', '.join(N1_ALGORITHMS)} "
-                   "(default: all four)")  # fmt: skip
+    p.add_argument(
+        "--algorithms",
+        type=_n1_names,
+        default=list(N1_ALGORITHMS),
+        metavar="A,B,..",
+        help=f"comma separated, any case, of {', '.join(N1_ALGORITHMS)} (default: all four)",
+    )
     add_clients(p, default=50)
     per = p.add_mutually_exclusive_group()
     per.add_argument("--participation", type=float, default=0.1, help="fraction per round")
-    add_clients_per_round(per, help="clients per round M (instead of --participation)")
+    add_clients_per_round(per, note="; instead of --participation")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--alpha", type=float, default=0.6, help="Dirichlet alpha")
     g.add_argument("--iid", action="store_true", help="i.i.d. split instead of Dirichlet")
-    p.add_argument(
-        "--rounds", "-R", type=int, default=100, metavar="R", help="communication rounds"
-    )
-    p.add_argument("--local-steps", "-K", type=int, default=10, metavar="K", help="local steps K")
+    add_settings(p, "rounds", "local_steps", rounds=100, local_steps=10)
     p.add_argument("--batch-size", type=int, default=50, help="minibatch per client and step")
-    p.add_argument("--hidden", type=int_list, default=[64, 64], metavar="W,W,..",
-                   help="hidden widths, comma separated")  # fmt: skip
+    p.add_argument(
+        "--hidden",
+        type=int_list,
+        default=[64, 64],
+        metavar="W,W,..",
+        help="hidden widths, comma separated",
+    )
     p.add_argument("--activation", choices=["relu", "tanh"], default="relu", help="activation")
-    p.add_argument("--conv", type=int_list, default=None, metavar="C,C,..",
-                   help="channels of 1-D convolutions before the dense layers (a small CNN), "
-                   "comma separated")  # fmt: skip
+    p.add_argument(
+        "--conv",
+        type=int_list,
+        default=None,
+        metavar="C,C,..",
+        help="channels of 1-D convolutions before the dense layers (a small CNN), comma separated",
+    )
     p.add_argument("--kernel", type=int, default=5, help="convolution width")
     p.add_argument("--stride", type=int, default=2, help="convolution stride")
-    p.add_argument("--seeds", type=int, default=3, help="seeds run batched")
-    p.add_argument("--seed", type=int, default=0, help="root seed")
+    add_settings(p, "seeds", "seed", seeds=3, table_defaults=True)
     p.add_argument("--samples", type=int, default=5000, help="MNIST-1D samples (80%% train)")
-    p.add_argument("--data", default=None, metavar="FILE.npz",
-                   help="your own data instead of MNIST-1D: arrays x (n, F), y (n,) and "
-                   "optionally x_test, y_test; checked for shapes and label range")  # fmt: skip
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="FILE.npz",
+        help="your own data instead of MNIST-1D: arrays x (n, F), y (n,) and "
+        "optionally x_test, y_test; checked for shapes and label range",
+    )
     p.add_argument("--eval-every", type=int, default=5, help="rounds between evaluations")
-    p.add_argument("--lr", action="append", default=[], metavar="ALG=VALUE",
-                   help="local step size of one algorithm, e.g. --lr AFGA=0.05 (repeatable)")  # fmt: skip
-    p.add_argument("--global-lr", action="append", default=[], metavar="ALG=VALUE",
-                   help="server step size of one algorithm (repeatable)")  # fmt: skip
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="array backend")
-    p.add_argument("--float32", action="store_true", help="single precision instead of float64")
+    p.add_argument(
+        "--lr",
+        action="append",
+        default=[],
+        metavar="ALG=VALUE",
+        help="local step size of one algorithm, e.g. --lr AFGA=0.05 (repeatable)",
+    )
+    p.add_argument(
+        "--global-lr",
+        action="append",
+        default=[],
+        metavar="ALG=VALUE",
+        help="server step size of one algorithm (repeatable)",
+    )
+    add_settings(p, "backend", "float32")
     add_json(p)
     p.add_argument("--plot", action="store_true", help="draw figures/nn_n1.png and .pdf")
     p.add_argument("--out", default="figures", help="folder for --plot")
@@ -174,11 +196,15 @@ def main(args) -> int:
                 cells.append(f"{a.mean():9.2f} +- {sd:4.2f}")
             print(f"{int(r):>5} " + " ".join(f"{c:>16}" for c in cells), file=out)
         summ = res.summary()
-        print("final: " + ", ".join(
-            f"{n} {100 * v['mean']:.2f} +- {100 * v['std']:.2f}" for n, v in summ.items()
-        ), file=out)  # fmt: skip
+        print(
+            "final: "
+            + ", ".join(
+                f"{n} {100 * v['mean']:.2f} +- {100 * v['std']:.2f}" for n, v in summ.items()
+            ),
+            file=out,
+        )
         print("ordering (best first): " + " > ".join(res.ordering()), file=out)
-    write_json(res.as_dict(), args)
+    write_json(res.to_dict(), args)
     if args.plot and res.results:
         for path in save_n1_figure(res, args.out):
             print(f"wrote {path}", file=out)

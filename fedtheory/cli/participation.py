@@ -17,37 +17,28 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from fedtheory.cli.common import (
-    add_clients,
-    add_clients_per_round,
     add_json,
     add_max_memory,
     add_parser,
+    add_setting,
     json_to_stdout,
+    refuse_unread_model_settings,
     write_json,
 )
-from fedtheory.errors import AssumptionError, UnknownOptionError
+from fedtheory.errors import UnknownOptionError
 from fedtheory.io import pyplot, save_figure
-from fedtheory.participation import RULES, load_vector, make_participation, model_info, model_names
+from fedtheory.participation import RULES, model_names
 from fedtheory.participation.plot import plot_participation
+from fedtheory.simulation.spec import PARTICIPATION_SETTINGS, build_participation
 from fedtheory.validation import announce, check_memory
 
-#: The flags that set a keyword of :func:`make_participation`: flag -> (argument, keyword). A
-#: flag whose keyword the model does not read (its registry entry's ``reads``)
-#: is refused.
-MODEL_FLAGS = {
-    "--clients-per-round": ("clients_per_round", "m"),
-    "--probabilities": ("probabilities", "p"),
-    "--replace": ("replace", "replace"),
-    "--empty-policy": ("empty_policy", "empty"),
-    "--a": ("a", "a"),
-    "--b": ("b", "b"),
-    "--start": ("start", "start"),
-    "--clusters": ("clusters", "n_clusters"),
-    "--trace": ("trace", "path"),
-}
+#: The participation settings the command takes (flags: the table's), and the older spellings
+#: it keeps.
+SETTINGS = ("clients", *PARTICIPATION_SETTINGS)
+ALIASES = {"empty": ("--empty-policy",), "markov_a": ("--a",), "markov_b": ("--b",)}
+#: How a refusal names each flag: the spelling this command has always had.
+SPELLED = {"empty": "--empty-policy", "markov_a": "--a", "markov_b": "--b"}
 
 #: Peak bytes per client of the report and its table or JSON (pi, q and standard errors for
 #: three rules, their JSON lists or table lines): measured 300 with --json at N = 10^6.
@@ -75,32 +66,8 @@ def register(subparsers) -> None:
         ],
     )
     p.add_argument("model", choices=model_names(), help="participation model")
-    add_clients(p)
-    add_clients_per_round(p, help="clients per round M (per cluster for cluster)")
-    p.add_argument(
-        "--probabilities",
-        metavar="FILE",
-        help="p as .npy or text: draw weights summing to 1 (weighted) or p_i (bernoulli)",
-    )
-    p.add_argument(
-        "--empty-policy",
-        choices=("redraw", "skip"),
-        default=None,
-        help="bernoulli: what an empty round does (default: redraw until non-empty)",
-    )
-    p.add_argument(
-        "--replace", action="store_true", help="weighted: draw with replacement (multinomial)"
-    )
-    p.add_argument("--a", metavar="A", help="markov off->on probability: a number or a file")
-    p.add_argument("--b", metavar="B", help="markov on->off probability: a number or a file")
-    p.add_argument(
-        "--start",
-        choices=("stationary", "on", "off"),
-        default=None,
-        help="markov: law of round 0 (default: stationary)",
-    )
-    p.add_argument("--clusters", type=int, metavar="C", help="cluster: C equal clusters")
-    p.add_argument("--trace", metavar="FILE", help="trace: R x N boolean mask (.npy/.csv/.txt)")
+    for name in SETTINGS:
+        add_setting(p, name, aliases=ALIASES.get(name, ()))
     add_json(p, "the report")
     p.add_argument("--plot", metavar="PNG", help="draw the participation raster and q")
     p.add_argument(
@@ -115,30 +82,9 @@ def register(subparsers) -> None:
     p.set_defaults(func=main)
 
 
-def _rate(value: str | None, name: str):
-    if value is None:
-        return None
-
-    try:
-        return float(value)
-    except ValueError:
-        return load_vector(value, name)
-
-
 def check_flags(args) -> None:
     """Refuse a flag the model does not read, naming it and what the model reads."""
-    reads = model_info(args.model).reads
-    stray = [
-        flag
-        for flag, (dest, key) in MODEL_FLAGS.items()
-        if getattr(args, dest) not in (None, False) and key not in reads
-    ]
-    if stray:
-        own = [f for f, (_, key) in MODEL_FLAGS.items() if key in reads]
-        raise UnknownOptionError(
-            f"{args.model} participation does not read {', '.join(stray)} (it reads -N"
-            f"{', ' + ', '.join(own) if own else ''})"
-        )
+    refuse_unread_model_settings(args, args.model, named="", spelled=SPELLED)
     plot_only = [f for f in ("--rounds", "--seed") if getattr(args, f[2:]) is not None]
     if plot_only and not args.plot:
         raise UnknownOptionError(
@@ -148,30 +94,11 @@ def check_flags(args) -> None:
 
 
 def build_model(args):
+    """The model the command line names: the one builder of participation models from flat
+    settings (:func:`~fedtheory.simulation.spec.build_participation`)."""
     check_flags(args)
-    kw = {}
-    name = args.model
-    n = args.clients
-    if name == "bernoulli":
-        kw["empty"] = args.empty_policy or "redraw"
-    elif name == "weighted":
-        kw["replace"] = args.replace
-    elif name == "markov":
-        a, b = _rate(args.a, "a"), _rate(args.b, "b")
-        if a is not None or b is not None:
-            size = next((np.size(v) for v in (a, b) if np.ndim(v) == 1), n)
-            if size is None:
-                raise AssumptionError("markov with scalar --a/--b needs --clients N")
-            kw["a"] = np.broadcast_to(a, (size,)) if a is not None else None
-            kw["b"] = np.broadcast_to(b, (size,)) if b is not None else None
-        kw["start"] = args.start or "stationary"
-    elif name == "cluster" and args.clusters is not None:
-        kw["n_clusters"] = args.clusters
-    elif name == "trace":
-        if args.trace is None:
-            raise AssumptionError("trace participation needs --trace FILE (an R x N mask)")
-        kw["path"] = args.trace
-    return make_participation(name, n, args.clients_per_round, p=args.probabilities, **kw)
+    settings = {k: getattr(args, k) for k in PARTICIPATION_SETTINGS}
+    return build_participation(args.model, args.clients, **settings).model
 
 
 def report(model) -> dict:

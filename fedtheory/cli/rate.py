@@ -35,17 +35,33 @@ from fedtheory.analysis.exact import (
 )
 from fedtheory.cli.common import (
     add_algorithm,
-    add_clients_per_round,
     add_json,
     add_parser,
+    add_setting,
+    add_settings,
     algorithm_options,
+    given_settings,
     human_stream,
-    missing,
+    refuse_unread_model_settings,
+    require_settings,
     write_json,
 )
 from fedtheory.errors import FedTheoryError
-from fedtheory.participation import load_vector, make_participation, model_names
-from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
+from fedtheory.participation import model_info, model_names
+from fedtheory.problems import make_problem
+from fedtheory.simulation.settings import SETTINGS
+from fedtheory.simulation.spec import PARTICIPATION_SETTINGS, build_participation
+
+#: The participation settings a model with an exact law reads (the models ``rate`` takes).
+PARTICIPATION = tuple(
+    k
+    for k in PARTICIPATION_SETTINGS
+    if any(SETTINGS[k].key in model_info(m).reads for m in model_names(exact_law=True))
+)
+#: The algorithm's settings an affine algorithm may read (passed only when given).
+ALGORITHM_SETTINGS = ("global_lr", "prox_mu")
+#: Its own flags, which are no run setting.
+OWN_FLAGS = ("tol", "largest_stable_lr", "fail_on_divergence", "json")
 
 
 def register(subparsers: Any) -> None:
@@ -81,31 +97,11 @@ def register(subparsers: Any) -> None:
         ],
     )
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--problem-file", metavar="F.npz", help="A (N, n, d), b (N, n), lam")
-    src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
-    add_algorithm(p, help="an affine algorithm (any case; see above), or your own as "
-                  "FILE.py:NAME or MODULE:NAME (docs/own-algorithm.md): the file or module is "
-                  "imported, which runs its code as python would")  # fmt: skip
-    p.add_argument("--participation", default="full", choices=model_names(exact_law=True),
-                   help="participation model (markov: N <= 10)")  # fmt: skip
-    add_clients_per_round(p, help="M (uniform, weighted, markov; bernoulli: p_i = M/N)")
-    p.add_argument(
-        "--probabilities",
-        metavar="p.npy",
-        help="weighted: draw weights summing to 1 (figure4: its own when omitted); bernoulli: p_i",
-    )
-    p.add_argument("--aggregation", default="mean", choices=("mean", "weighted", "unbiased"),
-                   help="aggregation weights of FedAvg-type servers")  # fmt: skip
-    p.add_argument("--empty", default=None, choices=("redraw", "skip"),
-                   help="bernoulli: empty-round policy (default: redraw)")  # fmt: skip
-    p.add_argument("--local-steps", "-K", type=int, metavar="K", help="local steps per round")
-    p.add_argument("--lr", type=float, metavar="ETA", help="step size (FOCUS: its single eta)")
-    p.add_argument("--global-lr", type=float, default=1.0, metavar="ETA", help="server step")
-    p.add_argument("--prox-mu", type=float, default=0.0, metavar="MU",
-                   help="FedProx proximal weight")  # fmt: skip
-    p.add_argument("--noise", type=float, default=None, metavar="SIGMA",
-                   help="gradient-noise sigma of stochastic gradients (default: the problem's)")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="seed of the random built-in problems")
+    add_settings(src, "problem_file", "problem")
+    add_algorithm(p)
+    add_setting(p, "participation", choices=model_names(exact_law=True))
+    add_settings(p, *PARTICIPATION, "aggregation", "local_steps", "lr", *ALGORITHM_SETTINGS)
+    add_settings(p, "noise", "seed")
     p.add_argument("--tol", type=float, default=1e-10, help="eigensolver (ARPACK) tolerance")
     p.add_argument("--largest-stable-lr", action="store_true",
                    help="also bisect the largest step with mean-square rate < 1")  # fmt: skip
@@ -116,31 +112,11 @@ def register(subparsers: Any) -> None:
 
 
 def _participation(args: argparse.Namespace, problem: Any) -> Any:
-    n = problem.n_clients
-    if args.clients_per_round is not None and not 1 <= args.clients_per_round <= n:
-        raise FedTheoryError(
-            f"--clients-per-round M = {args.clients_per_round} must lie in [1, N = {n}]"
-        )
-    p = load_vector(args.probabilities) if args.probabilities else None
-    if args.empty is not None and args.participation != "bernoulli":
-        raise FedTheoryError(
-            f"--empty is the empty-round policy of bernoulli participation; "
-            f"--participation {args.participation} does not read it"
-        )
-    if args.participation in ("uniform", "weighted", "markov") and args.clients_per_round is None:
-        raise FedTheoryError(f"--participation {args.participation} needs --clients-per-round M")
-    if args.participation == "weighted" and p is None:
-        p = getattr(problem, "participation_p", None)
-        if p is None:
-            raise FedTheoryError("--participation weighted needs --probabilities p.npy")
-    if args.participation == "bernoulli":
-        if p is None and args.clients_per_round is None:
-            raise FedTheoryError(
-                "--participation bernoulli needs --probabilities or --clients-per-round"
-            )
-        empty = args.empty or "redraw"
-        return make_participation("bernoulli", n, args.clients_per_round, p, empty=empty)
-    return make_participation(args.participation, n, args.clients_per_round, p)
+    """The model the flags name (the one builder,
+    :func:`~fedtheory.simulation.spec.build_participation`)."""
+    refuse_unread_model_settings(args, args.participation, named="--participation")
+    settings = {k: getattr(args, k) for k in PARTICIPATION}
+    return build_participation(args.participation, problem, **settings)
 
 
 def _summary(res: Any, extra: dict) -> str:
@@ -174,7 +150,7 @@ def _summary(res: Any, extra: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    missing(args, "--algorithm", "--local-steps", "--lr")
+    require_settings(args, "algorithm", "local_steps", "lr")
     if args.problem_file is None and args.problem is None:
         raise FedTheoryError("give a problem: --problem-file F.npz or --problem NAME")
     if not (np.isfinite(args.lr) and args.lr > 0):
@@ -182,13 +158,10 @@ def run(args: argparse.Namespace) -> int:
     if args.local_steps < 1:
         raise FedTheoryError(f"--local-steps K must be >= 1, got {args.local_steps}")
     problem = make_problem(args.problem, path=args.problem_file, seed=args.seed, exact=True)
-    model = _participation(args, problem)
-    kw = {
-        "local_steps": args.local_steps, "rule": args.aggregation,
-        "global_lr": args.global_lr, "noise": args.noise, "tol": args.tol,
-    }  # fmt: skip
-    if args.algorithm == "fedprox" or args.prox_mu:
-        kw["prox_mu"] = args.prox_mu
+    built = _participation(args, problem)
+    model = built.model
+    kw = {"local_steps": args.local_steps, "rule": args.aggregation, "noise": args.noise,
+          "tol": args.tol, **given_settings(args, ALGORITHM_SETTINGS)}  # fmt: skip
     options = algorithm_options(args)
     if options:
         kw["options"] = options
@@ -204,16 +177,17 @@ def run(args: argparse.Namespace) -> int:
         kw.pop("tol")
         extra["largest_stable_lr"] = largest_stable_lr(
             problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8, **kw
-        ).as_dict()
+        ).to_dict()
     rates = {"mean": res.mean_rate, "mean-square": res.mean_square_rate}
     above = {k: v for k, v in rates.items() if v is not None and v >= 1}  # NaN: not computed
     out = {
-        **res.as_dict(),
+        **res.to_dict(),
         "diverging": bool(above),
         "problem": args.problem_file or args.problem,
+        "probabilities_from": built.probabilities_from,
         "n_clients": problem.n_clients,
         "dim": problem.dim,
-        "constants": problem_constants(problem).as_dict(args.lr, args.local_steps),
+        "constants": problem_constants(problem).to_dict(args.lr, args.local_steps),
         **extra,
     }
     # the summary is printed with --json OUT too (stderr when stdout carries the JSON)

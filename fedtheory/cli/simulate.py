@@ -27,36 +27,41 @@ import numpy as np
 from fedtheory.algorithms import available, info
 from fedtheory.algorithms.registry import BASE_SETTINGS, SHARED_SETTINGS, installed
 from fedtheory.analysis.rates import fit_linear_rate
-from fedtheory.backend import BACKENDS
 from fedtheory.cli.common import (
     add_algorithm,
-    add_clients_per_round,
     add_json,
     add_max_memory,
     add_parser,
+    add_settings,
     algorithm_options,
+    given_settings,
     human_stream,
     json_to_stdout,
-    missing,
-    name_list,
+    require_settings,
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.io import check_output_path, dumps, emit_json, write_atomic
-from fedtheory.participation import load_vector, model_info, model_names
+from fedtheory.participation import model_info, model_names
 from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
-from fedtheory.simulation.spec import run_defaults
+from fedtheory.simulation.settings import SETTINGS, readers
+from fedtheory.simulation.spec import PARTICIPATION_SETTINGS
 from fedtheory.validation import available_cores, check_int
-
-#: The run settings' defaults (:class:`~fedtheory.simulation.spec.RunSpec`'s, as simulate's).
-_RUN = run_defaults()
 
 #: The quantiles of the per-seed final error in the summary of ``--json FILE`` / ``--out``.
 QUANTILES = ("min", "25%", "median", "75%", "max")
 
 
-#: The shared algorithm settings besides lr and K, passed only when given (the registry's list).
-SETTINGS = tuple(k for k in SHARED_SETTINGS if k not in BASE_SETTINGS)
+#: The run settings ``fedtheory simulate`` takes (their flags:
+#: :data:`~fedtheory.simulation.settings.SETTINGS`): participation, the algorithm's shared
+#: settings besides lr and K (passed only when given: the registry's list), the run's.
+PARTICIPATION = ("participation", *(k for k in PARTICIPATION_SETTINGS if k != "trace"))
+ALGORITHM_SETTINGS = tuple(
+    k for k in SHARED_SETTINGS if k not in (*BASE_SETTINGS, *PARTICIPATION_SETTINGS)
+)
+RUN = ("record_every", "metrics", "seeds", "seed", "workers", "backend", "float32")
+#: Its own flags, which are no run setting.
+OWN_FLAGS = ("fail_on_divergence", "max_memory", "json", "out", "list")
 
 
 def register(subparsers: Any) -> None:
@@ -84,46 +89,12 @@ def register(subparsers: Any) -> None:
         ],
     )
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--problem-file", metavar="F.npz",
-                     help="A (N, n, d), b (N, n), lam; or an interpolation file")  # fmt: skip
-    src.add_argument("--problem", choices=sorted(BUILTIN_PROBLEMS), help="a built-in problem")
+    add_settings(src, "problem_file", "problem")
     alg = p.add_argument_group("algorithm settings (only those the algorithm reads; see --list)")
     add_algorithm(p, options_group=alg)
-    p.add_argument("--participation", default=_RUN["participation"] or "full", choices=model_names(settings_only=True),
-                   help="participation model")  # fmt: skip
-    add_clients_per_round(p, help="clients per round M (per cluster for --participation cluster)")
-    p.add_argument("--probabilities", metavar="p.npy", help="participation probabilities p")
-    p.add_argument("--aggregation", default=_RUN["aggregation"], choices=("mean", "weighted", "unbiased"),
-                   help="aggregation weights of the participants")  # fmt: skip
-    p.add_argument("--rounds", "-R", type=int, metavar="R", help="communication rounds")
-    p.add_argument("--local-steps", "-K", type=int, metavar="K", help="local steps per round")
-    p.add_argument("--lr", type=float, metavar="ETA", help="local step size (FOCUS: its eta)")
-    alg.add_argument("--global-lr", type=float, metavar="ETA", help="server step size")
-    alg.add_argument("--beta1", type=float, help="adaptive server: first-moment decay")
-    alg.add_argument("--beta2", type=float, help="adaptive server: second-moment decay")
-    alg.add_argument("--eps", type=float, help="adaptive server: epsilon")
-    alg.add_argument("--eps-placement", choices=("inside", "outside"),
-                     help="adaptive server: eps inside or outside the square root")  # fmt: skip
-    alg.add_argument("--prox-mu", type=float, help="FedProx / FedDyn proximal weight mu")
-    alg.add_argument("--topology", help="gossip graph of the gossip algorithms")
-    alg.add_argument("--clusters", type=int, metavar="C",
-                     help="clusters C (clustered algorithms and --participation cluster)")  # fmt: skip
-    p.add_argument("--record-every", type=int, default=_RUN["record_every"], metavar="K",
-                   help="record the metrics every K rounds and at the last (the others are "
-                   "null; the JSON's recorded_rounds lists them)")  # fmt: skip
-    p.add_argument("--metrics", type=name_list, default=None, metavar="A,B,..",
-                   help="record these metrics, comma separated, or 'all' (default: error, or "
-                   "grad_norm2 where x* is unknown; also f_minus_f_star, grad_norm2 and the "
-                   "algorithm's own, e.g. consensus, tracking_residual; the others are null)")  # fmt: skip
-    p.add_argument(
-        "--seeds", type=int, default=_RUN["seeds"], metavar="S", help="seeds run batched"
-    )
-    p.add_argument("--seed", type=int, default=_RUN["seed"], metavar="SEED", help="root seed")
-    p.add_argument("--workers", type=int, default=available_cores(), metavar="N",
-                   help="run the seed blocks in N processes (the cores this process may use; "
-                   "the numbers do not depend on N)")  # fmt: skip
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="array backend")
-    p.add_argument("--float32", action="store_true", help="single precision instead of float64")
+    add_settings(p, *PARTICIPATION, "aggregation", "rounds", "local_steps", "lr")
+    add_settings(alg, *ALGORITHM_SETTINGS)
+    add_settings(p, *RUN, workers=available_cores())
     p.add_argument("--fail-on-divergence", action="store_true",
                    help="exit with status 3 when a seed diverged or is diverging (its error grew "
                    "10x within 50 rounds to above its start; default: report it, exit 0)")  # fmt: skip
@@ -151,6 +122,9 @@ def _listing() -> str:
     lines += [f"  {k:14s} {v}" for k, v in BUILTIN_PROBLEMS.items()]
     lines.append("participation (--participation):")
     lines += [f"  {k:14s} {model_info(k).description}" for k in model_names(settings_only=True)]
+    lines.append("settings that only some algorithms or models read (who reads each):")
+    for name in (*PARTICIPATION[1:], *ALGORITHM_SETTINGS):
+        lines.append(f"  {SETTINGS[name].flags[0]:20s} {', '.join(readers(name))}")
     return "\n".join(lines)
 
 
@@ -158,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print(_listing())
         return 0
-    missing(args, "--algorithm", "--rounds", "--local-steps", "--lr")
+    require_settings(args, "algorithm", "rounds", "local_steps", "lr")
     check_int("--rounds R", args.rounds, minimum=1)  # a run of no round computes nothing
     if args.out is not None:
         check_output_path(args.out)
@@ -166,14 +140,12 @@ def run(args: argparse.Namespace) -> int:
         raise FedTheoryError("give a problem: --problem-file F.npz or --problem NAME (see --list)")
     dtype = np.float32 if args.float32 else None
     problem = make_problem(args.problem, path=args.problem_file, seed=args.seed, dtype=dtype)
-    settings = {k: getattr(args, k) for k in SETTINGS if getattr(args, k) is not None}
-    probabilities = load_vector(args.probabilities) if args.probabilities else None
-    res = simulate(  # --clusters serves cluster participation and the algorithms that read it
-        problem, args.algorithm, args.participation, clients_per_round=args.clients_per_round,
-        probabilities=probabilities, rounds=args.rounds, seeds=args.seeds, seed=args.seed,
-        aggregation=args.aggregation, backend=args.backend, dtype=dtype, lr=args.lr,
-        record_every=args.record_every, metrics=args.metrics,
-        local_steps=args.local_steps, workers=args.workers, progress=True, **settings,
+    settings = given_settings(args, (*PARTICIPATION[1:], *ALGORITHM_SETTINGS))
+    res = simulate(
+        problem, args.algorithm, args.participation, rounds=args.rounds, seeds=args.seeds,
+        seed=args.seed, aggregation=args.aggregation, backend=args.backend, dtype=dtype,
+        lr=args.lr, local_steps=args.local_steps, record_every=args.record_every,
+        metrics=args.metrics, workers=args.workers, progress=True, **settings,
         **algorithm_options(args),
     )  # fmt: skip
     out = {
@@ -181,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         "problem": args.problem_file or args.problem,
         "participation": args.participation,
         "clients_per_round": args.clients_per_round,
+        "probabilities_from": res.config.get("probabilities_from"),
         "aggregation": args.aggregation,
         "rounds": res.rounds,
         "local_steps": args.local_steps,
@@ -238,7 +211,12 @@ def summary(res: Any, out: dict, paths: list[str]) -> str:
     the geometric rate fitted to the median error curve, how many seeds diverged, what was
     written."""
     n = res.seeds
-    m = f" (M = {out['clients_per_round']})" if out["clients_per_round"] else ""
+    said = [f"M = {out['clients_per_round']}"] if out["clients_per_round"] else []
+    if out.get("probabilities_from") == "problem":
+        said.append(f"p: the problem's own ({out['problem']})")
+    elif out.get("probabilities_from") == "given":
+        said.append("p: given")
+    m = f" ({', '.join(said)})" if said else ""
     lines = [
         f"{res.algorithm} on {out['problem']}: {out['participation']} participation{m}, "
         f"{n} seeds x {res.rounds} rounds, K = {out['local_steps']}, lr = {out['lr']:g} "

@@ -76,8 +76,8 @@ def register(subparsers: Any) -> None:
     src = p.add_argument_group("graph")
     add_clients(
         src,
-        help="number of nodes (clients) n (required with a TOPOLOGY; with --edges, default = "
-        "largest node id + 1)",
+        note=": the graph's nodes n (required with a TOPOLOGY; with --edges, default = largest "
+        "node id + 1)",
         aliases=("--n",),
     )
     src.add_argument(
@@ -166,8 +166,14 @@ def register(subparsers: Any) -> None:
 #: (:func:`~fedtheory.graphs.families.family_parameters` says which a family reads).
 FAMILY_FLAGS = {"--p": "p", "--radius": "radius", "--rows": "rows", "--cols": "cols"}
 #: Flags that shape a graph: refused where there is no graph (the report and settings tables).
-GRAPH_FLAGS = {"--clients": "clients", "--weights": "weights", "--lazy": "lazy",
-               "--alpha": "alpha", "--clusters": "clusters", "--gamma": "gamma"}  # fmt: skip
+GRAPH_FLAGS = {
+    "--clients": "clients",
+    "--weights": "weights",
+    "--lazy": "lazy",
+    "--alpha": "alpha",
+    "--clusters": "clusters",
+    "--gamma": "gamma",
+}
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -232,8 +238,9 @@ def _build(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
     if len(given) > 1:
         raise FedTheoryError("give one of TOPOLOGY, --matrix and --edges")
     if args.clusters and not args.topology:
-        raise FedTheoryError("--clusters makes C copies of a TOPOLOGY; a --matrix or --edges "
-                             "graph is used as it is")  # fmt: skip
+        raise FedTheoryError(
+            "--clusters makes C copies of a TOPOLOGY; a --matrix or --edges graph is used as it is"
+        )
     if args.matrix:
         W = read_array(args.matrix, what="a mixing matrix", sparse=True)
         return W, {"source": "matrix", "path": args.matrix}, None
@@ -497,8 +504,9 @@ def _single(args: argparse.Namespace) -> int:
     if args.plot:
         title = desc.get("topology") or Path(desc.get("path", "W")).name
         lattice = desc.get("topology") in ("torus", "grid")
-        path = draw_mixing_graph(Wmain, args.plot, title=title,
-                                 layout="grid" if lattice else "auto")  # fmt: skip
+        path = draw_mixing_graph(
+            Wmain, args.plot, title=title, layout="grid" if lattice else "auto"
+        )
         result["plot"] = str(path)
     if args.plot_families:
         _plot_families(args)

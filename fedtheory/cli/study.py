@@ -18,12 +18,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fedtheory.backend import BACKENDS
 from fedtheory.cli.common import (
     add_clients,
     add_clients_per_round,
     add_json,
     add_parser,
+    add_setting,
+    add_settings,
     algorithm_names,
     int_list,
     json_to_stdout,
@@ -53,7 +54,7 @@ def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> 
         help=f"gossip graphs (default {topologies}); per cluster for cafga/hafed",
     )
     add_clients(p, default=50, aliases=("--N",))
-    p.add_argument("--clusters", type=int, default=5, help="clusters C for cafga/hafed")
+    add_setting(p, "clusters", default=5)
     p.add_argument(
         "--problem",
         choices=("pl", "quadratic"),
@@ -65,13 +66,8 @@ def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> 
     p.add_argument("--sigma-g", type=float, default=1.0, help="heterogeneity sigma_g")
     p.add_argument("--c-global", type=float, default=0.05, help="constant c of eta")
     p.add_argument("--c-local", type=float, default=0.5, help="constant c_l of eta_l")
-    p.add_argument("--beta1", type=float, default=0.9, help="adaptive server: beta1")
-    p.add_argument("--beta2", type=float, default=0.99, help="adaptive server: beta2")
-    p.add_argument("--eps", type=float, default=1e-8, help="adaptive server: epsilon")
-    p.add_argument("--eps-placement", choices=("inside", "outside"), default=None,
-                   help="eps inside or outside the square root (default: the optimizer's own)")  # fmt: skip
-    p.add_argument("--seeds", type=int, default=20, metavar="S", help="seeds per grid point")
-    p.add_argument("--seed", type=int, default=0, metavar="SEED", help="root seed")
+    add_settings(p, "beta1", "beta2", "eps", "eps_placement", "seed", table_defaults=True)
+    add_setting(p, "seeds", default=20, note="; per grid point")
     p.add_argument("--graph-seed", type=int, default=0, help="seed of random topologies")
     p.add_argument(
         "--metric",
@@ -79,9 +75,9 @@ def _common(p: argparse.ArgumentParser, *, algorithms: str, topologies: str) -> 
         default="avg",
         help="which metric the printed table fits: avg (Thm 4.6) or min (Cor 5.11)",
     )
-    p.add_argument("--backend", choices=BACKENDS, default=None, help="array backend")
+    add_setting(p, "backend")
     add_json(p, "every run and fit")
-    p.add_argument("--plot", metavar="OUT.png", default=None, help="draw the study")  # fmt: skip
+    p.add_argument("--plot", metavar="OUT.png", default=None, help="draw the study")
 
 
 def register(subparsers: Any) -> None:
@@ -125,10 +121,17 @@ def register(subparsers: Any) -> None:
         dest="Ks",
         help="local steps, comma separated",
     )
-    ls.add_argument("--rounds", "-R", "--R", type=int_list, default=[200], dest="Rs",
-                    help="rounds, comma separated")  # fmt: skip
+    ls.add_argument(
+        "--rounds",
+        "-R",
+        "--R",
+        type=int_list,
+        default=[200],
+        dest="Rs",
+        help="rounds, comma separated",
+    )
     add_clients_per_round(
-        ls, type=int_list, default=[5], aliases=("--M",), help="clients per round, comma separated"
+        ls, type=int_list, default=[5], aliases=("--M",), note="; comma separated: one per study"
     )
     ls.set_defaults(func=run_local_steps)
     rho = add_parser(
@@ -139,8 +142,9 @@ def register(subparsers: Any) -> None:
         examples=["fedtheory study rho --algorithms afga --topologies complete,torus,ring -K 8"],
     )
     _common(rho, algorithms="afga", topologies="complete,complete-random,random,torus,ring")
-    rho.add_argument("--local-steps", "-K", "--K", type=int, default=8, dest="K",
-                     help="local steps K")  # fmt: skip
+    rho.add_argument(
+        "--local-steps", "-K", "--K", type=int, default=8, dest="K", help="local steps K"
+    )
     rho.add_argument("--rounds", "-R", "--R", type=int, default=200, dest="R", help="rounds R")
     add_clients_per_round(rho, default=5, aliases=("--M",))
     rho.set_defaults(func=run_rho)
@@ -195,10 +199,13 @@ def _emit(result: Any, args: argparse.Namespace, plot: Any) -> int:
 
 def run_local_steps(args: argparse.Namespace) -> int:
     res = run_local_steps_study(
-        args.algorithms, Ks=args.Ks, Rs=args.Rs, Ms=args.clients_per_round,
+        args.algorithms,
+        Ks=args.Ks,
+        Rs=args.Rs,
+        Ms=args.clients_per_round,
         topologies=args.topologies,
         **_kwargs(args),
-    )  # fmt: skip
+    )
     return _emit(res, args, plot_local_steps)
 
 

@@ -96,8 +96,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("spec", metavar="SPEC.toml", nargs="?", help="the sweep spec")
     p.add_argument("--store", metavar="DIR", help="Zarr store directory (required with SPEC)")
-    p.add_argument("--check", metavar="DIR", default=None,
-                   help="report the state of every task of the store DIR; run nothing")  # fmt: skip
+    p.add_argument(
+        "--check",
+        metavar="DIR",
+        default=None,
+        help="report the state of every task of the store DIR; run nothing",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
@@ -110,9 +114,14 @@ def register(subparsers: Any) -> None:
     where.add_argument(
         "--scheduler", metavar="ADDRESS", default=None, help="a running Dask scheduler's address"
     )
-    p.add_argument("--max-tasks", type=int, metavar="N", default=MAX_TASKS,
-                   help="refuse a sweep of more tasks (each costs Dask driver memory and time, "
-                   "and the store files)")  # fmt: skip
+    p.add_argument(
+        "--max-tasks",
+        type=int,
+        metavar="N",
+        default=MAX_TASKS,
+        help="refuse a sweep of more tasks (each costs Dask driver memory and time, "
+        "and the store files)",
+    )
     add_max_memory(p)
     add_json(p, "the summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -121,21 +130,32 @@ def register(subparsers: Any) -> None:
 
 def check(args: argparse.Namespace) -> int:
     """``--check DIR``: every task's state; exit 0 complete and intact, 1 otherwise."""
-    given = [f for f, v in (("SPEC", args.spec), ("--store", args.store),
-                            ("--workers", args.workers), ("--scheduler", args.scheduler)) if v]  # fmt: skip
+    given = [
+        f
+        for f, v in (
+            ("SPEC", args.spec),
+            ("--store", args.store),
+            ("--workers", args.workers),
+            ("--scheduler", args.scheduler),
+        )
+        if v
+    ]
     if given:
         raise FedTheoryError(
             f"--check reads the store's own spec and runs nothing: leave out {', '.join(given)}"
         )
     report = check_store(args.check)
-    out = report.as_dict()
+    out = report.to_dict()
     write_json(out, args)
     stream = human_stream(args)
     if report.problem or report.metadata:
         what = report.problem or "damaged metadata or coordinates: " + ", ".join(report.metadata)
         print(f"store: {out['store']}: {what}; the tasks were not verified", file=stream)
-        print("running the sweep again on it (same spec) repairs damaged metadata that still "
-              "names its spec", file=stream)  # fmt: skip
+        print(
+            "running the sweep again on it (same spec) repairs damaged metadata that still "
+            "names its spec",
+            file=stream,
+        )
         return 1
     counts = report.counts()
     print(
@@ -189,5 +209,7 @@ def run(args: argparse.Namespace) -> int:
         + (f", {growing} diverging" if growing else "")
         + ")"
     )
+    for name in summary["probabilities_from_problem"]:
+        print(f"p: the problem's own ({name}) where the participation model takes draw weights")
     print(f"open it with xarray.open_zarr({summary['store']!r}) or fedtheory.sweep.open(...)")
     return 0

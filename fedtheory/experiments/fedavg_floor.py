@@ -71,9 +71,16 @@ def measure_floors(
     for eta in etas:
         rounds = int(np.ceil(40 / (eta * problem.mu * local_steps)))
         res = simulate(
-            problem, "fedavg", model, rounds=rounds, seeds=seeds, seed=seed, lr=eta,
-            local_steps=local_steps, record_every=max(1, rounds // 400),
-        )  # fmt: skip
+            problem,
+            "fedavg",
+            model,
+            rounds=rounds,
+            seeds=seeds,
+            seed=seed,
+            lr=eta,
+            local_steps=local_steps,
+            record_every=max(1, rounds // 400),
+        )
         err = np.asarray(res.error)
         per_seed = np.array([error_floor(e[np.isfinite(e)], tail=0.5) for e in err])
         tail = err[:, err.shape[1] // 2 :]  # rounds not recorded are NaN
@@ -84,10 +91,13 @@ def measure_floors(
 def exact_floors(problem: Any, model: Any, etas: Any, local_steps: int) -> list[float]:
     """FedAvg's exact relative mean-square floor lim_r E||x_r - x*||^2 / ||x*||^2 per eta."""
     return [
-        float(exact_rates(problem, "fedavg", model, lr=e, local_steps=local_steps)
-              .stationary_mse_relative)
+        float(
+            exact_rates(
+                problem, "fedavg", model, lr=e, local_steps=local_steps
+            ).stationary_mse_relative
+        )
         for e in etas
-    ]  # fmt: skip
+    ]
 
 
 @dataclass(repr=False)
@@ -166,8 +176,13 @@ def run_fedavg_floor(
             "weighted", clients, clients_per_round, p=figure4_probabilities(clients)
         ),
     }
-    data: dict[str, Any] = {"x_star_norm": norm, "clients": clients, "clients_per_round": clients_per_round,
-                            "local_steps": local_steps, "regimes": {}}  # fmt: skip
+    data: dict[str, Any] = {
+        "x_star_norm": norm,
+        "clients": clients,
+        "clients_per_round": clients_per_round,
+        "local_steps": local_steps,
+        "regimes": {},
+    }
     for name, model in models.items():
         q = model.effective_weights("mean").value
         runs = measure_floors(prob, model, etas, local_steps, seeds, seed)
@@ -177,24 +192,28 @@ def run_fedavg_floor(
         ]
         ms = [r.mean_square for r in runs]
         rms = [float(np.sqrt(m.mean())) for m in ms]
-        data["regimes"][name] = FloorRegime(**{
-            "q": q,
-            "limit": float(np.linalg.norm(weighted_optimum(prob, q) - xs) / norm),
-            "etas": list(etas),
-            "floor_mean": [float(r.floors.mean()) for r in runs],
-            "floor_stderr": [float(r.floors.std(ddof=1) / np.sqrt(r.floors.size)) for r in runs],
-            "rms_floor": rms,
-            # delta method: se(sqrt(m)) = se(m) / (2 sqrt(m))
-            "rms_floor_stderr": [
-                float(m.std(ddof=1) / np.sqrt(m.size) / (2 * v))
-                for m, v in zip(ms, rms, strict=True)
-            ],
-            "exact_rms_floor": [
-                float(np.sqrt(v)) for v in exact_floors(prob, model, etas, local_steps)
-            ],
-            "stationary_mean_error": closed,
-            "rounds": [r.rounds for r in runs],
-        })  # fmt: skip
+        data["regimes"][name] = FloorRegime(
+            **{
+                "q": q,
+                "limit": float(np.linalg.norm(weighted_optimum(prob, q) - xs) / norm),
+                "etas": list(etas),
+                "floor_mean": [float(r.floors.mean()) for r in runs],
+                "floor_stderr": [
+                    float(r.floors.std(ddof=1) / np.sqrt(r.floors.size)) for r in runs
+                ],
+                "rms_floor": rms,
+                # delta method: se(sqrt(m)) = se(m) / (2 sqrt(m))
+                "rms_floor_stderr": [
+                    float(m.std(ddof=1) / np.sqrt(m.size) / (2 * v))
+                    for m, v in zip(ms, rms, strict=True)
+                ],
+                "exact_rms_floor": [
+                    float(np.sqrt(v)) for v in exact_floors(prob, model, etas, local_steps)
+                ],
+                "stationary_mean_error": closed,
+                "rounds": [r.rounds for r in runs],
+            }
+        )
     return FloorResult(**data)
 
 
@@ -205,15 +224,39 @@ def plot_fedavg_floor(data: FloorResult) -> Any:
     fig, ax = pyplot().subplots(figsize=(6.5, 4.5))
     for (name, reg), color in zip(data.regimes.items(), ("C0", "C3"), strict=False):
         etas = reg.etas
-        ax.errorbar(etas, reg.rms_floor, yerr=reg.rms_floor_stderr, marker="o", ls="none",
-                    color=color, capsize=3, label=f"{name}: measured (RMS over the tail)")  # fmt: skip
-        ax.plot(etas, reg.exact_rms_floor, ls="-", color=color, lw=1,
-                label=rf"{name}: exact $\sqrt{{\lim\, E\|x_r - x^\star\|^2}}$")  # fmt: skip
-        ax.plot(etas, reg.stationary_mean_error, ls=":", color=color,
-                label=rf"{name}: $\|\bar x - x^\star\|$, the stationary mean's bias")  # fmt: skip
+        ax.errorbar(
+            etas,
+            reg.rms_floor,
+            yerr=reg.rms_floor_stderr,
+            marker="o",
+            ls="none",
+            color=color,
+            capsize=3,
+            label=f"{name}: measured (RMS over the tail)",
+        )
+        ax.plot(
+            etas,
+            reg.exact_rms_floor,
+            ls="-",
+            color=color,
+            lw=1,
+            label=rf"{name}: exact $\sqrt{{\lim\, E\|x_r - x^\star\|^2}}$",
+        )
+        ax.plot(
+            etas,
+            reg.stationary_mean_error,
+            ls=":",
+            color=color,
+            label=rf"{name}: $\|\bar x - x^\star\|$, the stationary mean's bias",
+        )
         if reg.limit > 1e-10:  # uniform participation: x_q* = x*, the limit is 0
-            ax.axhline(reg.limit, ls="--", color=color, lw=1,
-                       label=rf"{name}: $\eta \to 0$ limit $\|x_q^\star - x^\star\|$ = {reg.limit:.3f}")  # fmt: skip
+            ax.axhline(
+                reg.limit,
+                ls="--",
+                color=color,
+                lw=1,
+                label=rf"{name}: $\eta \to 0$ limit $\|x_q^\star - x^\star\|$ = {reg.limit:.3f}",
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(r"step size $\eta$")

@@ -34,6 +34,7 @@ from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.participation import make_participation
 from fedtheory.problems.quadratic import figure4_problem
 from fedtheory.simulation import simulate
+from fedtheory.simulation.spec import build_participation
 
 ALGORITHMS = ("focus", "fedavg", "scaffold", "fedau", "mifa", "scaffnew")
 #: regime -> (participation name, clients per round, step size) as in the authors' notebook.
@@ -155,8 +156,7 @@ def run_figure4(
     }
     for regime in regimes:
         name, m, lr = REGIMES[regime]
-        p = problem.participation_p if name == "weighted" else None
-        model = make_participation(name, problem.n_clients, m, p)
+        model = build_participation(name, problem, clients_per_round=m).model  # p: figure4's
         n_seeds = 1 if name == "full" else seeds
         reg: dict[str, Any] = {
             "lr": lr,
@@ -213,8 +213,9 @@ def run_figure4(
             if alg == "fedavg":
                 reg["checks"].update(_fedavg_checks(problem, res, model, lr, local_steps, name))
         out["regimes"][regime] = Figure4Regime(**jsonable(reg))
-    return Figure4Result(**jsonable({k: v for k, v in out.items() if k != "regimes"}),
-                         regimes=out["regimes"])  # fmt: skip
+    return Figure4Result(
+        **jsonable({k: v for k, v in out.items() if k != "regimes"}), regimes=out["regimes"]
+    )
 
 
 def _fedavg_checks(problem, res, model, lr, K, name) -> dict[str, Any]:
@@ -275,16 +276,23 @@ def rounds_to_tolerance(
         raise ValueError(f"baselines must be 'paper' or 'notebook', got {baselines!r}")
     problem = figure4_problem()
     name, m, lr = REGIMES[regime]
-    p = problem.participation_p if name == "weighted" else None
-    model = make_participation(name, problem.n_clients, m, p)
+    model = build_participation(name, problem, clients_per_round=m).model  # p: figure4's
     ids = [0] if name == "full" else list(seed_ids if seed_ids is not None else [0])
     out = {}
     for alg in algorithms:
         res = simulate(
-            problem, alg, model, rounds=rounds, seeds=len(ids), seed=seed, seed_ids=ids, lr=lr,
-            local_steps=local_steps, metrics=["error"],
+            problem,
+            alg,
+            model,
+            rounds=rounds,
+            seeds=len(ids),
+            seed=seed,
+            seed_ids=ids,
+            lr=lr,
+            local_steps=local_steps,
+            metrics=["error"],
             **BASELINE_OPTIONS[baselines].get(alg, {}),
-        )  # fmt: skip
+        )
         below = np.asarray(res.error) < tol  # NaN (diverged) compares False
         out[alg] = np.where(below.any(axis=1), below.argmax(axis=1), rounds + 1)
     return out
@@ -321,9 +329,15 @@ def exact_figure4(
     }[participation]()
     options = BASELINE_OPTIONS[baselines].get(algorithm, {})
     return exact_rates(
-        problem, algorithm, model, lr=lr, local_steps=local_steps, mean_square=mean_square,
-        tol=tol, **({"options": dict(options)} if options else {}),
-    )  # fmt: skip
+        problem,
+        algorithm,
+        model,
+        lr=lr,
+        local_steps=local_steps,
+        mean_square=mean_square,
+        tol=tol,
+        **({"options": dict(options)} if options else {}),
+    )
 
 
 def _first_below(curve: np.ndarray, tol: float) -> int | None:
@@ -353,16 +367,22 @@ def plot_figure4(data: Figure4Result, path: Any = None) -> Any:
             ax.semilogy(np.arange(y.size), y, label=display_name(alg), lw=1.6, color=color)
             band = reg.bands.get(alg)
             if band is not None:  # the middle half of the seeds
-                lo, hi = (np.array([np.nan if v is None else v for v in b], dtype=float)
-                          for b in band)  # fmt: skip
+                lo, hi = (
+                    np.array([np.nan if v is None else v for v in b], dtype=float) for b in band
+                )
                 ax.fill_between(np.arange(y.size), lo, hi, color=color, alpha=0.18, lw=0)
             fin = reg.final[alg]
             if fin["diverged"]:  # where the first seed diverged, and how many did
                 r0 = min(fin["diverged_at"])
                 ax.plot([r0], [1e1], marker="x", color=color, ms=8, mew=2, clip_on=False)
-                ax.annotate(f"{display_name(alg)}: {fin['diverged']} diverged", (r0, 1e1),
-                            textcoords="offset points", xytext=(6, -4), fontsize=7,
-                            color=color)  # fmt: skip
+                ax.annotate(
+                    f"{display_name(alg)}: {fin['diverged']} diverged",
+                    (r0, 1e1),
+                    textcoords="offset points",
+                    xytext=(6, -4),
+                    fontsize=7,
+                    color=color,
+                )
         ax.set_title(f"{titles.get(regime, regime)}, $\\eta$ = {reg.lr:g}")
         ax.set_xlabel("round $r$")
         ax.set_ylim(1e-16, 1e2)

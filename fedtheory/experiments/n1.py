@@ -23,7 +23,7 @@ from fedtheory.algorithms.registry import display_name, info
 from fedtheory.backend import get_backend, resolve_dtype, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.experiments.nn_training import TrainResult, train
-from fedtheory.io import pyplot, save_figure
+from fedtheory.io import pyplot, renamed, save_figure
 from fedtheory.problems.nn.conv import Conv1DNet
 from fedtheory.problems.nn.data import (
     federated_from_arrays,
@@ -75,18 +75,36 @@ VALIDATION_FRACTION: float = 0.2
 
 #: The algorithms :func:`run_n1` trains: N1's four and the baselines of 000 Tables 1-3 (FedAdam,
 #: SCAFFOLD, FedProx, FedDyn) and HA-Fed (004 Fig. 1).
-NN_ALGORITHMS: tuple[str, ...] = (*N1_ALGORITHMS, "fedadam", "scaffold", "fedprox", "feddyn",
-                                  "hafed")  # fmt: skip
+NN_ALGORITHMS: tuple[str, ...] = (
+    *N1_ALGORITHMS,
+    "fedadam",
+    "scaffold",
+    "fedprox",
+    "feddyn",
+    "hafed",
+)
 
 #: The two federated settings of the MNIST-1D claims: 000 Setting 2 (Tables 1-5, Fig. 2: 50
 #: clients, 10% per round, 5 clusters of 10, K = 10 here, ring gossip) and 004's (Sec. 6: 32
 #: clients in 4 clusters of 8, p = 0.25 (2 per cluster), tau = 48, ring gossip).
 NN_SETTINGS: dict[str, dict[str, Any]] = {
-    "000-S2": {"n_clients": 50, "participation": 0.1, "clusters": 5, "local_steps": 10,
-               "rounds": 100, "topology": "ring"},
-    "004": {"n_clients": 32, "participation": 0.25, "clusters": 4, "local_steps": 48,
-            "rounds": 60, "topology": "ring"},
-}  # fmt: skip
+    "000-S2": {
+        "n_clients": 50,
+        "participation": 0.1,
+        "clusters": 5,
+        "local_steps": 10,
+        "rounds": 100,
+        "topology": "ring",
+    },
+    "004": {
+        "n_clients": 32,
+        "participation": 0.25,
+        "clusters": 4,
+        "local_steps": 48,
+        "rounds": 60,
+        "topology": "ring",
+    },
+}
 
 
 def final_accuracy(res: TrainResult) -> np.ndarray:
@@ -141,8 +159,10 @@ def tuning_status(name: str, setting: str = "000-S2") -> dict[str, str]:
 
 def tuning_decisive(name: str, setting: str = "000-S2") -> bool:
     """Whether every tuned value of ``name`` is interior or at a stated hard limit."""
-    return all(v == "interior" or v.startswith("at the hard limit")
-               for v in tuning_status(name, setting).values())  # fmt: skip
+    return all(
+        v == "interior" or v.startswith("at the hard limit")
+        for v in tuning_status(name, setting).values()
+    )
 
 
 def validation_split(arrays: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -212,7 +232,9 @@ class N1Result:
         s = self.summary()
         return sorted(s, key=lambda k: -s[k]["mean"])
 
-    def as_dict(self) -> dict[str, Any]:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict[str, Any]:
         return {
             "claim": "N1",
             "setting": self.setting,
@@ -245,8 +267,12 @@ def _n1_data(
         if evaluate_on == "test":
             data = federated_mnist1d(n_clients, alpha=alpha, seed=seed, num_samples=num_samples)
         else:
-            data = federated_from_arrays(validation_split(mnist1d(num_samples=num_samples), seed),
-                                         n_clients, alpha=alpha, seed=seed)  # fmt: skip
+            data = federated_from_arrays(
+                validation_split(mnist1d(num_samples=num_samples), seed),
+                n_clients,
+                alpha=alpha,
+                seed=seed,
+            )
     else:
         data_source = str(data) if not isinstance(data, dict) else "user arrays"
         arrays = data if isinstance(data, dict) else load_dataset(data)
@@ -259,33 +285,49 @@ def _n1_data(
 def _initial_networks(problem: Any, seed: int, ids: list[int]) -> np.ndarray:
     """Step 2: one initial network per seed, shared by all algorithms, from stream 3 of the
     seed's own SeedSequence child (streams 0-2 are the runner's)."""
-    return np.stack([
-        to_numpy(problem.init(np.random.default_rng(
-            np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (3,)))))
+    rngs = [
+        np.random.default_rng(np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (3,)))
         for sq in seed_sequences(seed, len(ids), ids)
-    ])  # fmt: skip
+    ]
+    return np.stack([to_numpy(problem.init(rng)) for rng in rngs])
 
 
 def _train_in_blocks(
-    problem: Any, name: str, part: str, pkw: dict, chunks: list[slice], ids: list[int],
-    x0: np.ndarray, **kw: Any,
-) -> TrainResult:  # fmt: skip
+    problem: Any,
+    name: str,
+    part: str,
+    pkw: dict,
+    chunks: list[slice],
+    ids: list[int],
+    x0: np.ndarray,
+    **kw: Any,
+) -> TrainResult:
     """Step 3: one algorithm trained on the seeds in consecutive blocks (a seed's bits depend on
     its block's size), the blocks' results joined."""
     parts = [
-        train(problem, name, part, participation_kw=pkw, seeds=len(ids[ch]), seed_ids=ids[ch],
-              x0=x0[ch], **kw)
+        train(
+            problem,
+            name,
+            part,
+            participation_kw=pkw,
+            seeds=len(ids[ch]),
+            seed_ids=ids[ch],
+            x0=x0[ch],
+            **kw,
+        )
         for ch in chunks
-    ]  # fmt: skip
+    ]
     res = parts[0]
     if len(parts) > 1:
         res = TrainResult(
-            res.algorithm, res.rounds,
+            res.algorithm,
+            res.rounds,
             np.concatenate([p.accuracy for p in parts]),
             np.concatenate([p.train_loss for p in parts]),
             np.concatenate([p.x_final for p in parts]),
-            sum(p.wall_time for p in parts), res.config,
-        )  # fmt: skip
+            sum(p.wall_time for p in parts),
+            res.config,
+        )
     return res
 
 
@@ -389,10 +431,24 @@ def run_n1(
     data, data_source = _n1_data(data, n_clients, alpha, seed, num_samples, evaluate_on)
     net = None
     if conv:
-        net = Conv1DNet(data.n_features, data.n_classes, channels=tuple(conv), kernel=kernel,
-                        stride=stride, hidden=tuple(hidden), activation=activation)  # fmt: skip
-    problem = MLPProblem(data, hidden=tuple(hidden), activation=activation,
-                         batch_size=batch_size, xp=xp, dtype=dt, model=net)  # fmt: skip
+        net = Conv1DNet(
+            data.n_features,
+            data.n_classes,
+            channels=tuple(conv),
+            kernel=kernel,
+            stride=stride,
+            hidden=tuple(hidden),
+            activation=activation,
+        )
+    problem = MLPProblem(
+        data,
+        hidden=tuple(hidden),
+        activation=activation,
+        batch_size=batch_size,
+        xp=xp,
+        dtype=dt,
+        model=net,
+    )
     # Seeds differ in initialization, participation and minibatches; the data partition is
     # the one of ``seed``.
     ids = list(range(seeds)) if seed_ids is None else [int(i) for i in seed_ids]
@@ -408,9 +464,19 @@ def run_n1(
         cfg["local_steps"] = local_steps
         part, pkw = n1_participation(name, n_clients, M, cfg.get("clusters"))
         res = _train_in_blocks(
-            problem, name, part, pkw, chunks, ids, x0, rounds=rounds, seed=seed,
-            eval_every=eval_every, progress=progress, **cfg,
-        )  # fmt: skip
+            problem,
+            name,
+            part,
+            pkw,
+            chunks,
+            ids,
+            x0,
+            rounds=rounds,
+            seed=seed,
+            eval_every=eval_every,
+            progress=progress,
+            **cfg,
+        )
         res.config["participation_kw"] = pkw
         results[display_name(name)] = res
     setting = {

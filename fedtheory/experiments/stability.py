@@ -28,7 +28,6 @@ cut the applications: the top of the spectrum is clustered and ARPACK restarts d
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -37,10 +36,10 @@ from fedtheory.algorithms.registry import display_name
 from fedtheory.analysis.exact import exact_rates, largest_stable_lr
 from fedtheory.experiments.result import ExperimentResult
 from fedtheory.io import jsonable, pyplot, save_figure
-from fedtheory.parallel import process_pool
-from fedtheory.participation import make_participation
+from fedtheory.parallel import fork_all
 from fedtheory.problems.quadratic import figure4_problem
-from fedtheory.validation import available_cores, check_int, check_positive, worker_count
+from fedtheory.simulation.spec import build_participation
+from fedtheory.validation import available_cores, check_int, check_positive
 
 ALGORITHMS = ("focus", "scaffold", "fedavg")
 #: regime -> (participation name, clients per round, the paper's step size).
@@ -52,9 +51,8 @@ REGIMES = {
 
 
 def _model(name: str, m: int | None, problem: Any) -> Any:
-    if name == "weighted":
-        return make_participation(name, problem.n_clients, m, p=problem.participation_p)
-    return make_participation(name, problem.n_clients, m)
+    """A regime's model on the Figure 4 problem (weighted: its own draw weights)."""
+    return build_participation(name, problem, clients_per_round=m).model
 
 
 @dataclass(repr=False)
@@ -217,37 +215,10 @@ class _Settings:
         """:meth:`run` of every setting, in order; in ``workers`` forked processes when more
         than one (the longest settings first: SCAFFOLD's operator costs twice FOCUS's, FedAvg's
         is dense and takes milliseconds)."""
-        workers = worker_count(workers, len(todo))
-        if (
-            workers <= 1
-            or "fork" not in multiprocessing.get_all_start_methods()
-            or multiprocessing.current_process().daemon
-        ):
-            return [self.run(*t) for t in todo]
         cost = {"scaffold": 0, "focus": 1}
         order = sorted(range(len(todo)), key=lambda i: (todo[i][0] == "full",
                                                         cost.get(todo[i][1], 2)))  # fmt: skip
-        global _JOB
-        _JOB = self
-        try:
-            context = multiprocessing.get_context("fork")
-            with process_pool(workers, mp_context=context) as pool:
-                done = list(pool.map(_run_setting, [todo[i] for i in order], chunksize=1))
-        finally:
-            _JOB = None
-        out: list[Any] = [None] * len(todo)
-        for i, cur in zip(order, done, strict=True):
-            out[i] = cur
-        return out
-
-
-#: The job a forked worker runs (set by :meth:`_Settings.map` just before forking).
-_JOB: _Settings | None = None
-
-
-def _run_setting(setting: tuple[str, str]) -> dict[str, Any]:
-    assert _JOB is not None, "a setting worker must be forked from _Settings.map"
-    return _JOB.run(*setting)
+        return fork_all(lambda setting: self.run(*setting), todo, workers=workers, order=order)
 
 
 def _panel_title(regime: str, participation: dict) -> str:

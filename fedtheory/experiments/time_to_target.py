@@ -37,26 +37,56 @@ __all__ = [
 ]
 
 #: 000 Setting 1 (Table 7): N = 100 clients, M = 5 per round, C = 5 clusters, K = 24, ring.
-SETTING1 = {"n_clients": 100, "clients_per_round": 5, "clusters": 5, "local_steps": 24,
-            "topology": "ring"}  # fmt: skip
+SETTING1 = {
+    "n_clients": 100,
+    "clients_per_round": 5,
+    "clusters": 5,
+    "local_steps": 24,
+    "topology": "ring",
+}
 
 
-def _simulate(prob: Any, algorithm: str, *, c: float, c_l: float, rounds: int, local_steps: int,
-              n_clients: int, clients_per_round: int, clusters: int, topology: str, seed: int,
-              seed_ids: Sequence[int]) -> Any:  # fmt: skip
+def _simulate(
+    prob: Any,
+    algorithm: str,
+    *,
+    c: float,
+    c_l: float,
+    rounds: int,
+    local_steps: int,
+    n_clients: int,
+    clients_per_round: int,
+    clusters: int,
+    topology: str,
+    seed: int,
+    seed_ids: Sequence[int],
+) -> Any:
     """One algorithm with its theorem schedule at constants (c, c_l); the gossip settings only
     go to the algorithms that read them."""
     N, M, C, K = n_clients, clients_per_round, clusters, local_steps
     eta, eta_l = step_sizes(algorithm, R=rounds, K=K, M=M, N=N, clusters=C, c=c, c_l=c_l)
     alg = info(algorithm)
-    settings = {"lr": eta_l, "local_steps": K, "global_lr": eta, "topology": topology,
-                "clusters": C if alg.clustered else None}  # fmt: skip
+    settings = {
+        "lr": eta_l,
+        "local_steps": K,
+        "global_lr": eta,
+        "topology": topology,
+        "clusters": C if alg.clustered else None,
+    }
     accepted = alg.accepted()
     settings = {k: v for k, v in settings.items() if k in accepted and v is not None}
     ids = list(seed_ids)
-    return simulate(prob, algorithm, participation_for(algorithm, N, M, C), rounds=rounds,
-                    seeds=len(ids), seed=seed, seed_ids=ids, metrics=["grad_norm2"],
-                    **settings)  # fmt: skip
+    return simulate(
+        prob,
+        algorithm,
+        participation_for(algorithm, N, M, C),
+        rounds=rounds,
+        seeds=len(ids),
+        seed=seed,
+        seed_ids=ids,
+        metrics=["grad_norm2"],
+        **settings,
+    )
 
 
 @dataclass(repr=False)
@@ -85,9 +115,12 @@ class TimeToTargetResult(ExperimentResult):
 
     def to_dict(self) -> dict[str, Any]:
         """The model and the ranking (the runs' curves stay in ``results``)."""
-        return jsonable({"model": asdict(self.model),
-                         "targets": {str(t): [asdict(r) for r in v]
-                                     for t, v in self.targets.items()}})  # fmt: skip
+        return jsonable(
+            {
+                "model": asdict(self.model),
+                "targets": {str(t): [asdict(r) for r in v] for t, v in self.targets.items()},
+            }
+        )
 
 
 def run_time_to_target(
@@ -120,9 +153,12 @@ def run_time_to_target(
     kw = dict(study_kw)
     c, c_l = kw.pop("c_global", 0.05), kw.pop("c_local", 0.5)
     prob = study_problem(
-        kw.pop("problem", "pl"), n_clients, kw.pop("dim", 10),
-        sigma=kw.pop("sigma", 1.0), sigma_g=kw.pop("sigma_g", 1.0),
-    )  # fmt: skip
+        kw.pop("problem", "pl"),
+        n_clients,
+        kw.pop("dim", 10),
+        sigma=kw.pop("sigma", 1.0),
+        sigma_g=kw.pop("sigma_g", 1.0),
+    )
     if kw:
         raise AssumptionError(f"unknown keywords {sorted(kw)}")
     results = {
@@ -139,7 +175,7 @@ def run_time_to_target(
             topology=topology,
             seed=seed,
             seed_ids=range(seeds),
-        )  # fmt: skip
+        )
         for a in algorithms
     }
     return TimeToTargetResult(
@@ -174,8 +210,9 @@ def hours_to_target(
     if unknown:
         raise AssumptionError(f"unknown setting keywords {unknown}: choose from {list(SETTING1)}")
     prob = study_problem("pl", cfg["n_clients"], dim, sigma=sigma, sigma_g=sigma_g)
-    res = _simulate(prob, algorithm, c=c, c_l=c_l, rounds=rounds, seed=seed, seed_ids=seed_ids,
-                    **cfg)  # fmt: skip
+    res = _simulate(
+        prob, algorithm, c=c, c_l=c_l, rounds=rounds, seed=seed, seed_ids=seed_ids, **cfg
+    )
     g = np.asarray(res.grad_norm2)
     per_round = (model or CommTimeModel()).round_time(algorithm, cfg["local_steps"])
     hours = rounds_to_target(g, target, stay=stay) * per_round / 3600.0
@@ -233,6 +270,13 @@ def tune_constant(
 
     t = tune_grid(score, [Axis("c", tuple(grid))], max_extensions=max_extensions, refine=refine)
     cs = sorted(runs)
-    return Tuning(algorithm, float(t.best["c"]), tuple(cs), tuple(runs[c][0] for c in cs),
-                  tuple(runs[c][1] for c in cs), int(seed), tuple(int(i) for i in seed_ids),
-                  t.status["c"])  # fmt: skip
+    return Tuning(
+        algorithm,
+        float(t.best["c"]),
+        tuple(cs),
+        tuple(runs[c][0] for c in cs),
+        tuple(runs[c][1] for c in cs),
+        int(seed),
+        tuple(int(i) for i in seed_ids),
+        t.status["c"],
+    )

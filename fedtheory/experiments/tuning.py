@@ -145,8 +145,14 @@ def _beyond(axis: Axis, v: float, vals: list) -> float | None:
     return None
 
 
-def tune_grid(score: Callable[[dict], Any], axes: Sequence[Axis], *, max_extensions: int = 8,
-              refine: float | None = None, max_refinements: int = 8) -> GridTuning:  # fmt: skip
+def tune_grid(
+    score: Callable[[dict], Any],
+    axes: Sequence[Axis],
+    *,
+    max_extensions: int = 8,
+    refine: float | None = None,
+    max_refinements: int = 8,
+) -> GridTuning:
     """Minimise ``score(point)`` over a grid that extends until the best point is interior.
 
     Parameters
@@ -186,8 +192,11 @@ def tune_grid(score: Callable[[dict], Any], axes: Sequence[Axis], *, max_extensi
     extensions = 0
     while True:
         best = min(order, key=lambda p: seen[p])  # min keeps the first of equal scores
-        grow = [(j, new) for j, a in enumerate(axes)
-                if (new := _beyond(a, best[j], tried[a.name])) is not None]  # fmt: skip
+        grow = [
+            (j, new)
+            for j, a in enumerate(axes)
+            if (new := _beyond(a, best[j], tried[a.name])) is not None
+        ]
         if not grow or extensions >= max_extensions:
             break
         for j, new in grow:

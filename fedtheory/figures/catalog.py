@@ -101,10 +101,14 @@ def fedavg_floor_figure(cfg: dict):
     """:func:`fedtheory.experiments.fedavg_floor.run_fedavg_floor` (uniform vs weighted M of N,
     measured floors with the closed forms) drawn by its ``plot_fedavg_floor``."""
     data = run_fedavg_floor(
-        clients=cfg["clients"], dim=cfg["dim"], clients_per_round=cfg["clients_per_round"],
-        local_steps=cfg["local_steps"], etas=tuple(cfg["etas"]), seeds=cfg["seeds"],
+        clients=cfg["clients"],
+        dim=cfg["dim"],
+        clients_per_round=cfg["clients_per_round"],
+        local_steps=cfg["local_steps"],
+        etas=tuple(cfg["etas"]),
+        seeds=cfg["seeds"],
         seed=cfg["seed"],
-    )  # fmt: skip
+    )
     return plot_fedavg_floor(data), data.to_dict()
 
 
@@ -220,9 +224,14 @@ def nn_n1_figure(cfg: dict):
     are claim N1's evaluation seeds (root 0, seed ids 0-5 in blocks of 3: the quick tier's
     budget, the same runs bit for bit); the hyper-parameters were tuned at another root
     (``N1_TUNING_SEED``). Slow: a few minutes on two cores."""
-    res = run_n1(rounds=cfg["rounds"], seeds=cfg["seeds"], seed=cfg["seed"],
-                 seed_block=cfg["seed_block"], eval_every=cfg["eval_every"])  # fmt: skip
-    data = res.as_dict()
+    res = run_n1(
+        rounds=cfg["rounds"],
+        seeds=cfg["seeds"],
+        seed=cfg["seed"],
+        seed_block=cfg["seed_block"],
+        eval_every=cfg["eval_every"],
+    )
+    data = res.to_dict()
     for curve in data.get("curves", {}).values():
         curve.pop("wall_time", None)  # not data: differs run to run
     return plot_n1(res), data
@@ -239,9 +248,11 @@ def stability_map_figure(cfg: dict):
     per-round mean-square rate against eta, the largest stable step by bisection and the
     paper's steps. Deterministic (no seeds): exact rates, ARPACK tolerance ``tol``."""
     data = run_stability_map(
-        local_steps=cfg["local_steps"], tol=cfg["tol"], rtol=cfg["rtol"],
+        local_steps=cfg["local_steps"],
+        tol=cfg["tol"],
+        rtol=cfg["rtol"],
         extra=tuple(cfg["extra"]),
-    )  # fmt: skip
+    )
     out = data.to_dict()
     for reg in out["regimes"].values():
         for cur in reg.values():

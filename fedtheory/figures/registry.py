@@ -187,8 +187,9 @@ def generate(
                 if not keep_going:
                     raise
                 first = str(exc).splitlines()[0] if str(exc) else ""
-                r = FigureResult(name, [], time.perf_counter() - t0,
-                                 error=f"{type(exc).__name__}: {first}")  # fmt: skip
+                r = FigureResult(
+                    name, [], time.perf_counter() - t0, error=f"{type(exc).__name__}: {first}"
+                )
                 said = f"FAILED ({r.error})"
             results.append(r)
             bar.done(f"figure {name} {said}", seconds=r.seconds)

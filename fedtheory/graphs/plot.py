@@ -71,8 +71,14 @@ def draw_mixing_graph(
     if layout == "grid":  # lattice neighbours as lines; a wrap-around edge as two dashed stubs
         near = [abs(pos[i][0] - pos[j][0]) + abs(pos[i][1] - pos[j][1]) <= 1 for i, j in edges]
         sel = [k for k, ok in enumerate(near) if ok]
-        nx.draw_networkx_edges(G, pos, ax=ax, edgelist=[edges[k] for k in sel],
-                               width=[widths[k] for k in sel], edge_color="0.45")  # fmt: skip
+        nx.draw_networkx_edges(
+            G,
+            pos,
+            ax=ax,
+            edgelist=[edges[k] for k in sel],
+            width=[widths[k] for k in sel],
+            edge_color="0.45",
+        )
         for k in (k for k, ok in enumerate(near) if not ok):
             (xi, yi), (xj, yj) = pos[edges[k][0]], pos[edges[k][1]]
             dx, dy = np.sign(xi - xj) * 0.35, np.sign(yi - yj) * 0.35  # away from the other end
@@ -219,8 +225,16 @@ def plot_gaps_with_thresholds(
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5.4))
     # Families that coincide (the hypercube and the exponential graph at powers of two) stay
     # visible: each has its own marker and line style.
-    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", "-"), ("P", "--"),
-              ("X", ":"), ("*", "-.")]  # fmt: skip
+    styles = [
+        ("o", "-"),
+        ("s", "--"),
+        ("^", ":"),
+        ("D", "-."),
+        ("v", "-"),
+        ("P", "--"),
+        ("X", ":"),
+        ("*", "-."),
+    ]
     for (name, d), (marker, ls) in zip(data.items(), styles * len(data), strict=False):
         if d["n"]:
             a1.plot(d["n"], d["rho"], marker=marker, ms=4, ls=ls, label=name)
@@ -237,9 +251,17 @@ def plot_gaps_with_thresholds(
         placed.append(y)
         settings = sorted({lbl.split(" (")[0].split(" ", 1)[1] for lbl in labels})
         algs = "/".join(dict.fromkeys(lbl.split(" ")[0] for lbl in labels))
-        a1.annotate(f"{algs} {', '.join(settings)}: {b:.3f}", xy=(1.0, b), xycoords=("axes fraction", "data"),
-                    xytext=(1.01, y), textcoords=("axes fraction", "data"), fontsize=6.5, color=c,
-                    va="center", arrowprops={"arrowstyle": "-", "color": c, "lw": 0.6})  # fmt: skip
+        a1.annotate(
+            f"{algs} {', '.join(settings)}: {b:.3f}",
+            xy=(1.0, b),
+            xycoords=("axes fraction", "data"),
+            xytext=(1.01, y),
+            textcoords=("axes fraction", "data"),
+            fontsize=6.5,
+            color=c,
+            va="center",
+            arrowprops={"arrowstyle": "-", "color": c, "lw": 0.6},
+        )
     for label, (n, r) in stated.items():
         a1.plot([n], [r], "k*", ms=9)
         a1.annotate(label, (n, r), textcoords="offset points", xytext=(4, -10), fontsize=7)

@@ -624,9 +624,15 @@ def topology_gap(
         check_sparse_size(f"the sparse spectral gap of {where}", nnz, say=False)
         announce(f"building the {fam.name} mixing matrix on {n} nodes", seconds=BUILD_SECONDS * nnz)
     W = mixing_matrix(
-        fam.name, n, weights=weights, lazy_weights=lazy_weights, alpha=alpha, seed=seed,
-        format="dense" if method == "dense" else "auto", **params,
-    )  # fmt: skip
+        fam.name,
+        n,
+        weights=weights,
+        lazy_weights=lazy_weights,
+        alpha=alpha,
+        seed=seed,
+        format="dense" if method == "dense" else "auto",
+        **params,
+    )
     return spectral_gap(
         W, method="auto" if method == "closed-form" else method, solver=solver, atol=atol, tol=tol
     )

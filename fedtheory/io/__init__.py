@@ -42,6 +42,7 @@ from fedtheory.io.jsonout import (
     dumps,
     emit_json,
     jsonable,
+    renamed,
 )
 from fedtheory.io.reading import (
     check_input_file,
@@ -86,6 +87,7 @@ __all__ = [
     "read_array",
     "read_npz",
     "read_toml",
+    "renamed",
     "save_figure",
     "temporary_directory",
     "utc_now",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,25 @@ def emit_json(obj: Any, target: str | os.PathLike | None, *, indent: bool = True
     to_stdout = target is None or os.fspath(target) == "-"
     text = dumps(obj, indent=indent or to_stdout)
     write_atomic("-" if to_stdout else target, text + "\n")
+
+
+class renamed:
+    """A method's earlier name, kept for callers: it calls the method by its name now, with a
+    DeprecationWarning (a result object's ``as_dict`` is its ``to_dict``)."""
+
+    def __init__(self, new: str) -> None:
+        self.new = new
+        self.old = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.old = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        warnings.warn(
+            f"{type(obj).__name__}.{self.old}() is now called {self.new}()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(obj, self.new)

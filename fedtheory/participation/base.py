@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory.errors import AssumptionError
+from fedtheory.io import renamed
 from fedtheory.validation import check_int, check_memory, check_probabilities, check_seed
 
 RULES = ("mean", "weighted", "unbiased")
@@ -67,7 +68,9 @@ class Estimate:
     def exact(self) -> bool:
         return self.method != MONTE_CARLO
 
-    def as_dict(self) -> dict[str, Any]:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict[str, Any]:
         return {
             "value": self.value.tolist(),
             "stderr": self.stderr.tolist(),

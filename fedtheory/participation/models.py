@@ -316,6 +316,7 @@ class Weighted(ParticipationModel):
     reads=("m", "p", "replace"),
     description="M successive weighted draws (probabilities p), without replacement by default",
     exact_law=True,
+    problem_weights=True,
 )
 def _weighted(n: Any, m: Any, p: Any, **kw: Any) -> Weighted:
     if p is None:
@@ -462,6 +463,10 @@ class Bernoulli(ParticipationModel):
 )
 def _bernoulli(n: Any, m: Any, p: Any, **kw: Any) -> Bernoulli:
     if p is None:
+        if m is None:
+            raise AssumptionError(
+                "participation 'bernoulli' needs probabilities or clients_per_round (p_i = M/N)"
+            )
         nn, mm = need_clients("bernoulli", n), need_per_round("bernoulli", m)
         if not 1 <= mm <= nn:
             raise AssumptionError(f"clients per round M = {mm} must lie in [1, N = {nn}]")
@@ -671,11 +676,18 @@ class PerCluster(ParticipationModel):
 def _cluster(n: Any, m: Any, p: Any, **kw: Any) -> PerCluster:
     clusters = kw.get("clusters")
     if clusters is None:
-        nn = need_clients("cluster", n)
-        c = kw.get("n_clusters")
-        c = 1 if c is None else check_int("the number of clusters C", c, minimum=1)
+        nn, c = need_clients("cluster", n), kw.get("n_clusters")
+        if c is None or m is None:
+            raise AssumptionError(
+                "participation 'cluster' needs clusters C and clients_per_round m (per cluster)"
+            )
+        c = check_int("the number of clusters C", c, minimum=1)
         if nn % c:
-            raise AssumptionError(f"N = {nn} clients do not split into {c} equal clusters")
+            raise AssumptionError(
+                f"clusters = {c} must divide the N = {nn} clients into equal clusters"
+            )
+        if check_int("clients per round m", m, minimum=1) > nn // c:
+            raise AssumptionError(f"clients_per_round = {m} exceeds the cluster size n = {nn // c}")
         clusters = np.repeat(np.arange(c), nn // c)
     return PerCluster(clusters, need_per_round("cluster", m))
 

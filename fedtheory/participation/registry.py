@@ -54,6 +54,9 @@ class ModelInfo:
     settings_only : bool
         It can be built from N, M, p and a number of clusters alone (``fedtheory simulate`` and
         sweeps take it); false for models that need a pattern or a trace file.
+    problem_weights : bool
+        Without probabilities it takes a problem's own draw weights, where the problem carries
+        them (``participation_p``: the Figure 4 problem of 003).
     """
 
     name: str
@@ -62,6 +65,7 @@ class ModelInfo:
     description: str
     exact_law: bool = False
     settings_only: bool = True
+    problem_weights: bool = False
 
 
 _MODELS: dict[str, ModelInfo] = {}
@@ -74,13 +78,16 @@ def register_model(
     description: str,
     exact_law: bool = False,
     settings_only: bool = True,
+    problem_weights: bool = False,
 ) -> Callable:
     """Decorator: register ``build(n, m, p, **kw)`` as the participation model ``name``."""
 
     def deco(build: Callable[..., Any]) -> Callable[..., Any]:
         if name in _MODELS:
             raise ValueError(f"participation model {name!r} is registered twice")
-        _MODELS[name] = ModelInfo(name, build, tuple(reads), description, exact_law, settings_only)
+        _MODELS[name] = ModelInfo(
+            name, build, tuple(reads), description, exact_law, settings_only, problem_weights
+        )
         return build
 
     return deco
@@ -112,5 +119,8 @@ def need_clients(name: str, n: Any) -> int:
 def need_per_round(name: str, m: Any) -> int:
     """The clients per round M a model ``name`` needs (refused when missing)."""
     if m is None:
-        raise AssumptionError(f"participation {name!r} needs clients_per_round M")
+        raise AssumptionError(
+            f"participation {name!r} needs clients_per_round M (--clients-per-round on the "
+            "command line)"
+        )
     return check_int("clients per round M", m)

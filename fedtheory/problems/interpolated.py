@@ -231,12 +231,26 @@ class InterpolationData:
         meta = self.metadata
         if not {"algorithm", "lr", "local_steps", "rounds"} <= set(meta):
             return None
-        words = ["fedtheory", "simulate", "--problem-file", str(path), "--algorithm",
-                 meta["algorithm"], "--participation", meta.get("participation", "full")]  # fmt: skip
+        words = [
+            "fedtheory",
+            "simulate",
+            "--problem-file",
+            str(path),
+            "--algorithm",
+            meta["algorithm"],
+            "--participation",
+            meta.get("participation", "full"),
+        ]
         if "clients_per_round" in meta:
             words += ["--clients-per-round", str(meta["clients_per_round"])]
-        words += ["--rounds", str(meta["rounds"]), "--local-steps", str(meta["local_steps"]),
-                  "--lr", repr(meta["lr"])]  # fmt: skip
+        words += [
+            "--rounds",
+            str(meta["rounds"]),
+            "--local-steps",
+            str(meta["local_steps"]),
+            "--lr",
+            repr(meta["lr"]),
+        ]
         for key in ("aggregation", "global_lr", "prox_mu"):
             if key in meta:
                 words += ["--" + key.replace("_", "-"), str(meta[key])]
@@ -371,9 +385,17 @@ def interpolation_data(
             margin=worst,
         )
     data = InterpolationData(
-        mu, L, points, grads, values, counts, vec["x0"], vec["x_star"],
-        margins.min(axis=(1, 2)), meta,
-    )  # fmt: skip
+        mu,
+        L,
+        points,
+        grads,
+        values,
+        counts,
+        vec["x0"],
+        vec["x_star"],
+        margins.min(axis=(1, 2)),
+        meta,
+    )
     _check_stationary(data, where)
     return data
 
@@ -464,9 +486,16 @@ def write_interpolation_file(
         As :func:`interpolation_data`; an unwritable path (:func:`fedtheory.io.write_atomic`).
     """
     data = interpolation_data(
-        points=points, grads=grads, values=values, counts=counts, mu=mu, L=L, x0=x0,
-        x_star=x_star, **metadata,
-    )  # fmt: skip
+        points=points,
+        grads=grads,
+        values=values,
+        counts=counts,
+        mu=mu,
+        L=L,
+        x0=x0,
+        x_star=x_star,
+        **metadata,
+    )
     buf = io.BytesIO()
     np.savez(buf, **data.arrays())
     written = str(write_atomic(path, buf.getvalue()))
@@ -525,8 +554,10 @@ def read_interpolation(path: str | os.PathLike, arrays: dict | None = None) -> I
     where = os.fsdecode(os.fspath(path))
     data = read_npz(path, what=FILE_WHAT) if arrays is None else arrays
     if file_kind(data, where) != INTERPOLATION_KIND:
-        raise FedTheoryError(f"{where} is not an interpolation file (it has no kind "
-                             f"{INTERPOLATION_KIND!r}); expected {FILE_WHAT}")  # fmt: skip
+        raise FedTheoryError(
+            f"{where} is not an interpolation file (it has no kind "
+            f"{INTERPOLATION_KIND!r}); expected {FILE_WHAT}"
+        )
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise FedTheoryError(f"{where} lacks {', '.join(missing)}; expected {FILE_WHAT}")
@@ -578,8 +609,13 @@ def lowest_interpolant(
     """
     mu, L = _class_constants(mu, L, "")
     X = np.asarray(points)
-    X, G, F, _ = _client_arrays(X[None], np.asarray(grads)[None], np.asarray(values)[None],
-                                [X.shape[0] if X.ndim else 0], "")  # fmt: skip
+    X, G, F, _ = _client_arrays(
+        X[None],
+        np.asarray(grads)[None],
+        np.asarray(values)[None],
+        [X.shape[0] if X.ndim else 0],
+        "",
+    )
     x = check_finite("x", x)
     if x.shape != X.shape[2:]:
         raise AssumptionError(f"x must have shape (d,) = {X.shape[2:]}, got {x.shape}")
@@ -714,8 +750,11 @@ class _Interpolant:
         P = data.points.shape[1]
         self.valid = np.arange(P)[None, :] < data.counts[:, None]
         pts = data.points[self.valid]
-        scale = max(float(np.sqrt(((pts - data.x_star) ** 2).sum(-1).max())),
-                    float(np.sqrt((pts**2).sum(-1).max())), np.finfo(np.float64).tiny)  # fmt: skip
+        scale = max(
+            float(np.sqrt(((pts - data.x_star) ** 2).sum(-1).max())),
+            float(np.sqrt((pts**2).sum(-1).max())),
+            np.finfo(np.float64).tiny,
+        )
         self.match2 = (match_rtol * scale) ** 2
         self.solves = 0  # programs solved so far (queries off the stored points)
 

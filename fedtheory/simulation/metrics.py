@@ -11,7 +11,7 @@ run records ``error`` alone (``grad_norm2`` where x* is unknown: :func:`default_
 operations on the (S, d) server models; ``f_minus_f_star`` and ``grad_norm2`` (a (d, d) product
 per seed-round each, as much as a client's gradient on a quadratic) and the algorithm's own,
 which read every client's row, are recorded on request (by name, or ``metrics="all"``), so a
-default round costs what its participants cost (issue 25).
+default round costs what its participants cost.
 
 One vocabulary: a metric has the same name in Python (``result.error``,
 ``simulate(metrics=["error"])``), in the JSON of ``fedtheory simulate``, in a sweep's Zarr store
@@ -69,11 +69,13 @@ RUNNER_METRICS: dict[str, Metric] = {
 #: CF attributes of the runner's metrics, the one description of each that xarray results
 #: (:meth:`~fedtheory.simulation.SimulationResult.to_xarray`) and sweep stores carry.
 METRIC_ATTRS: dict[str, dict[str, str]] = {
-    "error": {"long_name": "relative error ||x_r - x*|| / ||x*|| of the server model",
-              "units": "1"},
+    "error": {
+        "long_name": "relative error ||x_r - x*|| / ||x*|| of the server model",
+        "units": "1",
+    },
     "f_minus_f_star": {"long_name": "suboptimality f(x_r) - f*", "units": "1"},
     "grad_norm2": {"long_name": "squared gradient norm ||grad f(x_r)||^2", "units": "1"},
-}  # fmt: skip
+}
 
 
 def metric_attrs(name: str) -> dict[str, str]:
@@ -108,9 +110,10 @@ def current_name(name: str) -> str:
     """``name``, or its name now if it is an earlier one (with a DeprecationWarning)."""
     if name in RENAMED:
         warnings.warn(
-            f"the metric {name!r} is now called {RENAMED[name]!r}", DeprecationWarning,
+            f"the metric {name!r} is now called {RENAMED[name]!r}",
+            DeprecationWarning,
             stacklevel=3,
-        )  # fmt: skip
+        )
         return RENAMED[name]
     return name
 

@@ -32,7 +32,6 @@ step size just past stability grows tenfold in 30 rounds and never nears the cei
 from __future__ import annotations
 
 import math
-import multiprocessing
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -57,7 +56,7 @@ from fedtheory.errors import AssumptionError
 from fedtheory.extras import require
 from fedtheory.io import dumps
 from fedtheory.io import progress as progress_bar
-from fedtheory.parallel import process_pool
+from fedtheory.parallel import fork_all
 from fedtheory.participation import ParticipationModel
 from fedtheory.problems import check_problem
 from fedtheory.simulation.metrics import (
@@ -68,7 +67,13 @@ from fedtheory.simulation.metrics import (
     metric_attrs,
     select_metrics,
 )
-from fedtheory.simulation.spec import DIVERGENCE_GROWTH, DIVERGENCE_WINDOW, RunSpec
+from fedtheory.simulation.settings import defaults
+from fedtheory.simulation.spec import (
+    DIVERGENCE_GROWTH,
+    DIVERGENCE_WINDOW,
+    PARTICIPATION_SETTINGS,
+    RunSpec,
+)
 from fedtheory.validation import (
     as_real_array,
     available_cores,
@@ -79,6 +84,14 @@ from fedtheory.validation import (
 )
 
 Array = Any
+
+#: The name of the model's axis (the components of x) in every result and store: a
+#: :meth:`SimulationResult.to_xarray` and a sweep store's ``x_final``.
+MODEL_DIM = "component"
+
+_D = defaults()
+#: simulate's keywords that are not a run's settings (RunSpec's fields).
+_NOT_RUN_SETTINGS = ("problem", "algorithm", "config", "seed_block", "workers", "progress")
 
 #: Default seed block on NumPy: about this many bytes per (block, N, d) client array (327 seeds
 #: on figure4_problem, so 1000 seeds run as 4 blocks of 250). Larger than one core's L2 would
@@ -282,7 +295,8 @@ class SimulationResult:
         xarray.Dataset
             One variable per metric with dims ``(seed, round)``; ``diverged``, ``diverged_at``,
             ``diverging``, ``diverging_at`` with dim ``seed``; ``x_final`` (and ``x_mean``)
-            with dims ``(seed, coordinate)``, ``x_star`` with dim ``coordinate``. Coordinates:
+            with dims ``(seed, component)``, ``x_star`` with dim ``component``
+            (:data:`MODEL_DIM`, as in a sweep store). Coordinates:
             ``seed`` holds the seed ids, ``round`` 0..R (0 is the initial model). Attributes:
             algorithm, participation, rounds, root seed, dtype, wall time, the fedtheory
             version, the run's configuration as JSON text (``config``) and each of its plain
@@ -305,11 +319,11 @@ class SimulationResult:
             v = getattr(self, k)
             if v is not None:
                 data[k] = (("seed",), np.asarray(v))
-        data["x_final"] = (("seed", "coordinate"), np.asarray(self.x_final))
+        data["x_final"] = (("seed", MODEL_DIM), np.asarray(self.x_final))
         if self.x_mean is not None:
-            data["x_mean"] = (("seed", "coordinate"), np.asarray(self.x_mean))
+            data["x_mean"] = (("seed", MODEL_DIM), np.asarray(self.x_mean))
         if self.x_star is not None:
-            data["x_star"] = (("coordinate",), np.asarray(self.x_star))
+            data["x_star"] = ((MODEL_DIM,), np.asarray(self.x_star))
         plain = {
             f"config_{k}": v
             for k, v in self.config.items()
@@ -427,7 +441,7 @@ def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: 
     spec = spec.checked()
     xp, dt = get_backend(spec.backend), resolve_dtype(spec.dtype)
     N, d = int(problem.n_clients), int(problem.dim)
-    model = spec.participation_model(N)
+    model = spec.participation_model(problem)
     if isinstance(algorithm, str):
         algorithm = make_algorithm(algorithm, problem=problem, **config)
     elif config:
@@ -835,25 +849,25 @@ def simulate(
     participation: Any = None,
     *,
     rounds: int,
-    seeds: int = 1,
-    seed: int = 0,
-    seed_ids: Sequence[int] | None = None,
-    x0: Any = None,
-    clients_per_round: int | None = None,
-    probabilities: Any = None,
-    aggregation: str = "mean",
-    draws: Any = None,
-    backend: str | None = None,
+    seeds: int = _D["seeds"],
+    seed: int = _D["seed"],
+    seed_ids: Sequence[int] | None = _D["seed_ids"],
+    x0: Any = _D["x0"],
+    clients_per_round: int | None = _D["clients_per_round"],
+    probabilities: Any = _D["probabilities"],
+    aggregation: str = _D["aggregation"],
+    draws: Any = _D["draws"],
+    backend: str | None = _D["backend"],
     dtype: Any = None,
-    divergence_bound: float = 1e10,
-    divergence_growth: float = DIVERGENCE_GROWTH,
-    divergence_window: int = DIVERGENCE_WINDOW,
-    average_from: int | None = None,
-    record_every: int = 1,
-    metrics: Sequence[str] | Mapping[str, Metric] | None = None,
-    seed_block: int | None = None,
-    workers: int | None = 1,
-    progress: bool = False,
+    divergence_bound: float = _D["divergence_bound"],
+    divergence_growth: float = _D["divergence_growth"],
+    divergence_window: int = _D["divergence_window"],
+    average_from: int | None = _D["average_from"],
+    record_every: int = _D["record_every"],
+    metrics: Sequence[str] | Mapping[str, Metric] | None = _D["metrics"],
+    seed_block: int | None = _D["seed_block"],
+    workers: int | None = _D["workers"],
+    progress: bool = _D["progress"],
     **config: Any,
 ) -> SimulationResult:
     """Run ``algorithm`` on ``problem`` for ``rounds`` rounds and ``seeds`` seeds at once.
@@ -880,7 +894,12 @@ def simulate(
     clients_per_round, probabilities : optional
         M (per cluster for ``cluster``) and p; only with a participation model name (an
         error otherwise). Their earlier names ``participation_m`` and ``participation_p`` are
-        accepted with a DeprecationWarning.
+        accepted with a DeprecationWarning. Without ``probabilities``, ``weighted``
+        participation takes the problem's own draw weights where it carries them (the Figure 4
+        problem); the result's ``config["probabilities_from"]`` says which (``"given"``,
+        ``"problem"``). The other participation settings (``empty``, ``replace``,
+        ``markov_a``, ``markov_b``, ``start``; :mod:`fedtheory.simulation.settings`) are
+        keywords too.
     aggregation : {"mean", "weighted", "unbiased"}
         The participation module's aggregation rule for the weights w.
     draws : array (S, R, N), optional
@@ -952,17 +971,13 @@ def simulate(
     TypeError
         An unknown configuration keyword (the message lists the valid ones).
     """
+    # every keyword of the signature (the table's settings; simulate's own: seed_block,
+    # workers, progress) and the algorithm's settings in ``config``
+    given = {k: v for k, v in locals().items() if k not in _NOT_RUN_SETTINGS}
     spec, config = RunSpec.split(
-        dict(
-            rounds=rounds, seeds=seeds, seed=seed, seed_ids=seed_ids, x0=x0,
-            participation=participation, clients_per_round=clients_per_round,
-            probabilities=probabilities, aggregation=aggregation, draws=draws, backend=backend,
-            dtype=dtype, divergence_bound=divergence_bound, divergence_growth=divergence_growth,
-            divergence_window=divergence_window, average_from=average_from,
-            record_every=record_every, metrics=metrics, **config,
-        ),
+        {**given, **config},
         reads=info(algorithm).accepted() if isinstance(algorithm, str) else None,
-    )  # fmt: skip
+    )
     n_seeds = check_int("the number of seeds", seeds, minimum=1)
     if seed_ids is not None:
         seed_ids = [
@@ -985,9 +1000,9 @@ def simulate(
     itemsize = resolve_dtype(dtype).itemsize
     # The participation model, built once from the flat settings: it sizes the blocks and every
     # block's plan draws from it.
-    part = spec.participation_model(N)
-    spec = replace(spec, participation=part, clients_per_round=None, probabilities=None,
-                   clusters=None)  # fmt: skip
+    built = spec.build_participation(problem)
+    part = built.model
+    spec = replace(spec, participation=part, **dict.fromkeys(PARTICIPATION_SETTINGS))
     default_block = seed_block is None
     if seed_block is None:
         on_gpu = get_backend(backend) is not np
@@ -1004,7 +1019,7 @@ def simulate(
     ids = list(range(n_seeds)) if seed_ids is None else seed_ids
     if len(ids) <= seed_block:
         plan = plan_run(problem, algorithm, replace(spec, seeds=len(ids), seed_ids=ids), **config)
-        return _result(plan, *run_rounds(plan, progress=progress))
+        return _said(_result(plan, *run_rounds(plan, progress=progress)), built)
     n_blocks = -(-len(ids) // seed_block)
     if default_block and n_blocks % 2:
         # an even number of default blocks: two (or four) worker processes get equal shares
@@ -1013,15 +1028,27 @@ def simulate(
         n_blocks += 1
     bounds = np.linspace(0, len(ids), n_blocks + 1).round().astype(int)  # balanced blocks
     job = _Blocks(problem, algorithm, ids, bounds, spec, config)
-    if workers > 1 and _can_fork(backend):
-        return _concatenate(job.in_processes(min(workers, n_blocks), progress))
-    return _concatenate([job.run(k, progress) for k in range(n_blocks)])
+    if workers > 1 and get_backend(backend) is np:  # a GPU context does not survive fork
+        parts = fork_all(job.run, range(n_blocks), workers=workers, progress=progress,
+                         desc="seed blocks")  # fmt: skip
+        return _said(_concatenate(parts), built)
+    return _said(_concatenate([job.run(k, progress) for k in range(n_blocks)]), built)
+
+
+def _said(result: SimulationResult, built: Any) -> SimulationResult:
+    """The result with where its participation probabilities came from in its configuration
+    (``probabilities_from``: ``"given"`` or ``"problem"``; absent when the model reads none)."""
+    if built.probabilities_from is not None:
+        result.config["probabilities_from"] = built.probabilities_from
+    return result
 
 
 @dataclass
 class _Blocks:
     """The seed blocks of one :func:`simulate` call: block k is seeds ``ids[bounds[k]:bounds[k +
-    1]]``, run by :meth:`run` in this process or by :meth:`in_processes` in forked ones."""
+    1]]``, run by :meth:`run` in this process or in forked ones
+    (:func:`~fedtheory.parallel.fork_all`: the children inherit the job, whose algorithm holds
+    closures that do not pickle)."""
 
     problem: Any
     algorithm: Any
@@ -1040,42 +1067,6 @@ class _Blocks:
         )  # fmt: skip
         plan = plan_run(self.problem, self.algorithm, block, **self.config)
         return _result(plan, *run_rounds(plan, progress=progress))
-
-    def in_processes(self, workers: int, progress: bool) -> list[SimulationResult]:
-        """Every block's result, computed by ``workers`` forked processes.
-
-        The children inherit this job through ``fork`` (an algorithm holds closures, which do
-        not pickle); only block numbers go to them and results come back.
-        """
-        global _JOB
-        _JOB = self
-        n = len(self.bounds) - 1
-        try:
-            context = multiprocessing.get_context("fork")
-            with process_pool(workers, mp_context=context) as pool:
-                done = pool.map(_run_block, range(n))
-                return list(progress_bar(done, total=n, desc="seed blocks", disable=not progress))
-        finally:
-            _JOB = None
-
-
-#: The job a forked worker runs (set by :meth:`_Blocks.in_processes` just before forking).
-_JOB: _Blocks | None = None
-
-
-def _run_block(k: int) -> SimulationResult:
-    assert _JOB is not None, "a block worker must be forked from _Blocks.in_processes"
-    return _JOB.run(k)
-
-
-def _can_fork(backend: str | None) -> bool:
-    """Whether seed blocks may run in forked processes here: NumPy (a GPU context does not
-    survive ``fork``), a platform with ``fork``, and a process allowed children."""
-    return (
-        get_backend(backend) is np
-        and "fork" in multiprocessing.get_all_start_methods()
-        and not multiprocessing.current_process().daemon
-    )
 
 
 def _result(
@@ -1100,7 +1091,7 @@ def _result(
         x_mean=None if x_sum is None else to_numpy(x_sum / max(n_avg, 1)),
         wall_time=wall,
         config={
-            **algorithm.config.as_dict(),
+            **algorithm.config.to_dict(),
             "aggregation": plan.aggregation,
             "divergence_growth": plan.divergence_growth,
             "divergence_window": plan.divergence_window,

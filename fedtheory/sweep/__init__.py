@@ -65,7 +65,8 @@ import numpy as np
 from fedtheory._version import __version__
 from fedtheory.backend import get_backend
 from fedtheory.errors import FedTheoryError
-from fedtheory.parallel import Engine, map_tasks, require
+from fedtheory.parallel import Engine, map_tasks, sweep_module
+from fedtheory.simulation.runner import MODEL_DIM
 from fedtheory.sweep.spec import KEYS, Spec, Task, load_spec, normalize
 from fedtheory.sweep.store import (
     FILE_BYTES,
@@ -120,7 +121,7 @@ def estimate(spec: Spec, dim: int) -> dict:
     S, R = spec.values["seeds"], spec.values["rounds"]
     points = math.prod(spec.grid_shape)
     per_seed = sum(
-        np.dtype(var.dtype).itemsize * {"round": R + 1, "component": dim, None: 1}[var.extra]
+        np.dtype(var.dtype).itemsize * {"round": R + 1, MODEL_DIM: dim, None: 1}[var.extra]
         for var in VARIABLES.values()
     )
     files = spec.n_tasks * len(VARIABLES)
@@ -222,7 +223,8 @@ def run(
         (files rewritten), ``store`` (absolute path), ``seconds`` (wall time of this call),
         ``spec_hash``, ``dims`` (name -> length), ``engine`` (where the tasks ran; None when
         none ran), ``seeds_diverged`` and ``seeds_diverging`` (over the store's complete tasks),
-        ``estimate`` (:func:`estimate`), ``fedtheory_version``.
+        ``probabilities_from_problem`` (the problems whose own participation probabilities a
+        ``weighted`` model given none takes, as figure4's), ``estimate`` (:func:`estimate`), ``fedtheory_version``.
 
     Raises
     ------
@@ -243,10 +245,11 @@ def run(
     path = Path(store).expanduser().absolute()
     if spec.n_tasks > max_tasks:  # before the grid's problems are built: refused at once
         _check_size(spec, 0, path, max_tasks)
-    dim = check_spec(spec)
+    checked = check_spec(spec)
+    dim = checked.dim
     size = _check_size(spec, dim, path, max_tasks)
     for module in ("zarr", "xarray", "dask"):  # a missing extra is one line, before anything
-        require(module)
+        sweep_module(module)
     tasks = spec.tasks()
     with SweepStore.open_or_create(path, spec, dim) as st:
         try:
@@ -297,6 +300,7 @@ def run(
         "engine": engine.describe() if todo else None,
         "seeds_diverged": seeds_diverged,
         "seeds_diverging": seeds_diverging,
+        "probabilities_from_problem": list(checked.problem_p),
         "estimate": size,
         "fedtheory_version": __version__,
     }

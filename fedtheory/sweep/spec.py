@@ -48,95 +48,65 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fedtheory.algorithms.base import AlgorithmConfig
 from fedtheory.algorithms.registry import info, reference_file, resolve_algorithm
-from fedtheory.backend import BACKENDS
 from fedtheory.errors import FedTheoryError
 from fedtheory.io import read_toml
-from fedtheory.participation import model_names
 from fedtheory.problems import BUILTIN_PROBLEMS
-from fedtheory.simulation.spec import run_defaults
+from fedtheory.simulation.settings import SETTINGS, Setting
 
-#: Participation models a spec can name (those of ``fedtheory simulate --participation``).
-PARTICIPATION = tuple(model_names(settings_only=True))
+#: Every key a spec may have, in the order of the dimensions of the store: the run settings
+#: of :data:`~fedtheory.simulation.settings.SETTINGS` that a sweep's simulations take (their
+#: type, default, range, help and whether they may be swept are the table's). The order is the
+#: store's layout: a key is added, never moved.
+KEYS: dict[str, Setting] = {
+    k: SETTINGS[k]
+    for k in (
+        "problem",
+        "problem_file",
+        "algorithm",
+        "participation",
+        "clients_per_round",
+        "probabilities",
+        "empty",
+        "replace",
+        "markov_a",
+        "markov_b",
+        "start",
+        "aggregation",
+        "rounds",
+        "local_steps",
+        "lr",
+        "global_lr",
+        "beta1",
+        "beta2",
+        "eps",
+        "eps_placement",
+        "prox_mu",
+        "topology",
+        "clusters",
+        "seeds",
+        "seed",
+        "seed_block",
+        "backend",
+        "float32",
+    )
+}
 
-
-@dataclass(frozen=True)
-class Key:
-    """One spec key: its type, default, bounds, whether a list of it may be swept."""
-
-    kind: str  # "str", "int", "float", "bool" or "path"
-    default: Any = None
-    help: str = ""
-    required: bool = False
-    sweepable: bool = True
-    choices: tuple | None = None
-    minimum: float | None = None
-    positive: bool = False
-    units: str | None = "1"  # CF units of its coordinate (None: a string, no units)
-
-    @property
-    def long_name(self) -> str:
-        """The CF ``long_name`` of the key's coordinate or attribute."""
-        return self.help
-
-
-#: Every key a spec may have, in the order of the dimensions of the store.
-#: The defaults the keys share with simulate (the run specification's) and with the algorithms
-#: (:class:`~fedtheory.algorithms.base.AlgorithmConfig`'s): declared there, read here.
-_RUN = run_defaults()
-_ALG = {f.name: f.default for f in dataclass_fields(AlgorithmConfig)}
-
-KEYS: dict[str, Key] = {
-    "problem": Key("str", None, "a built-in problem", choices=tuple(BUILTIN_PROBLEMS), units=None),
-    "problem_file": Key("path", None, ".npz with A (N, n, d), b (N, n), optional lam; or an "
-                        "interpolation file", units=None),
-    "algorithm": Key("str", None, "algorithm name (fedtheory simulate --list)", required=True,
-                     units=None),
-    "participation": Key("str", _RUN["participation"] or "full", "participation model", choices=PARTICIPATION, units=None),
-    "clients_per_round": Key("int", None, "clients per round M (cluster: per cluster)", minimum=1),
-    "probabilities": Key("path", None, "participation probabilities p (.npy or text)", units=None),
-    "aggregation": Key("str", _RUN["aggregation"], "aggregation rule", choices=("mean", "weighted", "unbiased"),
-                       units=None),
-    "rounds": Key("int", None, "rounds R", required=True, sweepable=False, minimum=0,
-                  units="rounds"),
-    "local_steps": Key("int", None, "local steps K", required=True, minimum=1),
-    "lr": Key("float", None, "local step size (FOCUS: its eta)", required=True, positive=True),
-    "global_lr": Key("float", _ALG["global_lr"], "server step size", positive=True),
-    "beta1": Key("float", _ALG["beta1"], "server optimizer beta1", minimum=0.0),
-    "beta2": Key("float", _ALG["beta2"], "server optimizer beta2", minimum=0.0),
-    "eps": Key("float", _ALG["eps"], "server optimizer eps", minimum=0.0),
-    "eps_placement": Key("str", None, "eps inside or outside the root", choices=("inside", "outside"),
-                         units=None),
-    "prox_mu": Key("float", _ALG["prox_mu"], "FedProx proximal weight mu", minimum=0.0),
-    "topology": Key("str", None, "gossip graph of the gossip algorithms", units=None),
-    "clusters": Key("int", None, "clusters C (clustered algorithms, cluster participation)", minimum=1),
-    "seeds": Key("int", _RUN["seeds"], "seeds S (the seed dimension)", sweepable=False, minimum=1),
-    "seed": Key("int", _RUN["seed"], "root seed (and the random problems' seed)", sweepable=False, minimum=0),
-    "seed_block": Key("int", None, "seeds per task (default: all seeds)", sweepable=False, minimum=1),
-    "backend": Key("str", None, "array backend", sweepable=False, choices=BACKENDS,
-                   units=None),
-    "float32": Key("bool", False, "single precision (results stored as float64)", sweepable=False),
-}  # fmt: skip
+#: Keys added after stores were first made: a spec holds them only when set (not at their
+#: default), so a store made before them keeps its spec's hash and resumes.
+LATER_KEYS = ("empty", "replace", "markov_a", "markov_b", "start")
 
 #: Keys whose values are files: the spec hash covers their contents, not their paths.
 PATH_KEYS = tuple(k for k, v in KEYS.items() if v.kind == "path")
 
-_WHY_SCALAR = {
-    "rounds": "it is the length of the round dimension",
-    "seeds": "it is the length of the seed dimension",
-    "seed": "the seed dimension already holds seeds 0..seeds-1 of the root seed; raise seeds",
-    "seed_block": "it sets the tasks, not the results",
-    "backend": "it sets where tasks run, not the results",
-    "float32": "one store holds one precision",
-}
+#: Kinds of setting whose values a spec holds as strings.
+TEXT_KINDS = ("str", "path", "algorithm")
 
 
 #: The tables of a spec besides :data:`KEYS`: ``[zip]``, ``[algorithms.NAME]`` and
@@ -263,8 +233,11 @@ class Spec:
     def fixed(self) -> dict:
         """The keys of :data:`KEYS` with one value over the whole grid (those set, not None)."""
         keys = self.axis_keys
-        return {k: v for k, v in self.values.items()
-                if k in KEYS and k not in keys and v is not None}  # fmt: skip
+        return {
+            k: v
+            for k, v in self.values.items()
+            if k in KEYS and k not in keys and v is not None and not _unset_later(k, v)
+        }
 
     def to_dict(self) -> dict:
         """The normalized spec as plain JSON values (lists for swept keys), in the form
@@ -274,7 +247,7 @@ class Spec:
         out = {
             k: None if k in zipped else list(v) if isinstance(v, tuple) else v
             for k, v in self.values.items()
-            if k in KEYS
+            if k in KEYS and not _unset_later(k, v)
         }
         if zipped:  # the tables only when given: a spec without them has the keys of KEYS
             out["zip"] = {k: list(self.values[k]) for k in zipped}
@@ -411,8 +384,10 @@ def spec_digest(hashable: dict) -> str:
 def _plain(values: dict, source: str) -> Spec:
     """A :class:`Spec` from :meth:`Spec.to_dict`'s plain values, without validating them (a
     store's spec: its files may be gone)."""
-    if not isinstance(values, dict) or set(values) - {*TABLES, ALGORITHM_FILES} != set(KEYS):
+    keys = set(values) - {*TABLES, ALGORITHM_FILES} if isinstance(values, dict) else set()
+    if not set(KEYS) - set(LATER_KEYS) <= keys <= set(KEYS):
         raise FedTheoryError(f"{source}: the stored spec does not have the keys of a sweep spec")
+    values = {**{k: KEYS[k].default for k in LATER_KEYS}, **values}  # unset: the defaults
     out = {k: tuple(values[k]) if isinstance(values[k], list) else values[k] for k in KEYS}
     zipped = values.get("zip")
     tables = values.get("algorithms")
@@ -524,8 +499,8 @@ def normalize(
                 tables and all(name in t for t in tables.values() if isinstance(t, dict))
             )
             if key.required and not given_elsewhere and not (name == "algorithm" and tables):
-                missing.append(f"{name!r} ({key.help})")
-            values[name] = key.default
+                missing.append(f"{name!r} ({key.long_name})")
+            values[name] = None if key.required else key.default
             continue
         try:
             values[name] = _entry(name, key, raw[name], base, f"key {name!r} in {source}")
@@ -617,12 +592,12 @@ def _table(val: Any, name: str, source: str, problems: list[str]) -> dict:
     return val
 
 
-def _entry(name: str, key: Key, val: Any, base: Path, where: str) -> Any:
+def _entry(name: str, key: Setting, val: Any, base: Path, where: str) -> Any:
     """One key's validated value: a scalar, or a tuple when a list is swept."""
     if not isinstance(val, list):
         return _value(name, key, val, base, where)
     if not key.sweepable:
-        raise FedTheoryError(f"{where} cannot be swept ({_WHY_SCALAR[name]}): give one value")
+        raise FedTheoryError(f"{where} cannot be swept ({key.why_scalar}): give one value")
     if not val:
         raise FedTheoryError(f"{where} is an empty list: nothing to sweep")
     items = _numbers(key, val)
@@ -715,6 +690,11 @@ def _algorithms(
     return out
 
 
+def _unset_later(key: str, value: Any) -> bool:
+    """A key of :data:`LATER_KEYS` at its default: not part of the spec's table."""
+    return key in LATER_KEYS and value == KEYS[key].default
+
+
 def _as_tuple(v: Any) -> tuple:
     return v if isinstance(v, tuple) else (v,)
 
@@ -731,21 +711,22 @@ def _repeated(items: tuple) -> Any:
     return next((v for v in items if v in seen or seen.add(v)), None)
 
 
-def _numbers(key: Key, vals: list) -> tuple | None:
+def _numbers(key: Setting, vals: list) -> tuple | None:
     """A long swept list of numbers checked at once (a grid of 10^6 points is normalized in a
     fraction of a second, then refused by its size); None when :func:`_value` must look at each
     value (other kinds, bools, non-finite or out-of-range values: its message names the one)."""
-    kinds = (int, float) if key.kind == "float" else (int,) if key.kind == "int" else None
+    real = key.kind in ("float", "rate")
+    kinds = (int, float) if real else (int,) if key.kind == "int" else None
     if kinds is None or not set(map(type, vals)) <= set(kinds):
         return None
-    arr = np.asarray(vals, dtype=np.float64 if key.kind == "float" else np.int64)
-    ok = np.isfinite(arr).all() if key.kind == "float" else True
+    arr = np.asarray(vals, dtype=np.float64 if real else np.int64)
+    ok = np.isfinite(arr).all() if real else True
     ok = ok and (not key.positive or (arr > 0).all())
     ok = ok and (key.minimum is None or (arr >= key.minimum).all())
     return tuple(arr.tolist()) if ok else None
 
 
-def _value(name: str, key: Key, v: Any, base: Path, where: str) -> Any:
+def _value(name: str, key: Setting, v: Any, base: Path, where: str) -> Any:
     """One validated scalar value of ``key`` (``where`` names it in messages)."""
     if isinstance(v, dict | list):
         raise FedTheoryError(f"{where} must be a {key.kind} or a list of them, got a nested value")
@@ -753,7 +734,7 @@ def _value(name: str, key: Key, v: Any, base: Path, where: str) -> Any:
         if not isinstance(v, bool):
             raise FedTheoryError(f"{where} must be true or false, got {v!r}")
         return v
-    if key.kind in ("str", "path"):
+    if key.kind in TEXT_KINDS:
         if not isinstance(v, str) or not v:
             raise FedTheoryError(f"{where} must be a non-empty string, got {v!r}")
         if key.choices is not None and v not in key.choices:
@@ -768,7 +749,7 @@ def _value(name: str, key: Key, v: Any, base: Path, where: str) -> Any:
     if key.kind == "int":
         if isinstance(v, bool) or not isinstance(v, int):
             raise FedTheoryError(f"{where} must be an integer, got {v!r}")
-    else:  # float: TOML integers are accepted (lr = 1 is 1.0)
+    else:  # float (a rate: one for every client): TOML integers are accepted (lr = 1 is 1.0)
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise FedTheoryError(f"{where} must be a number, got {v!r}")
         v = float(v)

@@ -53,7 +53,7 @@ without ``fcntl`` take no lock. Readers take none.
 
 The store is created in a temporary directory beside ``DIR`` and renamed into place, so ``DIR``
 is either absent or a whole store. zarr, xarray and dask are the optional sweep extra, imported
-lazily (:func:`require`).
+lazily (:func:`~fedtheory.parallel.sweep_module`).
 """
 
 from __future__ import annotations
@@ -76,9 +76,19 @@ import numpy as np
 
 from fedtheory._version import __version__
 from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
-from fedtheory.parallel import require
+from fedtheory.io import renamed
+from fedtheory.parallel import sweep_module
 from fedtheory.simulation.metrics import METRIC_ATTRS
-from fedtheory.sweep.spec import ALGORITHM_FILES, KEYS, PATH_KEYS, Spec, Task, from_stored
+from fedtheory.simulation.runner import MODEL_DIM
+from fedtheory.sweep.spec import (
+    ALGORITHM_FILES,
+    KEYS,
+    PATH_KEYS,
+    TEXT_KINDS,
+    Spec,
+    Task,
+    from_stored,
+)
 from fedtheory.sweep.task import TaskResult
 
 try:
@@ -112,7 +122,7 @@ class Variable(NamedTuple):
 VARIABLES = {
     "error": Variable("round", np.float64, np.nan, METRIC_ATTRS["error"]["long_name"],
                       METRIC_ATTRS["error"]["units"], "the runner's error metric, x_0 = 0"),
-    "x_final": Variable("component", np.float64, np.nan, "final server model", "1",
+    "x_final": Variable(MODEL_DIM, np.float64, np.nan, "final server model", "1",
                         "the server model x_R after the last round"),
     "diverged": Variable(None, np.bool_, False, "seed diverged", "1",
                          "the seed diverged and was frozen"),
@@ -133,7 +143,7 @@ VARIABLES = {
 DIMENSIONS = {
     "seed": {"long_name": "seed (child of the root seed)", "units": "1"},
     "round": {"long_name": "communication round", "units": "rounds"},
-    "component": {"long_name": "component of the model", "units": "1"},
+    MODEL_DIM: {"long_name": "component of the model", "units": "1"},
 }
 
 #: The variables a seed's checksum covers, in the order they are hashed.
@@ -195,7 +205,9 @@ class TaskCheck:
     state: str
     reason: str = ""
 
-    def as_dict(self) -> dict:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict:
         return {"index": self.index, "task": self.task, "state": self.state, "reason": self.reason}
 
 
@@ -321,15 +333,15 @@ def _attrs(spec: Spec, version: str = __version__) -> dict:
 def _skeleton(target: Path, spec: Spec, dim: int, attrs: dict) -> None:
     """Write the metadata and coordinates of a store of ``spec`` (no data) to ``target``, a
     directory that does not exist yet."""
-    xr = require("xarray")
-    dask_array = require("dask.array")
+    xr = sweep_module("xarray")
+    dask_array = sweep_module("dask.array")
     axes = spec.axes
     S, B, R = spec.values["seeds"], spec.values["seed_block"], spec.values["rounds"]
     coords: dict[str, Any] = {}
     for axis in axes:
         for key in axis.keys:
             coords[key] = xr.Variable(axis.name, _coordinate(key, axis.values(key)), attrs=_cf(key))
-    lengths = {"seed": S, "round": R + 1, "component": dim}
+    lengths = {"seed": S, "round": R + 1, MODEL_DIM: dim}
     for name, cf in DIMENSIONS.items():
         coords[name] = xr.Variable(name, np.arange(lengths[name]), attrs=cf)
     base_dims = (*(a.name for a in axes), "seed")
@@ -366,8 +378,7 @@ def _cf(key: str) -> dict:
 def _coordinate(key: str, values: tuple) -> np.ndarray:
     """A key's values along an axis as a coordinate: strings as plain (object) strings, an
     unset value (an algorithm that leaves the key unset) as NaN, or "" for strings."""
-    kind = KEYS[key].kind
-    if kind in ("str", "path"):
+    if KEYS[key].kind in TEXT_KINDS:
         return np.array(["" if v is None else v for v in values], dtype=object)
     if any(v is None for v in values):
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
@@ -448,7 +459,7 @@ def _same_file(path: Path, skeleton: Path, rel: str) -> bool:
             return _view(json.loads(mine)) == _view(json.loads(theirs))
         except ValueError:
             return False
-    zarr = require("zarr")  # a coordinate's chunk: compare the values it decodes to
+    zarr = sweep_module("zarr")  # a coordinate's chunk: compare the values it decodes to
     name = rel.split("/")[0]
     try:
         a = zarr.open_array(path / name, mode="r", zarr_format=3)[...]
@@ -624,7 +635,7 @@ class SweepStore:
             ``path`` holds something else (a file, a non-empty directory that is not a sweep
             store), or it cannot be created (unwritable place, full disk).
         """
-        zarr = require("zarr")
+        zarr = sweep_module("zarr")
         path = Path(path).expanduser().absolute()
         if path.exists() and not path.is_dir():
             raise FedTheoryError(f"the store {path} exists and is not a directory")
@@ -879,7 +890,9 @@ class StoreCheck:
         """Intact and every task complete."""
         return self.intact and bool(self.tasks) and self.counts()["complete"] == len(self.tasks)
 
-    def as_dict(self) -> dict:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict:
         counts = self.counts()
         return {
             "store": self.path,
@@ -891,7 +904,7 @@ class StoreCheck:
             "tasks_damaged": counts["damaged"],
             "metadata_damaged": list(self.metadata),
             "problem": self.problem,
-            "tasks": [t.as_dict() for t in self.tasks],
+            "tasks": [t.to_dict() for t in self.tasks],
         }
 
 
@@ -907,7 +920,7 @@ def check_store(path: str | os.PathLike, *, read_incomplete: bool = True) -> Sto
     FedTheoryError
         No store at ``path`` (no ``zarr.json``).
     """
-    zarr = require("zarr")
+    zarr = sweep_module("zarr")
     path = Path(path).expanduser().absolute()
     if os.path.lexists(path / "zarr.json"):
         check_entries(path)
@@ -971,7 +984,7 @@ def open_dataset(path: str | os.PathLike, *, verify: bool = True) -> Any:
     FedTheoryError
         No store there.
     """
-    xr = require("xarray")
+    xr = sweep_module("xarray")
     path = Path(path).expanduser()
     if verify:
         check = check_store(path)

@@ -1,8 +1,8 @@
 """What one sweep task computes: one :func:`fedtheory.simulation.simulate` call.
 
 A task's configuration builds the problem with :func:`fedtheory.problems.make_problem`, the
-participation model with :func:`fedtheory.participation.make_participation` (with the checks of
-``fedtheory simulate``), and runs the block's seeds as one batched call with
+participation model with the one builder of ``fedtheory simulate``
+(:func:`~fedtheory.simulation.spec.build_participation`), and runs the block's seeds as one batched call with
 ``seed_ids=block``. Seed s of a sweep therefore has the numbers of
 ``simulate(..., seeds=len(block), seed_ids=block)`` on the same machine, bit for bit (a seed's
 numbers depend on the size of its block, see :func:`~fedtheory.simulation.simulate`).
@@ -21,10 +21,10 @@ import numpy as np
 from fedtheory.algorithms import make_algorithm
 from fedtheory.algorithms.registry import SHARED_SETTINGS, resolve_algorithm
 from fedtheory.errors import FedTheoryError
-from fedtheory.participation import load_vector
 from fedtheory.problems import make_problem
 from fedtheory.simulation import simulate
-from fedtheory.simulation.spec import RunSpec
+from fedtheory.simulation.spec import PARTICIPATION_SETTINGS, BuiltParticipation
+from fedtheory.simulation.spec import build_participation as build
 from fedtheory.sweep.spec import KEYS, RUN_DIM, Spec, Task
 from fedtheory.validation import check_local_steps
 
@@ -71,9 +71,11 @@ def build_problem(config: dict) -> Any:
     )
 
 
-def build_participation(config: dict, n: int) -> Any:
-    """The task's participation model over ``n`` clients: the run specification's builder
-    (:meth:`~fedtheory.simulation.spec.RunSpec.participation_model`), as ``fedtheory simulate``'s.
+def build_participation(config: dict, problem: Any) -> BuiltParticipation:
+    """The task's participation model on ``problem`` and where its probabilities came from:
+    the one builder of models from flat settings
+    (:func:`~fedtheory.simulation.spec.build_participation`), as ``fedtheory simulate``'s
+    (``weighted`` without probabilities takes the problem's own, as figure4's).
 
     Raises
     ------
@@ -81,13 +83,8 @@ def build_participation(config: dict, n: int) -> Any:
         Naming the spec key: a model that needs ``clients_per_round`` or ``clusters`` without
         it, ``clients_per_round`` above N (or the cluster size), clusters that do not divide N.
     """
-    p = load_vector(config["probabilities"]) if config["probabilities"] else None
-    spec = RunSpec(
-        rounds=config["rounds"], participation=config["participation"],
-        clients_per_round=config["clients_per_round"], probabilities=p,
-        clusters=config["clusters"] if config["participation"] == "cluster" else None,
-    )  # fmt: skip
-    return spec.participation_model(n)
+    settings = {k: config[k] for k in PARTICIPATION_SETTINGS if k in config}
+    return build(config["participation"], problem, **settings)
 
 
 def run_task(task: Task) -> TaskResult:
@@ -97,7 +94,7 @@ def run_task(task: Task) -> TaskResult:
     that runs the task (:func:`~fedtheory.algorithms.registry.resolve_algorithm`)."""
     c = task.config
     problem = build_problem(c)
-    model = build_participation(c, problem.n_clients)
+    model = build_participation(c, problem).model
     res = simulate(
         problem,
         resolve_algorithm(c["algorithm"]).name,
@@ -125,7 +122,24 @@ def run_task(task: Task) -> TaskResult:
     )
 
 
-def check_spec(spec: Spec) -> int:
+@dataclass(frozen=True)
+class SpecCheck:
+    """What building a spec's grid found (:func:`check_spec`).
+
+    Attributes
+    ----------
+    dim : int
+        The largest problem dimension d over the grid (the length of ``x_final``'s last axis).
+    problem_p : tuple of str
+        The problems that lend their own participation probabilities (``participation_p``) to
+        a model that takes draw weights and was given none (``weighted`` on figure4), sorted.
+    """
+
+    dim: int
+    problem_p: tuple[str, ...] = ()
+
+
+def check_spec(spec: Spec) -> SpecCheck:
     """Build every problem, participation model and algorithm the grid names, before any task.
 
     A bad combination (``clients_per_round`` above a problem's N, an unknown topology, clusters
@@ -133,8 +147,7 @@ def check_spec(spec: Spec) -> int:
 
     Returns
     -------
-    int
-        The largest problem dimension d over the grid (the length of ``x_final``'s last axis).
+    SpecCheck
 
     Raises
     ------
@@ -147,9 +160,7 @@ def check_spec(spec: Spec) -> int:
         "problem",
         "problem_file",
         "participation",
-        "clients_per_round",
-        "probabilities",
-        "clusters",
+        *PARTICIPATION_SETTINGS,
         "algorithm",
         "topology",
     )
@@ -169,6 +180,7 @@ def check_spec(spec: Spec) -> int:
     chosen = [a for a, inv in zip(axes, involved, strict=True) if inv]
     dim = 0
     problems: dict = {}
+    lent: set[str] = set()
     for combo in itertools.product(*(a.points for a in chosen)):
         config = dict(base)
         for a, point in zip(chosen, combo, strict=True):
@@ -179,12 +191,15 @@ def check_spec(spec: Spec) -> int:
             if pkey not in problems:
                 problems[pkey] = build_problem(config)
             problem = problems[pkey]
-            build_participation(config, problem.n_clients)
+            if build_participation(config, problem).probabilities_from == "problem":
+                lent.add(str(config["problem_file"] or config["problem"]))
             make_algorithm(
-                resolve_algorithm(config["algorithm"]).name, problem=problem,
-                **{k: config[k] for k in ALGORITHM_KEYS}, **spec.options(config["algorithm"]),
-            )  # fmt: skip
+                resolve_algorithm(config["algorithm"]).name,
+                problem=problem,
+                **{k: config[k] for k in ALGORITHM_KEYS},
+                **spec.options(config["algorithm"]),
+            )
         except FedTheoryError as exc:
             raise FedTheoryError(f"{spec.source}{f' at {where}' if where else ''}: {exc}") from exc
         dim = max(dim, int(problem.dim))
-    return dim
+    return SpecCheck(dim, tuple(sorted(lent)))

@@ -327,6 +327,15 @@ class RateRead:
     metric: list
     verdict: str
 
+    def to_dict(self) -> dict:
+        """The read as a claim's evidence: its verdict, regime check, shape test and metric."""
+        return {
+            "verdict": self.verdict,
+            "regime": self.regime.to_dict(),
+            "shape": self.shape.to_dict(),
+            "metric": self.metric,
+        }
+
 
 def read_rate(alg: str, *, variable: str, values: tuple, power: float, stat, c: float, n: int,
               seed: int, R: int = 200, level: float = 0.95, **kw) -> RateRead:  # fmt: skip

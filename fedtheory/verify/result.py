@@ -128,9 +128,11 @@ class Outcome:
             )
         if self.verdict in (HOLDS, FAILS) and self.confirmation is not None:
             if not replicated(self.effect, self.confirmation, null=self.null):
-                why = (f"the fresh-seed check ({self.confirmation.text(4)}) does not lie on the "
-                       f"side of {self.null:g} that decided '{self.verdict}' "
-                       f"({self.effect.text(4)})")  # fmt: skip
+                why = (
+                    f"the fresh-seed check ({self.confirmation.text(4)}) does not lie on the "
+                    f"side of {self.null:g} that decided '{self.verdict}' "
+                    f"({self.effect.text(4)})"
+                )
                 self.evidence = {**self.evidence, "verdict_before_fresh_seed_check": self.verdict}
                 self.reason = f"{self.reason}; {why}" if self.reason else why
                 self.verdict = INCONCLUSIVE
@@ -144,20 +146,21 @@ def replicated(effect: Effect, confirmation: Effect, *, null: float = 0.0) -> bo
     return side != 0 and confirmation.side(null) == side
 
 
-def judge(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str,
-          **kw: Any) -> Outcome:  # fmt: skip
+def judge(
+    ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str, **kw: Any
+) -> Outcome:
     """``holds`` when the measured condition ``ok`` is true, ``fails`` otherwise.
 
     For exact computations (closed forms, deterministic runs, a property checked on every
     sample): there is no sampling error to weigh. ``criterion`` states the threshold in words
     (fixed before looking at results and repeated in the claim's docstring).
     """
-    return Outcome(measured, HOLDS if bool(ok) else FAILS, criterion=criterion, effect=effect,
-                   test=test, **kw)  # fmt: skip
+    return Outcome(
+        measured, HOLDS if bool(ok) else FAILS, criterion=criterion, effect=effect, test=test, **kw
+    )
 
 
-def verdict_of(effect: Effect, *, null: float = 0.0, claimed: int = 1,
-               floor: float = 0.0) -> str:  # fmt: skip
+def verdict_of(effect: Effect, *, null: float = 0.0, claimed: int = 1, floor: float = 0.0) -> str:
     """The interval rule: ``holds`` when the interval excludes ``null`` on the ``claimed`` side
     (+1: above, -1: below), ``fails`` when it excludes it on the other side, else
     ``inconclusive`` (an interval that contains the null value, a tie, decides nothing). With
@@ -169,16 +172,33 @@ def verdict_of(effect: Effect, *, null: float = 0.0, claimed: int = 1,
     return HOLDS if side == claimed else FAILS if side == -claimed else INCONCLUSIVE
 
 
-def judge_effect(effect: Effect, measured: Any, *, criterion: str, test: str, null: float = 0.0,
-                 claimed: int = 1, floor: float = 0.0, **kw: Any) -> Outcome:  # fmt: skip
+def judge_effect(
+    effect: Effect,
+    measured: Any,
+    *,
+    criterion: str,
+    test: str,
+    null: float = 0.0,
+    claimed: int = 1,
+    floor: float = 0.0,
+    **kw: Any,
+) -> Outcome:
     """An outcome by the interval rule (:func:`verdict_of`); a ``confirmation`` is checked
     against ``null`` (:func:`replicated`)."""
-    return Outcome(measured, verdict_of(effect, null=null, claimed=claimed, floor=floor),
-                   criterion=criterion, effect=effect, test=test, null=null, **kw)  # fmt: skip
+    return Outcome(
+        measured,
+        verdict_of(effect, null=null, claimed=claimed, floor=floor),
+        criterion=criterion,
+        effect=effect,
+        test=test,
+        null=null,
+        **kw,
+    )
 
 
-def judge_equivalence(effect: Effect, measured: Any, *, low: float, high: float,
-                      criterion: str, test: str, **kw: Any) -> Outcome:  # fmt: skip
+def judge_equivalence(
+    effect: Effect, measured: Any, *, low: float, high: float, criterion: str, test: str, **kw: Any
+) -> Outcome:
     """``holds`` when the interval lies inside [low, high] ("comes close"), ``fails`` when it
     lies wholly outside, ``inconclusive`` otherwise (two one-sided tests)."""
     side = effect.within(low, high)
@@ -202,8 +222,9 @@ def unanimous(verdicts: Sequence[str]) -> str:
     return vs.pop() if len(vs) == 1 else INCONCLUSIVE
 
 
-def combined(verdict: str, measured: Any, *, criterion: str, effect: Effect, test: str,
-             **kw: Any) -> Outcome:  # fmt: skip
+def combined(
+    verdict: str, measured: Any, *, criterion: str, effect: Effect, test: str, **kw: Any
+) -> Outcome:
     """An outcome whose verdict was combined from parts by :func:`all_of` or :func:`unanimous`
     (each part judged by the interval rule); a ``confirmation`` (the decisive part's fresh
     seeds) is checked against ``null`` (keyword, default 0: :func:`replicated`)."""
@@ -224,8 +245,7 @@ def outside(reason: str, measured: Any, **kw: Any) -> Outcome:
     return Outcome(measured, OUTSIDE, evidence=ev, reason=reason, **kw)
 
 
-def measurement(measured: Any, *, criterion: str, effect: Effect, test: str,
-                **kw: Any) -> Outcome:  # fmt: skip
+def measurement(measured: Any, *, criterion: str, effect: Effect, test: str, **kw: Any) -> Outcome:
     """A quantity reported without a verdict (``measured``): no outcome of the measurement
     could have contradicted the claim, so it is not counted among the verdicts about the papers.
     ``criterion`` says why (e.g. "none: a finite implied constant exists for every shape and
@@ -233,8 +253,9 @@ def measurement(measured: Any, *, criterion: str, effect: Effect, test: str,
     return Outcome(measured, MEASURED, criterion=criterion, effect=effect, test=test, **kw)
 
 
-def invariant(ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str,
-              **kw: Any) -> Outcome:  # fmt: skip
+def invariant(
+    ok: bool, measured: Any, *, criterion: str, effect: Effect, test: str, **kw: Any
+) -> Outcome:
     """An implementation invariant: ``invariant`` when it holds; raises
     :class:`InvariantViolation` (a crash, never a verdict) when it does not."""
     if not ok:

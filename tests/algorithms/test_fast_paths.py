@@ -1,4 +1,4 @@
-"""The simulator's fast paths (issue 14) compute what the step-by-step, every-client paths compute.
+"""The simulator's fast paths compute what the step-by-step, every-client paths compute.
 
 - K local steps in O(1): on a quadratic, K plain steps are one affine map per client
   (``QuadraticProblem.local_steps_map``); the engine takes it only when the call is plain (exact

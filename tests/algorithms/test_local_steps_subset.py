@@ -20,7 +20,7 @@ S, N, M, K = 3, 10, 2, 4
 
 class _FullOnly:
     """The same problem without ``grads_at``: the engine's every-client path, or, for one mask
-    for every step and exact gradients, its participants-only slot layout (issue 14), which
+    for every step and exact gradients, its participants-only slot layout, which
     steps the same rows with the same arithmetic."""
 
     def __init__(self, problem):

@@ -266,13 +266,18 @@ def test_lyapunov_contraction():
 
 
 def test_sizes_are_refused_before_work_naming_them():
-    with pytest.raises(PepSizeError, match=r"Gram matrix of \d+ and \d+ constraints.*reduce"):
+    with pytest.raises(PepSizeError, match=r"Gram matrix of \d+ and \d+ constraints.*reduce") as g:
         worst_after_rounds("fedavg", 2, 3, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=3,
                            max_gram=10)  # fmt: skip
+    # the refusal carries its sizes (what a caller summarizes over many settings)
+    assert g.value.gram > 10 and g.value.constraints > 0 and not g.value.estimated
+    assert g.value.paths is None
     part = make_participation("uniform", 6, 3)
-    with pytest.raises(AssumptionError, match=r"20\^3 = 8000 paths"):
+    with pytest.raises(PepSizeError, match=r"20\^3 = 8000 paths") as p:
         worst_after_rounds("fedavg", 6, 3, mu=MU, L=L, zeta2=1.0, participation=part, lr=0.05,
                            local_steps=1)  # fmt: skip
+    assert (p.value.paths, p.value.draws, p.value.rounds) == (8000, 20, 3)
+    assert p.value.gram is None
 
 
 def test_the_class_is_checked():

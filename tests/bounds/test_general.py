@@ -14,11 +14,20 @@ import tomllib
 import numpy as np
 import pytest
 
-from fedtheory.bounds import CONSTANTS, BoundSpec, check, check_classes, paper_bounds
+from fedtheory.bounds import (
+    CONSTANTS,
+    BoundSpec,
+    check,
+    check_classes,
+    check_general,
+    general,
+    load_spec,
+    paper_bounds,
+)
 from fedtheory.bounds.general import class_constants
 from fedtheory.bounds.instances import participation_model
 from fedtheory.cli import main
-from fedtheory.errors import FedTheoryError
+from fedtheory.errors import FedTheoryError, NotInterpolableError
 from fedtheory.problems import make_problem
 from fedtheory.simulation import simulate
 
@@ -221,3 +230,60 @@ def test_the_replay_command_runs_the_algorithm_that_was_checked(change, tmp_path
     replay = json.loads(out.read_text())
     got = (replay["final_error"][0] * np.linalg.norm(replay["x_star"])) ** 2
     assert got == pytest.approx(w["value"], rel=1e-6)
+
+
+def test_a_papers_file_past_the_caps_says_why_in_one_line():
+    # every sampled setting of focus-thm1-rate.toml is refused by size: the sentence summarizes
+    # the refusals' own numbers (k^R paths with k = C(N, M), or a Gram), not the first of them
+    spec = load_spec(paper_bounds()["focus-thm1-rate"])
+    res = check_general(spec, cross_check=False, refuse_unsolved=False)
+    assert not res.instances and len(res.skipped) == len(spec.clients) * len(spec.clients_per_round)
+    paths = []
+    for s in res.skipped:
+        N, M = (int(w.split("=")[1]) for w in s["label"].split() if w[0] in "NM")
+        assert s["gram"] is not None or s["paths"] is not None
+        if s["paths"] is not None and s["draws"] is not None:
+            assert s["draws"] == math.comb(N, M) and s["paths"] == s["draws"] ** s["rounds"]
+            if s["paths"] > 1:
+                paths.append(s)
+    sentence = res.sentence()
+    assert "\n" not in sentence and sentence.startswith("Not checked")
+    lo, hi = min(paths, key=lambda s: s["paths"]), max(paths, key=lambda s: s["paths"])
+    assert f"{lo['draws']}^{lo['rounds']} to {hi['draws']}^{hi['rounds']}" in sentence
+    assert f"each of the {len(res.skipped)} settings" in sentence and "reduce" in sentence
+    assert res.table() == ""  # nothing solved: the sentence alone says so
+
+
+@pytest.mark.parametrize("name", ["fedavg-thm2-floor-full", "focus-thm1-rate-full"])
+def test_the_reduced_papers_files_solve_on_both_classes(name):
+    # the papers' shapes restricted to full participation: every setting solved over the
+    # general class, never below the quadratic worst found there, and an implied constant on
+    # each class
+    spec = load_spec(paper_bounds()[name])
+    res = check_classes(spec, functions="both", search=6, seed=0, cross_check=False)
+    g = res.general
+    assert not g.skipped and len(g.instances) == len(spec.clients) * len(spec.local_steps)
+    rows = [r for r in res.by_setting() if math.isfinite(r["quadratic"])]  # settings drawn
+    assert rows
+    for row in rows:
+        assert row["ratio"] >= 1 - 1e-5, row
+    for r in (res.quadratic, g):
+        assert r.implied is not None and math.isfinite(r.implied["value"]) and not r.violated
+
+
+def test_a_violation_whose_file_cannot_be_made_keeps_its_verdict(tmp_path, monkeypatch):
+    # the tightened worst case missing an interpolation inequality in float64: no file, the
+    # reason in the sentence and the JSON, the values and the verdict unchanged
+    spec = BoundSpec.from_dict(_floor_dict())
+    want = check_general(spec, cross_check=False)
+
+    def refuse(*args, **kwargs):
+        raise NotInterpolableError("client 0, pair (0, 1): margin -1e-12")
+
+    monkeypatch.setattr(general, "write_counterexample", refuse)
+    res = check_general(spec, cross_check=False, out_dir=tmp_path)
+    assert res.violated and want.violated and res.worst.exact == want.worst.exact
+    assert not list(tmp_path.iterdir())
+    assert "no file: client 0, pair (0, 1)" in res.sentence()
+    d = res.to_dict()
+    assert d["worst"]["problem_file"] is None and "margin -1e-12" in d["worst"]["reason"]

@@ -1,6 +1,6 @@
 """Fuzz the command line: every subcommand, malformed arguments and files.
 
-The contract (README, issue 11): a command either succeeds (exit 0), or exits with status 2 and
+The contract (README): a command either succeeds (exit 0), or exits with status 2 and
 at most a few lines on stderr, the last one ``fedtheory: error: ...``, never a traceback; and an
 output file named on a failing command line is left exactly as it was (bytes and mtime).
 

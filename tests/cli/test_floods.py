@@ -1,5 +1,5 @@
 """Commands answer in a screenful: equal rows are summarized, long tables cut with a count, and
-a bare command that would run for a minute says what to give instead (issue 26.11)."""
+a bare command that would run for a minute says what to give instead."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from fedtheory.errors import MissingExtraError
 from fedtheory.graphs import mixing_matrix, spectral_gap
 from fedtheory.problems import make_problem, random_quadratic
 from fedtheory.simulation import simulate
+from fedtheory.simulation.runner import MODEL_DIM
 from fedtheory.sweep.store import VARIABLES
 
 
@@ -116,3 +117,12 @@ def test_one_metric_vocabulary_and_the_earlier_names_still_run():
     with pytest.warns(DeprecationWarning):
         only = simulate(P, "fedavg", rounds=3, lr=0.05, metrics=["rel_error"])
     assert list(only.metrics) != [] and not np.isnan(only.error).all()
+
+
+def test_the_model_axis_has_one_name_in_results_and_stores():
+    """x_final's axis is ``component`` in a result's Dataset as in a sweep store."""
+    pytest.importorskip("xarray")
+    prob = random_quadratic(4, 3, seed=0)
+    ds = simulate(prob, "fedavg", rounds=3, lr=0.01, average_from=1).to_xarray()
+    assert ds["x_final"].dims == ("seed", MODEL_DIM) and ds["x_star"].dims == (MODEL_DIM,)
+    assert ds["x_mean"].dims == ("seed", MODEL_DIM) and VARIABLES["x_final"].extra == MODEL_DIM

@@ -1,4 +1,4 @@
-"""``fedtheory.sweep`` (issue 15): spec, grid, equality with simulate, resume, faults.
+"""``fedtheory.sweep``: spec, grid, equality with simulate, resume, faults.
 
 Equality: a sweep task is ``simulate(..., seeds=len(block), seed_ids=block)``, so its numbers are
 compared *bit for bit* with that call run on a worker of the same Dask cluster (same shapes,
@@ -33,7 +33,7 @@ from fedtheory.simulation import simulate
 from fedtheory.sweep import Engine, load_spec, map_tasks, normalize
 from fedtheory.sweep import open as open_sweep
 from fedtheory.sweep import run as run_sweep
-from fedtheory.sweep.spec import KEYS
+from fedtheory.sweep.spec import KEYS, LATER_KEYS
 
 xr = pytest.importorskip("xarray")
 zarr = pytest.importorskip("zarr")
@@ -117,7 +117,10 @@ def test_spec_defaults_order_and_hash():
     assert c.hash != a.hash
     d = normalize({**b.to_dict(), "lr": 0.1})  # a scalar is not a one-point sweep
     assert d.hash != normalize({**b.to_dict(), "lr": [0.1]}).hash
-    assert set(a.to_dict()) == set(KEYS)
+    # every key but those added after the first stores, which a spec holds only when set
+    assert set(a.to_dict()) == set(KEYS) - set(LATER_KEYS)
+    skip = normalize({**a.to_dict(), "participation": "bernoulli", "empty": "skip"})
+    assert skip.to_dict()["empty"] == "skip" and skip.hash != a.hash
 
 
 def test_spec_files_are_hashed_by_content_and_relative_to_the_toml(tmp_path):
@@ -526,3 +529,29 @@ def test_worker_killed_mid_sweep_loses_nothing(engine, slow_reference, tmp_path)
 
 def test_the_sweeps_notebook_exists():
     assert (ROOT / "notebooks" / "05_sweeps.ipynb").is_file()
+
+
+def test_weighted_without_probabilities_takes_the_problems_own_and_says_so(engine, tmp_path):
+    """figure4 carries its own draw weights: a ``weighted`` sweep point given none runs with
+    them (to 1e-12 of ``simulate`` with ``p = participation_p`` given), the summary names the
+    problem, and a sweep whose model takes no weights names none."""
+    spec = {
+        "problem": "figure4",
+        "algorithm": "focus",
+        "participation": "weighted",
+        "clients_per_round": 4,
+        "local_steps": 3,
+        "lr": 1e-4,
+        "rounds": 20,
+        "seeds": 2,
+    }
+    summary = run_sweep(spec, tmp_path / "w", scheduler=engine.address, progress=False)
+    assert summary["probabilities_from_problem"] == ["figure4"]
+    prob = make_problem("figure4", seed=0)
+    model = make_participation("weighted", prob.n_clients, 4, prob.participation_p)
+    ref = simulate(prob, "focus", model, rounds=20, seeds=2, local_steps=3, lr=1e-4)
+    got = xr.open_zarr(tmp_path / "w").load()
+    np.testing.assert_allclose(got.error.values, ref.error, rtol=1e-12, atol=1e-14)
+    uniform = {**spec, "participation": "uniform"}
+    other = run_sweep(uniform, tmp_path / "u", scheduler=engine.address, progress=False)
+    assert other["probabilities_from_problem"] == []

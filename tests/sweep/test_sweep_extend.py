@@ -83,7 +83,7 @@ def test_per_algorithm_tables_make_one_run_axis(tmp_path):
     swapped = {**spec.to_dict(), "algorithm": None,
                "algorithms": dict(reversed(list(spec.to_dict()["algorithms"].items())))}  # fmt: skip
     assert normalize(swapped).hash != spec.hash
-    assert check_spec(spec) == 20  # every point builds
+    assert check_spec(spec).dim == 20  # every point builds
 
 
 def test_a_table_with_a_setting_its_algorithm_does_not_read_is_refused():
@@ -336,7 +336,7 @@ def test_cf_attributes_and_fixed_settings_through_xarray(engine, tmp_path):
             assert "units" not in var.attrs, name
     assert ds.error.attrs["units"] == "1" and ds["round"].attrs["units"] == "rounds"
     assert ds.diverged_at.attrs["units"] == "rounds"
-    assert ds.global_lr.attrs == {"long_name": KEYS["global_lr"].help, "units": "1"}
+    assert ds.global_lr.attrs == {"long_name": KEYS["global_lr"].long_name, "units": "1"}
     # fixed settings: plain attributes under their keys' names; swept ones are coordinates
     assert ds.attrs["problem"] == "quadratic" and ds.attrs["rounds"] == 15
     assert ds.attrs["lr"] == 0.01 and ds.attrs["seeds"] == 2 and ds.attrs["float32"] is False

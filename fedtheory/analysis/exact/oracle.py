@@ -49,6 +49,7 @@ from fedtheory.analysis.exact.system import (
     spectral_radius,
 )
 from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.io import renamed
 from fedtheory.participation.models import Full
 from fedtheory.validation import check_duration, check_int, check_memory, check_positive
 
@@ -138,7 +139,9 @@ class ExactRates:
             return None
         return self.stationary_mse / max(float(self.x_star @ self.x_star), 1e-300)
 
-    def as_dict(self) -> dict[str, Any]:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (arrays as lists) with every field and the relative floor."""
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
         out["stationary_mse_relative"] = self.stationary_mse_relative
@@ -682,7 +685,9 @@ class StableStep:
     seconds: float
     evaluated: tuple = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
@@ -826,7 +831,9 @@ class ProblemConstants:
             "eta_K_N_L": lr * K * self.n_clients * L,
         }
 
-    def as_dict(self, lr: float | None = None, local_steps: int | None = None) -> dict:
+    as_dict = renamed("to_dict")
+
+    def to_dict(self, lr: float | None = None, local_steps: int | None = None) -> dict:
         out = {
             "n_clients": self.n_clients, "dim": self.dim, "mu_i": self.mu_i.tolist(),
             "L_i": self.L_i.tolist(), "mu_i_range": [self.mu_min, float(self.mu_i.max())],

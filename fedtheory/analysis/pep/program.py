@@ -35,6 +35,7 @@ import numpy as np
 from fedtheory.analysis.pep.trace import G_STAR, GRAD, Trace
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.extras import require
+from fedtheory.io import renamed
 
 #: Largest Gram dimension and constraint count solved by default: a Gram of 49 with 723
 #: constraints took 8.5-12 CPU seconds here, one of 82 with 2109 did not finish in 300 s with
@@ -64,7 +65,34 @@ UNBOUNDED = ("unbounded", "unbounded_inaccurate")
 
 class PepSizeError(FedTheoryError):
     """The performance-estimation program is larger than the cap; the message names its sizes
-    and what to reduce."""
+    and what to reduce.
+
+    Attributes
+    ----------
+    gram, constraints : int or None
+        The program's sizes (None when the refusal counted participation paths instead).
+    estimated : bool
+        The sizes are the estimate made before tracing (``about``), not the traced program's.
+    paths : int or None
+        Participation paths over the rounds, k^R (None when the refusal is about sizes).
+    draws, rounds : int or None
+        k, the participation draws per round, and R (with ``paths``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        gram: int | None = None,
+        constraints: int | None = None,
+        estimated: bool = False,
+        paths: int | None = None,
+        draws: int | None = None,
+        rounds: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.gram, self.constraints, self.estimated = gram, constraints, estimated
+        self.paths, self.draws, self.rounds = paths, draws, rounds
 
 
 @dataclass(frozen=True)
@@ -108,8 +136,10 @@ class Sizes:
     gram: int
     constraints: int
 
-    def as_dict(self) -> dict:
+    def to_dict(self) -> dict:
         return {"gram": self.gram, "constraints": self.constraints}
+
+    as_dict = renamed("to_dict")
 
 
 def sizes(tr: Trace, n_conditions: int = 0) -> Sizes:
@@ -119,8 +149,14 @@ def sizes(tr: Trace, n_conditions: int = 0) -> Sizes:
     return Sizes(tr.n_vec, int((P * (P - 1)).sum()) + int(n_conditions))
 
 
-def check_size(size: Sizes, what: str, reduce: str, *, max_gram: int | None = None,
-               max_constraints: int | None = None) -> None:  # fmt: skip
+def check_size(
+    size: Sizes,
+    what: str,
+    reduce: str,
+    *,
+    max_gram: int | None = None,
+    max_constraints: int | None = None,
+) -> None:
     """Refuse a program past the cap, naming its sizes and what to reduce."""
     g = MAX_GRAM if max_gram is None else max_gram
     c = MAX_CONSTRAINTS if max_constraints is None else max_constraints
@@ -128,7 +164,9 @@ def check_size(size: Sizes, what: str, reduce: str, *, max_gram: int | None = No
         raise PepSizeError(
             f"{what}: the performance-estimation program would have a Gram matrix of "
             f"{size.gram} and {size.constraints} constraints, past the cap ({g}, {c}) that "
-            f"solves in seconds here; reduce {reduce}"
+            f"solves in seconds here; reduce {reduce}",
+            gram=size.gram,
+            constraints=size.constraints,
         )
 
 
@@ -175,18 +213,22 @@ def _build(tr: Trace, metric: Quad, conditions: list, mu: float, L: float) -> An
 
     s = _scale(tr, L)
     pep = PEP()
-    fs = [pep.declare_function(SmoothStronglyConvexFunction, mu=mu / L, L=1.0)
-          for _ in range(tr.n_clients)]  # fmt: skip
+    fs = [
+        pep.declare_function(SmoothStronglyConvexFunction, mu=mu / L, L=1.0)
+        for _ in range(tr.n_clients)
+    ]
     P = [Point() for _ in range(tr.n_vec)]
     E = [Expression() for _ in range(tr.n_val)]
 
     def vec(c: np.ndarray) -> Any:
-        return Point(is_leaf=False, decomposition_dict={
-            P[k]: float(c[k]) for k in np.flatnonzero(c)})  # fmt: skip
+        return Point(
+            is_leaf=False, decomposition_dict={P[k]: float(c[k]) for k in np.flatnonzero(c)}
+        )
 
     def val(c: np.ndarray) -> Any:
-        return Expression(is_leaf=False, decomposition_dict={
-            E[k]: float(c[k]) for k in np.flatnonzero(c)})  # fmt: skip
+        return Expression(
+            is_leaf=False, decomposition_dict={E[k]: float(c[k]) for k in np.flatnonzero(c)}
+        )
 
     def quad(q: Quad) -> Any:
         out = val(np.zeros(tr.n_val))
@@ -201,8 +243,9 @@ def _build(tr: Trace, metric: Quad, conditions: list, mu: float, L: float) -> An
     for i in range(tr.n_clients):  # x* with g_i*, then the client's queries
         fs[i].add_point((xs, vec(tr.g_star[i] * s / L), val(tr.f_star[i])))
     for q in range(len(tr.client)):
-        fs[tr.client[q]].add_point((vec(tr.point[q] * s), vec(tr.grad[q] * s / L),
-                                    val(tr.value[q])))  # fmt: skip
+        fs[tr.client[q]].add_point(
+            (vec(tr.point[q] * s), vec(tr.grad[q] * s / L), val(tr.value[q]))
+        )
     for name, form, bound in conditions:
         pep.add_constraint(quad(form) <= float(bound), name=name)
     pep.set_performance_metric(quad(metric))
@@ -265,24 +308,33 @@ def solve(
             + ")"
         )
     solver = {
-        "name": chosen["name"], "status": chosen["status"], "value": chosen["value"],
+        "name": chosen["name"],
+        "status": chosen["status"],
+        "value": chosen["value"],
         "primal": chosen["primal"],
-        "cross_check": None if other is None or chosen is other else {
-            k: other[k] for k in ("name", "status", "value")},
-    }  # fmt: skip
+        "cross_check": None
+        if other is None or chosen is other
+        else {k: other[k] for k in ("name", "status", "value")},
+    }
     if chosen is other:
         solver["cross_check"] = {k: main[k] for k in ("name", "status", "value")}
     if unbounded:
         solver.update(name=other["name"], status=other["status"], value=None, primal=None)
         solver["cross_check"] = {k: main[k] for k in ("name", "status", "value")}
     return Solution(
-        None if unbounded else chosen["value"], unbounded, solver, size,
-        time.process_time() - t0, chosen.get("G"), chosen.get("F"),
-    )  # fmt: skip
+        None if unbounded else chosen["value"],
+        unbounded,
+        solver,
+        size,
+        time.process_time() - t0,
+        chosen.get("G"),
+        chosen.get("F"),
+    )
 
 
-def _solve_with(tr: Trace, metric: Quad, conditions: list, mu: float, L: float,
-                settings: dict) -> dict:  # fmt: skip
+def _solve_with(
+    tr: Trace, metric: Quad, conditions: list, mu: float, L: float, settings: dict
+) -> dict:
     """One solve: name, status, dual value (original units), primal value, Gram, scalars."""
     import cvxpy  # noqa: PLC0415 (optional extra 'pep')
 
@@ -293,17 +345,24 @@ def _solve_with(tr: Trace, metric: Quad, conditions: list, mu: float, L: float,
             warnings.simplefilter("ignore", UserWarning)
             dual = pep.solve(wrapper="cvxpy", verbose=0, **settings)
     except cvxpy.error.SolverError as exc:
-        return {"name": name, "status": f"failed ({str(exc).split('.')[0]})", "value": None,
-                "primal": None}  # fmt: skip
+        return {
+            "name": name,
+            "status": f"failed ({str(exc).split('.')[0]})",
+            "value": None,
+            "primal": None,
+        }
     prob = pep.wrapper.prob
     status = str(prob.status)
     if dual is None or prob.value is None or not np.isfinite(prob.value):
         return {"name": name, "status": status, "value": None, "primal": None}
     return {
-        "name": prob.solver_stats.solver_name, "status": status, "value": float(dual),
-        "primal": float(prob.value), "G": np.asarray(pep.G_value, dtype=np.float64),
+        "name": prob.solver_stats.solver_name,
+        "status": status,
+        "value": float(dual),
+        "primal": float(prob.value),
+        "G": np.asarray(pep.G_value, dtype=np.float64),
         "F": np.array([e.eval() for e in E], dtype=np.float64),
-    }  # fmt: skip
+    }
 
 
 def leaf_vectors(sol: Solution, tr: Trace, L: float, *, rtol: float = 1e-9) -> np.ndarray:

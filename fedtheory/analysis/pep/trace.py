@@ -129,11 +129,17 @@ class Trace:
             return A[..., keep]
 
         return Trace(
-            self.n_clients, [k for k in self.kinds if k != kind], cut(self.g_star), self.f_star,
-            self.client, cut(self.point), cut(self.grad), self.value,
+            self.n_clients,
+            [k for k in self.kinds if k != kind],
+            cut(self.g_star),
+            self.f_star,
+            self.client,
+            cut(self.point),
+            cut(self.grad),
+            self.value,
             {k: v if k in SCALAR_OUTPUTS else cut(v) for k, v in self.outputs.items()},
             {k: cut(v) for k, v in self.start.items()},
-        )  # fmt: skip
+        )
 
     def pinned(self) -> Trace:
         """The trace with x* = 0 and every f_i(x*) = 0. Nothing depends on where x* is or on a
@@ -148,9 +154,17 @@ class Trace:
         cols = ~ref
         outs = {k: v[..., cols] if k in SCALAR_OUTPUTS else v for k, v in tr.outputs.items()}
         return Trace(
-            tr.n_clients, tr.kinds, tr.g_star, np.zeros((self.n_clients, int(cols.sum()))),
-            tr.client, tr.point, tr.grad, tr.value[:, cols], outs, tr.start,
-        )  # fmt: skip
+            tr.n_clients,
+            tr.kinds,
+            tr.g_star,
+            np.zeros((self.n_clients, int(cols.sum()))),
+            tr.client,
+            tr.point,
+            tr.grad,
+            tr.value[:, cols],
+            outs,
+            tr.start,
+        )
 
     def prune(self, roots: list[np.ndarray], values: list[np.ndarray] = ()) -> Trace:
         """The trace restricted to what ``roots`` (vector coefficient arrays, last axis n) and
@@ -187,11 +201,17 @@ class Trace:
         out = {k: v[..., scols if k in SCALAR_OUTPUTS else vcols] for k, v in self.outputs.items()}
         st = {k: v[..., vcols] for k, v in self.start.items()}
         return Trace(
-            self.n_clients, [c for c, k in zip(self.kinds, vcols, strict=True) if k],
-            self.g_star[:, vcols], self.f_star[:, scols], self.client[keep],
-            self.point[keep][:, vcols], self.grad[keep][:, vcols], self.value[keep][:, scols],
-            out, st,
-        )  # fmt: skip
+            self.n_clients,
+            [c for c, k in zip(self.kinds, vcols, strict=True) if k],
+            self.g_star[:, vcols],
+            self.f_star[:, scols],
+            self.client[keep],
+            self.point[keep][:, vcols],
+            self.grad[keep][:, vcols],
+            self.value[keep][:, scols],
+            out,
+            st,
+        )
 
 
 class TracingProblem:
@@ -206,9 +226,14 @@ class TracingProblem:
     stochastic = False  # exact gradients: ``rng`` changes nothing
 
     def __init__(
-        self, n_clients: int, dim: int, first: int, *, transform: np.ndarray | None = None,
+        self,
+        n_clients: int,
+        dim: int,
+        first: int,
+        *,
+        transform: np.ndarray | None = None,
         known: Trace | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         N, D = int(n_clients), int(dim)
         self.n_clients, self.dim = N, D
         self.x_star = self.f_star = self.L = self.mu = None
@@ -507,9 +532,15 @@ def _layout_vectors(algorithm: Algorithm, N: int, D: int) -> tuple[Any, int, int
 
 
 def _run(
-    algorithm: Algorithm, N: int, D: int, paths: Paths, start: str, evaluate_end: bool,
-    transform: np.ndarray | None = None, known: Trace | None = None,
-) -> Trace:  # fmt: skip
+    algorithm: Algorithm,
+    N: int,
+    D: int,
+    paths: Paths,
+    start: str,
+    evaluate_end: bool,
+    transform: np.ndarray | None = None,
+    known: Trace | None = None,
+) -> Trace:
     S = paths.n_paths
     T = np.eye(D) if transform is None else transform
     starts: dict[str, np.ndarray] = {}
@@ -536,9 +567,11 @@ def _run(
     prob.kinds = [X0 if start == "init" else STATE] * first + prob.kinds
     for r in range(paths.rounds):
         draw = RoundDraw(
-            mask=paths.masks[r], weights=paths.weights[r], r=r,
+            mask=paths.masks[r],
+            weights=paths.weights[r],
+            r=r,
             counts=None if paths.counts is None else paths.counts[r],
-        )  # fmt: skip
+        )
         with np.errstate(all="ignore"):
             state = algorithm.round(state, prob, draw, None)
     Tinv = np.linalg.inv(T) if transform is not None else None
@@ -566,10 +599,17 @@ def _run(
     f_star[:, :N] = np.eye(N)
     outs = {k: v[..., :n] if k != "end_value" else _columns(v, m) for k, v in outs.items()}
     return Trace(
-        N, prob.kinds[:n], prob.g_star[:, :n], f_star, np.array(prob.client, dtype=int),
-        np.array(prob.point).reshape(Q, D)[:, :n], np.array(prob.grad).reshape(Q, D)[:, :n],
-        value, outs, {k: v[..., :n] for k, v in starts.items()},
-    )  # fmt: skip
+        N,
+        prob.kinds[:n],
+        prob.g_star[:, :n],
+        f_star,
+        np.array(prob.client, dtype=int),
+        np.array(prob.point).reshape(Q, D)[:, :n],
+        np.array(prob.grad).reshape(Q, D)[:, :n],
+        value,
+        outs,
+        {k: v[..., :n] for k, v in starts.items()},
+    )
 
 
 def _columns(v: np.ndarray, m: int) -> np.ndarray:
@@ -588,8 +628,11 @@ def _compare(name: str, a: Trace, b: Trace) -> None:
         vb = b.outputs[k][..., : va.shape[-1]]
         rest = b.outputs[k][..., va.shape[-1] :]
         scale = max(1.0, float(np.abs(va).max(initial=0.0)))
-        worst = max(worst, float(np.abs(va - vb).max(initial=0.0)) / scale,
-                    float(np.abs(rest).max(initial=0.0)) / scale)  # fmt: skip
+        worst = max(
+            worst,
+            float(np.abs(va - vb).max(initial=0.0)) / scale,
+            float(np.abs(rest).max(initial=0.0)) / scale,
+        )
     if not worst <= VERIFY_RTOL:
         raise NotTraceableError(
             f"{name}: with its leaves mapped through a random invertible matrix the round ends "

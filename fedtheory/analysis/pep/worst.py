@@ -58,6 +58,7 @@ from fedtheory.analysis.pep.trace import (
     trace,
 )
 from fedtheory.errors import AssumptionError
+from fedtheory.io import renamed
 from fedtheory.participation import make_participation
 from fedtheory.validation import check_int, check_positive
 
@@ -116,12 +117,19 @@ class WorstCase:
     trace: Trace | None = field(default=None, repr=False)
     start: str = field(default="init", repr=False)
 
-    def as_dict(self) -> dict:
+    def to_dict(self) -> dict:
         return {
-            "quantity": self.quantity, "value": self.value, "unbounded": self.unbounded,
-            "lacks": self.lacks, "solver": self.solver, "sizes": self.sizes.as_dict(),
-            "seconds": self.seconds, "setting": self.setting,
-        }  # fmt: skip
+            "quantity": self.quantity,
+            "value": self.value,
+            "unbounded": self.unbounded,
+            "lacks": self.lacks,
+            "solver": self.solver,
+            "sizes": self.sizes.to_dict(),
+            "seconds": self.seconds,
+            "setting": self.setting,
+        }
+
+    as_dict = renamed("to_dict")
 
     def instance(self) -> dict:
         """The worst-case clients as interpolation data (original units, vectors compressed to
@@ -153,8 +161,14 @@ class WorstCase:
             values[i, 1 : len(q) + 1] = tr.value[q] @ F
         x0 = (tr.start["x"][0] if "x" in tr.start else tr.start["u"][0, 0]) @ V.T
         points -= x0  # translated so that x0 = 0 (the toolkit's start; nothing else moves)
-        return {"points": points, "grads": grads, "values": values, "counts": counts,
-                "x0": np.zeros_like(x0), "x_star": xs - x0}  # fmt: skip
+        return {
+            "points": points,
+            "grads": grads,
+            "values": values,
+            "counts": counts,
+            "x0": np.zeros_like(x0),
+            "x_star": xs - x0,
+        }
 
 
 class _Clients:
@@ -165,18 +179,30 @@ class _Clients:
 
 
 def built(
-    algorithm: str | Algorithm, n_clients: int, *, lr: float | None = None,
-    local_steps: int | None = None, global_lr: float | None = None,
-    prox_mu: float | None = None, options: dict | None = None,
-) -> Algorithm:  # fmt: skip
+    algorithm: str | Algorithm,
+    n_clients: int,
+    *,
+    lr: float | None = None,
+    local_steps: int | None = None,
+    global_lr: float | None = None,
+    prox_mu: float | None = None,
+    options: dict | None = None,
+) -> Algorithm:
     """A built algorithm for N clients (a name and its settings, or an Algorithm as is)."""
-    return build_algorithm(algorithm, _Clients(int(n_clients)), lr=lr, local_steps=local_steps,
-                           global_lr=global_lr, prox_mu=prox_mu, options=options)  # fmt: skip
+    return build_algorithm(
+        algorithm,
+        _Clients(int(n_clients)),
+        lr=lr,
+        local_steps=local_steps,
+        global_lr=global_lr,
+        prox_mu=prox_mu,
+        options=options,
+    )
 
 
 def paths_of(participation: Any, n_clients: int, rule: str, rounds: int) -> Paths:
     """The enumerated participation paths of ``rounds`` rounds, refused before any work past
-    :data:`MAX_PATHS` (naming their number and what to reduce)."""
+    :data:`MAX_PATHS` (a :class:`PepSizeError` naming their number and what to reduce)."""
     model = make_participation("full", n_clients) if participation is None else participation
     if int(model.n_clients) != int(n_clients):
         raise AssumptionError(
@@ -185,16 +211,20 @@ def paths_of(participation: Any, n_clients: int, rule: str, rounds: int) -> Path
     sup = model.support()
     k = None if sup is None else int((np.asarray(sup[1]) > 0).sum())
     if k is not None and k**rounds > MAX_PATHS:
-        raise AssumptionError(
+        raise PepSizeError(
             f"{k} participation draws per round give {k}^{rounds} = {k**rounds} paths over "
             f"{rounds} rounds, past {MAX_PATHS}: reduce the rounds R, the clients N or "
-            "M (C(N, M) subsets per round)"
+            "M (C(N, M) subsets per round)",
+            paths=k**rounds,
+            draws=k,
+            rounds=rounds,
         )
     return participation_paths(model, rule, rounds)
 
 
-def estimate_sizes(paths: Paths, n_clients: int, calls: int, *, start: int = 1,
-                   extra: int = 0) -> Sizes:  # fmt: skip
+def estimate_sizes(
+    paths: Paths, n_clients: int, calls: int, *, start: int = 1, extra: int = 0
+) -> Sizes:
     """The program's sizes before any trace: every path prefix of every round a distinct model,
     each participant asking ``calls`` gradients (K for the local-steps algorithms): queries
     ~ calls sum_{r < R} (distinct prefixes at r) E|S|, a Gram of queries + N + ``start``
@@ -226,7 +256,13 @@ def _precheck(
         raise PepSizeError(
             f"{what}: the performance-estimation program would have a Gram matrix of about "
             f"{est.gram} and about {est.constraints} constraints ({paths.n_paths} participation "
-            f"path(s)), far past the cap that solves in seconds here; reduce {reduce}"
+            f"path(s)), far past the cap that solves in seconds here; reduce {reduce}",
+            gram=est.gram,
+            constraints=est.constraints,
+            estimated=True,
+            paths=paths.n_paths,
+            draws=round(paths.n_paths ** (1.0 / paths.rounds)) if paths.rounds else None,
+            rounds=paths.rounds,
         )
 
 
@@ -273,12 +309,28 @@ def _lacks(zeta2: float | None, mu: float) -> str:
     return "a bound the class does not state"
 
 
-def _finish(quantity: str, sol: Solution, tr: Trace, setting: dict, zeta2: Any, mu: float,
-            start: str = "init") -> WorstCase:  # fmt: skip
+def _finish(
+    quantity: str,
+    sol: Solution,
+    tr: Trace,
+    setting: dict,
+    zeta2: Any,
+    mu: float,
+    start: str = "init",
+) -> WorstCase:
     return WorstCase(
-        quantity, sol.value, sol.unbounded, _lacks(zeta2, mu) if sol.unbounded else None,
-        sol.solver, sol.sizes, sol.seconds, setting, None if sol.unbounded else sol, tr, start,
-    )  # fmt: skip
+        quantity,
+        sol.value,
+        sol.unbounded,
+        _lacks(zeta2, mu) if sol.unbounded else None,
+        sol.solver,
+        sol.sizes,
+        sol.seconds,
+        setting,
+        None if sol.unbounded else sol,
+        tr,
+        start,
+    )
 
 
 def worst_after_rounds(
@@ -340,8 +392,16 @@ def worst_after_rounds(
     paths = paths_of(participation, N, rule, R)
     what = f"{alg.name} after {R} round(s) on {N} clients"
     reduce = "the rounds R, the local steps K or the clients N (or M)"
-    _precheck(paths, N, alg, what, reduce, max_gram, max_constraints,
-              extra=0 if metric == "distance2" else N * paths.n_paths)  # fmt: skip
+    _precheck(
+        paths,
+        N,
+        alg,
+        what,
+        reduce,
+        max_gram,
+        max_constraints,
+        extra=0 if metric == "distance2" else N * paths.n_paths,
+    )
     tr = trace(alg, N, paths, evaluate_end=metric != "distance2", verify=verify)
     _, roots, vals = _metric(tr, metric, paths.prob)
     keep, het = _heterogeneity(tr.prune([*roots, tr.start["x"]], vals), zeta2)
@@ -349,8 +409,18 @@ def worst_after_rounds(
     x0 = keep.start["x"][0] - keep.x_star
     conditions = [("D2", Quad.norm2(x0), D2), *het]
     mu_s, L_s = _tight(mu, L, tau)
-    sol = solve(keep, form, conditions, mu=mu_s, L=L_s, cross_check=cross_check, what=what,
-                reduce=reduce, max_gram=max_gram, max_constraints=max_constraints)  # fmt: skip
+    sol = solve(
+        keep,
+        form,
+        conditions,
+        mu=mu_s,
+        L=L_s,
+        cross_check=cross_check,
+        what=what,
+        reduce=reduce,
+        max_gram=max_gram,
+        max_constraints=max_constraints,
+    )
     setting = _setting(alg, N, R, mu, L, D2, zeta2, participation, rule, paths, tau, L_s)
     return _finish(metric, sol, keep, setting, zeta2, mu)
 
@@ -368,14 +438,37 @@ def _metric(tr: Trace, metric: str, p: np.ndarray) -> tuple[Quad, list, list]:
     return Quad(np.zeros((0, tr.n_vec)), np.zeros(0), v), [], [v]
 
 
-def _setting(alg: Algorithm, N: int, R: int, mu: float, L: float, D2: Any, zeta2: Any,
-             participation: Any, rule: str, paths: Paths, tau: float, L_s: float) -> dict:  # fmt: skip
+def _setting(
+    alg: Algorithm,
+    N: int,
+    R: int,
+    mu: float,
+    L: float,
+    D2: Any,
+    zeta2: Any,
+    participation: Any,
+    rule: str,
+    paths: Paths,
+    tau: float,
+    L_s: float,
+) -> dict:
     part = {"model": "full"} if participation is None else participation.describe()
     return {
-        "algorithm": alg.name, "N": N, "K": alg.config.local_steps, "eta": alg.config.lr,
-        "R": R, "mu": mu, "L": L, "D2": D2, "zeta2": zeta2, "participation": part,
-        "rule": rule, "paths": paths.n_paths, "tau": tau, "L_solved": L_s,
-    }  # fmt: skip
+        "algorithm": alg.name,
+        "N": N,
+        "K": alg.config.local_steps,
+        "eta": alg.config.lr,
+        "R": R,
+        "mu": mu,
+        "L": L,
+        "D2": D2,
+        "zeta2": zeta2,
+        "participation": part,
+        "rule": rule,
+        "paths": paths.n_paths,
+        "tau": tau,
+        "L_solved": L_s,
+    }
 
 
 def rate_estimate(
@@ -405,8 +498,17 @@ def rate_estimate(
         ``method``.
     """
     R = check_int("the rounds R", rounds, minimum=1)
-    kw = dict(mu=mu, L=L, D2=D2, zeta2=zeta2, participation=participation, rule=rule,
-              cross_check=cross_check, max_gram=max_gram, max_constraints=max_constraints)  # fmt: skip
+    kw = dict(
+        mu=mu,
+        L=L,
+        D2=D2,
+        zeta2=zeta2,
+        participation=participation,
+        rule=rule,
+        cross_check=cross_check,
+        max_gram=max_gram,
+        max_constraints=max_constraints,
+    )
     last = worst_after_rounds(algorithm, n_clients, R, **kw, **settings)
     prev = worst_after_rounds(algorithm, n_clients, R - 1, **kw, **settings) if R > 1 else None
     w_prev = float(D2) if prev is None else prev.value
@@ -415,12 +517,14 @@ def rate_estimate(
     if not unbounded:
         value = last.value / w_prev if w_prev and w_prev > 0 else math.inf
     return {
-        "value": value, "unbounded": unbounded,
-        "lacks": last.lacks or (prev.lacks if prev is not None else None), "rounds": R,
+        "value": value,
+        "unbounded": unbounded,
+        "lacks": last.lacks or (prev.lacks if prev is not None else None),
+        "rounds": R,
         "worst": (prev, last),
         "method": f"estimate: W({R}) / W({R - 1}) of the worst E||x_r - x*||^2 over the "
-                  "class (performance estimation), not a spectral radius",
-    }  # fmt: skip
+        "class (performance estimation), not a spectral radius",
+    }
 
 
 def _one_round_from_state(alg: Algorithm, N: int, paths: Paths, verify: bool) -> Trace:
@@ -565,11 +669,17 @@ def eliminate(tr: Trace, residual: np.ndarray, *, rtol: float = 1e-10) -> Trace:
         return A[..., free] + A[..., pivots] @ S
 
     return Trace(
-        tr.n_clients, [tr.kinds[k] for k in free], sub(tr.g_star), tr.f_star, tr.client,
-        sub(tr.point), sub(tr.grad), tr.value,
+        tr.n_clients,
+        [tr.kinds[k] for k in free],
+        sub(tr.g_star),
+        tr.f_star,
+        tr.client,
+        sub(tr.point),
+        sub(tr.grad),
+        tr.value,
         {k: sub(v) if k != "end_value" else v for k, v in tr.outputs.items()},
         {k: sub(v) for k, v in tr.start.items()},
-    )  # fmt: skip
+    )
 
 
 def lyapunov_contraction(
@@ -651,9 +761,18 @@ def lyapunov_contraction(
 
     start = form(tr.start["u"][:1], tr.start["V"][:1], np.ones(1))
     end = form(tr.outputs["u"], tr.outputs["V"], paths.prob)
-    sol = solve(tr, end, [("V(z0)", start, 1.0), *het], mu=mu, L=L,
-                cross_check=cross_check, what=what, reduce=reduce, max_gram=max_gram,
-                max_constraints=max_constraints)  # fmt: skip
+    sol = solve(
+        tr,
+        end,
+        [("V(z0)", start, 1.0), *het],
+        mu=mu,
+        L=L,
+        cross_check=cross_check,
+        what=what,
+        reduce=reduce,
+        max_gram=max_gram,
+        max_constraints=max_constraints,
+    )
     setting = _setting(alg, N, 1, mu, L, None, zeta2, participation, rule, paths, 0.0, L)
     setting.update(weight_x=a, weight_clients=b.tolist())
     out = _finish("lyapunov", sol, tr, setting, bound, mu, start="state")

@@ -131,17 +131,33 @@ def gradient_curves(
             m = int(v)
         else:
             topo = str(v)
-        eta, eta_l = step_sizes(schedule or algorithm, R=int(held.get("R", r)),
-                                K=int(held.get("K", k)), M=int(held.get("M", m)), N=N,
-                                clusters=C, c=c, c_l=c_l)  # fmt: skip
+        eta, eta_l = step_sizes(
+            schedule or algorithm,
+            R=int(held.get("R", r)),
+            K=int(held.get("K", k)),
+            M=int(held.get("M", m)),
+            N=N,
+            clusters=C,
+            c=c,
+            c_l=c_l,
+        )
         rho = rho_at(algorithm, topo, N, m, C, graph_seed)
-        settings = dict(lr=eta_l, local_steps=k, global_lr=eta, topology=topo,
-                        clusters=C, graph_seed=graph_seed)  # fmt: skip
+        settings = dict(
+            lr=eta_l, local_steps=k, global_lr=eta, topology=topo, clusters=C, graph_seed=graph_seed
+        )
         accepted = alg.accepted()
         settings = {a: b for a, b in settings.items() if a in accepted}
-        res = simulate(prob, algorithm, participation_for(algorithm, N, m, C), rounds=r,
-                       seeds=len(ids), seed=seed, seed_ids=ids, metrics=[metric],
-                       **settings)  # fmt: skip
+        res = simulate(
+            prob,
+            algorithm,
+            participation_for(algorithm, N, m, C),
+            rounds=r,
+            seeds=len(ids),
+            seed=seed,
+            seed_ids=ids,
+            metrics=[metric],
+            **settings,
+        )
         g = np.where(res.diverged[:, None], np.nan, np.asarray(getattr(res, metric))[:, :r])
         curves.append(g)
         rhos.append(rho)
@@ -149,10 +165,31 @@ def gradient_curves(
         outs.append(assumption_violations(algorithm, R=r, K=k, M=m, N=N, rho=rho, clusters=cl))
         steps.append({"eta": eta, "eta_l": eta_l})
     return GradientCurves(
-        algorithm=algorithm, topology=topology, variable=variable, values=list(values),
-        curves=curves, rho=rhos, outside=outs,
-        settings={"K": K, "R": R, "M": M, "N": N, "C": C, "c": c, "c_l": c_l, "sigma": sigma,
-                  "sigma_g": sigma_g, "dim": dim, "seed": seed, "seed_ids": ids,
-                  "problem_seed": problem_seed, "graph_seed": graph_seed, "steps": steps,
-                  "schedule": schedule or algorithm, "steps_at": held, "metric": metric},
-    )  # fmt: skip
+        algorithm=algorithm,
+        topology=topology,
+        variable=variable,
+        values=list(values),
+        curves=curves,
+        rho=rhos,
+        outside=outs,
+        settings={
+            "K": K,
+            "R": R,
+            "M": M,
+            "N": N,
+            "C": C,
+            "c": c,
+            "c_l": c_l,
+            "sigma": sigma,
+            "sigma_g": sigma_g,
+            "dim": dim,
+            "seed": seed,
+            "seed_ids": ids,
+            "problem_seed": problem_seed,
+            "graph_seed": graph_seed,
+            "steps": steps,
+            "schedule": schedule or algorithm,
+            "steps_at": held,
+            "metric": metric,
+        },
+    )

@@ -21,8 +21,9 @@ def _draw_vs_k(ax: Any, result: LocalStepsStudy, metric: str) -> None:
     R0, M0 = max(r.R for r in runs), min(r.M for r in runs)  # the longest runs
     keys = list(dict.fromkeys(r.key for r in runs))
     for i, key in enumerate(keys):
-        line = sorted((r for r in runs if r.key == key and r.R == R0 and r.M == M0),
-                      key=lambda r: r.K)  # fmt: skip
+        line = sorted(
+            (r for r in runs if r.key == key and r.R == R0 and r.M == M0), key=lambda r: r.K
+        )
         if not line:
             continue
         K = np.array([r.K for r in line], dtype=float)
@@ -32,8 +33,16 @@ def _draw_vs_k(ax: Any, result: LocalStepsStudy, metric: str) -> None:
             n = np.maximum(np.isfinite(Y).sum(axis=0), 1)
             se = np.nanstd(Y, axis=0, ddof=1) / np.sqrt(n) if Y.shape[0] > 1 else 0 * mean
         color = f"C{i % 10}"
-        ax.errorbar(K, mean, yerr=1.96 * se, fmt="o", color=color, ms=4, capsize=2,
-                    label=_label(*key, line[0].rho))  # fmt: skip
+        ax.errorbar(
+            K,
+            mean,
+            yerr=1.96 * se,
+            fmt="o",
+            color=color,
+            ms=4,
+            capsize=2,
+            label=_label(*key, line[0].rho),
+        )
         out = [bool(r.outside) for r in line]
         if any(out):
             ax.plot(K[out], mean[out], "o", mfc="white", mec=color, ms=7)
@@ -72,8 +81,10 @@ def _draw_vs_rho(ax: Any, result: LocalStepsStudy, metric: str) -> None:
     K0, R0, M0 = max(r.K for r in runs), max(r.R for r in runs), min(r.M for r in runs)
     algs = list(dict.fromkeys(r.algorithm for r in runs))
     for i, a in enumerate(algs):
-        pts = sorted((r for r in runs if r.algorithm == a and (r.K, r.R, r.M) == (K0, R0, M0)),
-                     key=lambda r: r.rho)  # fmt: skip
+        pts = sorted(
+            (r for r in runs if r.algorithm == a and (r.K, r.R, r.M) == (K0, R0, M0)),
+            key=lambda r: r.rho,
+        )
         if not pts:
             continue
         rho = np.array([r.rho for r in pts])
@@ -82,11 +93,13 @@ def _draw_vs_rho(ax: Any, result: LocalStepsStudy, metric: str) -> None:
             mean = np.nanmean(Y, axis=0)
             n = np.maximum(np.isfinite(Y).sum(axis=0), 1)
             se = np.nanstd(Y, axis=0, ddof=1) / np.sqrt(n) if Y.shape[0] > 1 else 0 * mean
-        ax.errorbar(rho, mean, yerr=1.96 * se, fmt="o-", color=f"C{i % 10}", ms=4, capsize=2,
-                    label=a)  # fmt: skip
+        ax.errorbar(
+            rho, mean, yerr=1.96 * se, fmt="o-", color=f"C{i % 10}", ms=4, capsize=2, label=a
+        )
         for r, y in zip(pts, mean, strict=True):
-            ax.annotate(str(r.topology), (r.rho, y), fontsize=6, xytext=(2, 2),
-                        textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                str(r.topology), (r.rho, y), fontsize=6, xytext=(2, 2), textcoords="offset points"
+            )
     for r in result.runs:
         if r.rho is None and (r.K, r.R, r.M) == (K0, R0, M0):
             ax.axhline(r.mean(metric), ls="--", lw=0.8, color="gray")

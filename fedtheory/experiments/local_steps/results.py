@@ -146,12 +146,17 @@ class LocalStepsStudy:
                 d[k] = float(d[k])
             d["rho"] = num(d["rho"])
             fits.append(ExponentFit(**d))
-        return cls(runs=runs, fits=fits, config=data.get("config", {}),
-                   wall_time=float(data.get("wall_time_s", 0.0)),
-                   rho_trends=data.get("rho_trends", []))  # fmt: skip
+        return cls(
+            runs=runs,
+            fits=fits,
+            config=data.get("config", {}),
+            wall_time=float(data.get("wall_time_s", 0.0)),
+            rho_trends=data.get("rho_trends", []),
+        )
 
-    def fit(self, algorithm: str, variable: str = "K", topology: str | None = None,
-            metric: str = "avg") -> ExponentFit:  # fmt: skip
+    def fit(
+        self, algorithm: str, variable: str = "K", topology: str | None = None, metric: str = "avg"
+    ) -> ExponentFit:
         """The first fit of ``variable`` for ``algorithm`` (and ``topology``)."""
         for f in self.fits:
             if (f.algorithm, f.variable, f.metric) == (algorithm, variable, metric) and (

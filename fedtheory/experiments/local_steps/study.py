@@ -122,15 +122,17 @@ def run_local_steps_study(
     if any(info(a).clustered for a in algorithms) and N % C:
         raise AssumptionError(f"N = {N} clients do not split into C = {C} equal clusters")
     topologies = list(dict.fromkeys(topologies)) or ["ring"]
-    prob = study_problem(
-        problem, N, dim, sigma=sigma, sigma_g=sigma_g, seed=problem_seed
-    )  # fmt: skip
+    prob = study_problem(problem, N, dim, sigma=sigma, sigma_g=sigma_g, seed=problem_seed)
     constants = dict(constants or {})
 
     settings = dict(
-        beta1=beta1, beta2=beta2, eps=eps, eps_placement=eps_placement, clusters=C,
+        beta1=beta1,
+        beta2=beta2,
+        eps=eps,
+        eps_placement=eps_placement,
+        clusters=C,
         graph_seed=graph_seed,
-    )  # fmt: skip
+    )
     runs: list[StudyRun] = []
     rho_cache: dict = {}
     jobs = _grid(algorithms, topologies, Rs, Ks, Ms)
@@ -141,10 +143,21 @@ def run_local_steps_study(
         c, c_l = constants.get(a, (c_global, c_local))
         runs.append(
             _run_point(
-                prob, a, topo, R, K, M, rho=rho_cache[rk], c=c, c_l=c_l, seeds=S, seed=seed,
-                backend=backend, **settings,
+                prob,
+                a,
+                topo,
+                R,
+                K,
+                M,
+                rho=rho_cache[rk],
+                c=c,
+                c_l=c_l,
+                seeds=S,
+                seed=seed,
+                backend=backend,
+                **settings,
             )
-        )  # fmt: skip
+        )
     fits = fit_exponents(runs, confidence=confidence)
     config = {
         "algorithms": algorithms,
@@ -196,9 +209,22 @@ def _grid(
 
 
 def _run_point(
-    prob: Any, a: str, topo: str | None, R: int, K: int, M: int, *, rho: Any, c: float,
-    c_l: float, seeds: int, seed: int, backend: str | None, clusters: int, **constants: Any,
-) -> StudyRun:  # fmt: skip
+    prob: Any,
+    a: str,
+    topo: str | None,
+    R: int,
+    K: int,
+    M: int,
+    *,
+    rho: Any,
+    c: float,
+    c_l: float,
+    seeds: int,
+    seed: int,
+    backend: str | None,
+    clusters: int,
+    **constants: Any,
+) -> StudyRun:
     """Step 2 of the study: one grid point run with its theorem schedule, its metrics read."""
     N, C = prob.n_clients, clusters
     eta, eta_l = step_sizes(a, R=R, K=K, M=M, N=N, clusters=C, c=c, c_l=c_l)
@@ -208,19 +234,39 @@ def _run_point(
     # The study's constants apply to every algorithm of the grid that reads them.
     accepted = info(a).accepted()
     settings = {k: v for k, v in settings.items() if k in accepted}
-    res = simulate(prob, a, model, rounds=R, seeds=seeds, seed=seed, backend=backend,
-                   metrics=["grad_norm2"], **settings)  # fmt: skip
+    res = simulate(
+        prob,
+        a,
+        model,
+        rounds=R,
+        seeds=seeds,
+        seed=seed,
+        backend=backend,
+        metrics=["grad_norm2"],
+        **settings,
+    )
     g = res.grad_norm2[:, :R]  # x_1 .. x_R of the theorems (x_1 = the initial model)
     with np.errstate(all="ignore"):
         avg = np.where(res.diverged, np.nan, g.mean(axis=1))
         mn = np.where(res.diverged, np.nan, g.min(axis=1))
     cl = C if info(a).clustered else 1
     return StudyRun(
-        algorithm=a, topology=topo, rho=rho, R=R, K=K, M=M, N=N, clusters=cl, eta=eta,
-        eta_l=eta_l, avg=avg, min=mn, diverged=int(res.diverged.sum()),
+        algorithm=a,
+        topology=topo,
+        rho=rho,
+        R=R,
+        K=K,
+        M=M,
+        N=N,
+        clusters=cl,
+        eta=eta,
+        eta_l=eta_l,
+        avg=avg,
+        min=mn,
+        diverged=int(res.diverged.sum()),
         outside=assumption_violations(a, R=R, K=K, M=M, N=N, rho=rho, clusters=cl),
         wall_time=time.perf_counter() - t1,
-    )  # fmt: skip
+    )
 
 
 def fit_exponents(
@@ -264,15 +310,24 @@ def fit_exponents(
                     nan = float("nan")
                     out.append(
                         ExponentFit(
-                            algorithm=alg, topology=topo, rho=rho, variable=var, metric=metric,
-                            fixed=dict(zip(others, fixed, strict=True)), x=x.tolist(),
+                            algorithm=alg,
+                            topology=topo,
+                            rho=rho,
+                            variable=var,
+                            metric=metric,
+                            fixed=dict(zip(others, fixed, strict=True)),
+                            x=x.tolist(),
                             exponent=pl.exponent if pl else nan,
-                            ci_low=pl.ci_low if pl else nan, ci_high=pl.ci_high if pl else nan,
-                            stderr=pl.stderr if pl else nan, r2=pl.r2 if pl else nan,
-                            n_seeds=int(ok.sum()), stated=None if stated is None else stated[var],
-                            outside=outside, confidence=confidence,
+                            ci_low=pl.ci_low if pl else nan,
+                            ci_high=pl.ci_high if pl else nan,
+                            stderr=pl.stderr if pl else nan,
+                            r2=pl.r2 if pl else nan,
+                            n_seeds=int(ok.sum()),
+                            stated=None if stated is None else stated[var],
+                            outside=outside,
+                            confidence=confidence,
                         )
-                    )  # fmt: skip
+                    )
     return out
 
 
@@ -301,13 +356,21 @@ def rho_trends(result: LocalStepsStudy, metric: str = "avg") -> list[dict]:
         pairs = [(i, j) for i in range(len(rs)) for j in range(i + 1, len(rs)) if rho[i] < rho[j]]
         with np.errstate(invalid="ignore"):
             agree = np.nanmean([np.mean(Y[:, i] < Y[:, j]) for i, j in pairs]) if pairs else np.nan
-        out.append({
-            "algorithm": alg, "R": R, "K": K, "M": M, "metric": metric,
-            "topologies": [r.topology for r in rs], "rho": rho.tolist(), "mean": mean.tolist(),
-            "spearman": None if sp is None else float(sp.statistic),
-            "pair_fraction_ordered": float(agree),
-            "smaller_rho_faster": bool(np.all(np.diff(mean) > 0)),
-        })  # fmt: skip
+        out.append(
+            {
+                "algorithm": alg,
+                "R": R,
+                "K": K,
+                "M": M,
+                "metric": metric,
+                "topologies": [r.topology for r in rs],
+                "rho": rho.tolist(),
+                "mean": mean.tolist(),
+                "spearman": None if sp is None else float(sp.statistic),
+                "pair_fraction_ordered": float(agree),
+                "smaller_rho_faster": bool(np.all(np.diff(mean) > 0)),
+            }
+        )
     return out
 
 

@@ -134,8 +134,17 @@ def rho_at(algorithm: str, topology: str | None, N: int, M: int, C: int, graph_s
     return gossip_rho(alg.name, N, M, **settings)
 
 
-def grid_conditions(algorithm: str, *, topology: str | None, R: int, K: int, M: int,
-                    N: int = 50, C: int = 5, graph_seed: int = 0) -> tuple[Any, list[str]]:  # fmt: skip
+def grid_conditions(
+    algorithm: str,
+    *,
+    topology: str | None,
+    R: int,
+    K: int,
+    M: int,
+    N: int = 50,
+    C: int = 5,
+    graph_seed: int = 0,
+) -> tuple[Any, list[str]]:
     """(rho, violated assumptions) of one grid point of :func:`gradient_curves`, without running
     it: the gossip graph's rho (None without gossip) and :func:`assumption_violations`."""
     rho = rho_at(algorithm, topology, N, M, C, graph_seed)

@@ -18,17 +18,15 @@ act_backward(da, a, activation)
     dz = da * act'(z) expressed through the stored output a (ReLU: a > 0; tanh: 1 - a^2).
 softmax_xent(logits, labels, weights)
     per-row cross-entropy and the weighted gradient w * (softmax - onehot).
-server_update(x, m, v, v_hat, delta, ...)
-    one step of the adaptive server optimizers FedAdam / FedYogi / FedAdagrad / FedAMSGrad
-    (Reddi et al. 2021; Wang et al. 2022b; 000 eq. (2) and Algorithm 1 lines 20-22).
+
+The server's optimizer step is :class:`fedtheory.algorithms.server_opt.ServerOptimizer`'s, the
+one server optimizer of every algorithm: a few elementwise operations on (S, d) arrays per
+round, where fusion saves nothing that matters.
 
 References
 ----------
 .. [1] CuPy documentation, "Kernel fusion" (``cupy.fuse``) and "User-defined kernels"
    (``cupy.RawKernel``).
-.. [2] S. Reddi et al., "Adaptive Federated Optimization", ICLR 2021, Algorithm 2.
-.. [3] Y. Wang, L. Lin, J. Chen, "Communication-efficient adaptive federated learning",
-   ICML 2022 (FedAMS / FedAMSGrad).
 """
 
 from __future__ import annotations
@@ -40,26 +38,22 @@ from typing import Any
 
 import numpy as np
 
-from fedtheory.backend import get_namespace, to_numpy
+from fedtheory.backend import get_namespace
 from fedtheory.errors import AssumptionError
 
 __all__ = [
     "ACTIVATIONS",
     "CUDA_SOURCES",
-    "SERVER_RULES",
     "act_backward",
     "act_backward_reference",
     "bias_act",
     "bias_act_reference",
     "cuda_source",
-    "server_update",
-    "server_update_reference",
     "softmax_xent",
     "softmax_xent_reference",
 ]
 
 ACTIVATIONS = ("relu", "tanh")
-SERVER_RULES = ("sgd", "adam", "yogi", "adagrad", "amsgrad")
 CUDA_SOURCES = ("softmax_xent.cu",)
 
 
@@ -77,7 +71,7 @@ def _is_cupy(xp: ModuleType) -> bool:
 
 # --------------------------------------------------------------------------------------------
 # Bodies: one definition per kernel, parameterized by the namespace. Python-level branches only
-# look at static configuration (activation name, rule name), never at array values, so the same
+# look at static configuration (the activation's name), never at array values, so the same
 # body can be traced by cupy.fuse.
 # --------------------------------------------------------------------------------------------
 
@@ -110,53 +104,6 @@ def _act_backward_body(xp: ModuleType, activation: str):
     return body
 
 
-def _server_body(xp: ModuleType, rule: str, eps_inside_sqrt: bool):
-    """x, m, v, v_hat, delta, lr, beta1, beta2, eps -> (x', m', v', v_hat').
-
-    Delta is the aggregated client update (x_i - x averaged over the participants), so the server
-    *adds* lr times the preconditioned momentum (docs/algorithms.md Section 4; 000 Algorithm 1). The
-    operations and their order are those of
-    :meth:`fedtheory.algorithms.server_opt.ServerOptimizer.update` followed by ``x + step``, so
-    both give the same bits (tests/test_nn_kernels.py).
-    """
-
-    def denom(vh, eps):
-        return xp.sqrt(vh + eps) if eps_inside_sqrt else xp.sqrt(vh) + eps
-
-    if rule == "sgd":  # never fused (a Python branch on beta1); FedAvg / FedAvgM server step
-
-        def body(x, m, v, v_hat, delta, lr, beta1, beta2, eps):
-            m1 = delta if beta1 == 0.0 else beta1 * m + (1.0 - beta1) * delta
-            return x + lr * m1, m1, v, v_hat
-
-        return body
-
-    if rule == "yogi":
-
-        def v_new(v, d2, beta2):
-            return v - (1.0 - beta2) * d2 * xp.sign(v - d2)
-
-    elif rule == "adagrad":
-
-        def v_new(v, d2, beta2):
-            return v + d2
-
-    else:  # adam, amsgrad
-
-        def v_new(v, d2, beta2):
-            return beta2 * v + (1.0 - beta2) * d2
-
-    amsgrad = rule == "amsgrad"
-
-    def body(x, m, v, v_hat, delta, lr, beta1, beta2, eps):
-        m1 = beta1 * m + (1.0 - beta1) * delta
-        v1 = v_new(v, delta * delta, beta2)
-        vh1 = xp.maximum(v_hat, v1) if amsgrad else v1
-        return x + lr * m1 / denom(vh1, eps), m1, v1, vh1
-
-    return body
-
-
 # --------------------------------------------------------------------------------------------
 # CuPy builders (lazy, cached): fused versions of the bodies above and the RawKernels.
 # --------------------------------------------------------------------------------------------
@@ -167,8 +114,7 @@ def _fused(kind: str, *config: Any):
     import cupy  # noqa: PLC0415  (optional extra fedtheory[gpu])
 
     makers = {"bias_act": _bias_act_body, "act_backward": _act_backward_body}
-    maker = makers.get(kind, _server_body)
-    body = maker(cupy, *config)
+    body = makers[kind](cupy, *config)
     name = "fedtheory_" + "_".join([kind, *(str(c) for c in config)])
     return cupy.fuse(kernel_name=name)(body)
 
@@ -313,76 +259,3 @@ def softmax_xent(logits: Any, labels: Any, weights: Any) -> tuple[Any, Any]:
         (blocks,), (threads,), (z, y, w, loss, grad, np.int64(rows), np.int32(classes))
     )
     return loss, grad
-
-
-def server_update(
-    x: Any,
-    m: Any,
-    v: Any,
-    v_hat: Any,
-    delta: Any,
-    *,
-    rule: str = "amsgrad",
-    lr: float = 0.01,
-    beta1: float = 0.9,
-    beta2: float = 0.99,
-    eps: float = 1e-8,
-    eps_placement: str | None = None,
-) -> tuple[Any, Any, Any, Any]:
-    """One elementwise step of a server optimizer, fused into one kernel on CuPy.
-
-    With ``Delta`` the aggregated client update (mean over participants of x_i - x):
-    ``m <- beta1 m + (1 - beta1) Delta`` and then
-
-    - ``"adam"``:    ``v <- beta2 v + (1 - beta2) Delta^2``
-    - ``"yogi"``:    ``v <- v - (1 - beta2) Delta^2 sign(v - Delta^2)``
-    - ``"adagrad"``: ``v <- v + Delta^2``
-    - ``"amsgrad"``: ``v`` as Adam and ``v_hat <- max(v_hat, v)``; the others set ``v_hat = v``
-    - ``"sgd"``:     ``x <- x + lr m`` with ``m = Delta`` when ``beta1 = 0`` (FedAvg's server
-      step; server momentum otherwise); v, v_hat unchanged
-
-    and ``x <- x + lr m / sqrt(v_hat + eps)`` (``eps_placement="inside"``, 000 Algorithm 1 line
-    22, the default for amsgrad) or ``x + lr m / (sqrt(v_hat) + eps)`` (``"outside"``, 000 eq. (2)
-    and Reddi et al. 2021, the default for the others); docs/algorithms.md Section 4. This is
-    :class:`fedtheory.algorithms.server_opt.ServerOptimizer` (its ``update`` and then
-    ``x + step``) as one kernel, equal to it bit for bit on NumPy.
-
-    Parameters
-    ----------
-    x, m, v, v_hat, delta : arrays of one shape (..., d)
-    rule : {"sgd", "adam", "yogi", "adagrad", "amsgrad"}
-    lr, beta1, beta2, eps : float
-        Server step size eta, moment decays, and the stabilizer.
-    eps_placement : {"inside", "outside"} or None
-        None: the rule's default (as :data:`fedtheory.algorithms.server_opt.SERVER_OPTIMIZERS`).
-
-    Returns
-    -------
-    x, m, v, v_hat : arrays
-        The new state (inputs are not modified).
-
-    Raises
-    ------
-    AssumptionError
-        Unknown rule or eps placement.
-    """
-    if rule not in SERVER_RULES:
-        raise AssumptionError(f"server rule must be one of {', '.join(SERVER_RULES)}, got {rule!r}")
-    placement = eps_placement or ("inside" if rule == "amsgrad" else "outside")
-    if placement not in ("inside", "outside"):
-        raise AssumptionError(f"eps_placement must be 'inside' or 'outside', got {eps_placement!r}")
-    inside = placement == "inside"
-    xp = get_namespace(x, m, v, v_hat, delta)
-    if _is_cupy(xp) and rule != "sgd":
-        # Scalars as scalars of the array dtype, so that fusion never promotes float32 state.
-        t = np.dtype(x.dtype).type
-        args = (x, m, v, v_hat, delta, t(lr), t(beta1), t(beta2), t(eps))
-        return tuple(_fused("server", rule, inside)(*args))
-    args = (x, m, v, v_hat, delta, float(lr), float(beta1), float(beta2), float(eps))
-    return _server_body(xp, rule, inside)(*args)
-
-
-def server_update_reference(x, m, v, v_hat, delta, **kw) -> tuple[np.ndarray, ...]:
-    """The NumPy reference of :func:`server_update` (host copies in, host arrays out)."""
-
-    return server_update(*(to_numpy(a) for a in (x, m, v, v_hat, delta)), **kw)

@@ -39,8 +39,13 @@ def interval(effect: Effect, signed: bool = False) -> str:
     return f"{f(effect.estimate)} [{f(effect.ci_low)}, {f(effect.ci_high)}]"
 
 
-def plan(ctx: Context, quick: tuple[int, int], full: tuple[int, int], comparisons: int = 1,
-         alpha: float = 0.05) -> SequentialPlan:  # fmt: skip
+def plan(
+    ctx: Context,
+    quick: tuple[int, int],
+    full: tuple[int, int],
+    comparisons: int = 1,
+    alpha: float = 0.05,
+) -> SequentialPlan:
     """The tier's sequential plan: (block, budget) seeds for the quick and thorough tiers."""
     block, budget = ctx.pick(quick, full)
     return SequentialPlan(block, budget, alpha=alpha, comparisons=comparisons)

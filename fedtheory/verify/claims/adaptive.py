@@ -526,15 +526,7 @@ def _rate_row(ctx: Context, alg: str, topo: str, *, variable: str, values: tuple
             "rho": rho,
             "fixed": kw,
             "constants_in_regime": inside,
-            "per_constant": {
-                str(c): {
-                    "verdict": r.verdict,
-                    "regime": r.regime.to_dict(),
-                    "shape": r.shape.to_dict(),
-                    "metric": r.metric,
-                }
-                for c, r in reads.items()
-            },
+            "per_constant": {str(c): r.to_dict() for c, r in reads.items()},
         },  # fmt: skip
     )
 

@@ -58,10 +58,11 @@ def _side_by_side(prob, model, runs, local_steps: int, smaller=()) -> tuple[str,
         )
     ev = {
         "exact_mean_square_floor": dict(zip(map(str, [*etas, *smaller]), exact, strict=True)),
-        "measured_mean_square_floor": {str(e): m.to_dict() for e, m in zip(etas, measured,
-                                                                            strict=True)},
+        "measured_mean_square_floor": {
+            str(e): m.to_dict() for e, m in zip(etas, measured, strict=True)
+        },
         "exact_method": "fedtheory.analysis.exact.exact_rates(...).stationary_mse_relative",
-    }  # fmt: skip
+    }
     return text, ev
 
 
@@ -120,7 +121,11 @@ def f2(ctx: Context):
     gap, read as an equivalence test (two one-sided tests).
 
     ``F2/floor``: the constant our three-term shape of Theorem 2's floor implies, a measurement
-    without a verdict (:func:`fedtheory.verify.claims._implied.f2_floor`).
+    without a verdict (:func:`fedtheory.verify.claims._implied.f2_floor`). Beside it, the
+    constant each class implies on ``fedavg-thm2-floor-full.toml`` (full participation, N in
+    {2, 3, 4}, K in {2, 3}): over quadratic clients (the search) and over every smooth strongly
+    convex client (performance estimation, the optional extra ``pep``; without it the row says
+    so), with the general worst floor over the quadratic worst found, per setting.
     """
     prob = _problem()
     model = make_participation("weighted", N, 3, p=figure4_probabilities(N))
@@ -199,8 +204,14 @@ def f3(ctx: Context):
     exact_text, exact_ev = _side_by_side(prob, uniform, runs, 1, smaller=(1e-3, 1e-4))
     floors = np.stack([f for _, _, f in rows], axis=1)  # (seeds, etas)
     pw = fit_power_law(np.array(etas), floors)
-    expo = Effect(pw.exponent, pw.ci_low, pw.ci_high, "exponent of the floor in eta",
-                  pw.confidence, int(floors.shape[0]))  # fmt: skip
+    expo = Effect(
+        pw.exponent,
+        pw.ci_low,
+        pw.ci_high,
+        "exponent of the floor in eta",
+        pw.confidence,
+        int(floors.shape[0]),
+    )
     uni = judge_effect(
         expo,
         "floor "

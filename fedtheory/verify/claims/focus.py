@@ -89,9 +89,16 @@ def _focus_run(regime: str, rounds: int, seeds: int, seed: int):
     model = _model(regime, prob.n_clients, prob.participation_p)
     n_seeds = 1 if regime == "full" else seeds
     res = simulate(
-        prob, "focus", model, rounds=rounds, seeds=n_seeds, seed=seed, lr=LR, local_steps=K,
+        prob,
+        "focus",
+        model,
+        rounds=rounds,
+        seeds=n_seeds,
+        seed=seed,
+        lr=LR,
+        local_steps=K,
         metrics=["error", "grad_norm2", "tracking_residual"],  # C3 reads the tracking residual
-    )  # fmt: skip
+    )
     return prob, res
 
 
@@ -167,7 +174,11 @@ def c1(ctx: Context):
     without a verdict (:func:`fedtheory.verify.claims._implied.c1_rate`). Shown next to the
     measurement, not judged: the exact rates of FOCUS's random affine round on this problem
     (:func:`fedtheory.experiments.figure4.exact_figure4`): the mean rate, and the mean-square
-    rate in the thorough tier (about a minute each) or under full participation (free).
+    rate in the thorough tier (about a minute each) or under full participation (free). Beside
+    them, the constant each class implies on ``focus-thm1-rate-full.toml`` (full participation,
+    N = 2, K = 3, a common minimizer): over quadratic clients (exact rates) and over every
+    smooth strongly convex client (the factor estimate W(4)/W(3) by performance estimation),
+    with their worst factors' ratio.
     """
     rounds, seeds = _c1_sizes(ctx)
     fig_path = ctx.figure_path("C1")
@@ -250,8 +261,12 @@ def _exact_c2(regime: str, full: bool) -> tuple[str, dict]:
             continue
         floor = ex.stationary_mse_relative
         rows[alg] = (ex.mean_rate, ex.mean_square_rate, ex.exact, floor)
-        ev[alg] = {"mean_rate": ex.mean_rate, "mean_square_rate": ex.mean_square_rate,
-                   "exact_fixed_point": ex.exact, "floor_relative_mse": floor}  # fmt: skip
+        ev[alg] = {
+            "mean_rate": ex.mean_rate,
+            "mean_square_rate": ex.mean_square_rate,
+            "exact_fixed_point": ex.exact,
+            "floor_relative_mse": floor,
+        }
     diverging = [a for a, r in rows.items() if r[0] >= 1 or r[1] >= 1]
     if all(np.isfinite(r[1]) for r in rows.values()):
         exact_algs = sorted(
@@ -340,16 +355,19 @@ def c2(ctx: Context):
             raw: dict = {a: [] for a in ("focus", *C2_BASELINES)}
 
             def draw(ids, active, regime=regime, raw=raw):
-                hits = rounds_to_tolerance(regime, ("focus", *active), seed=ctx.seed,
-                                           seed_ids=ids)  # fmt: skip
+                hits = rounds_to_tolerance(regime, ("focus", *active), seed=ctx.seed, seed_ids=ids)
                 for a, v in hits.items():
                     raw[a].extend(v.tolist())
                 return {b: hits[b] - hits["focus"] for b in active}
 
             comps = sequential(
-                draw, C2_BASELINES, pl, unit=unit,
-                stop=lambda c: any(x.side < 0 for x in c.values()), confirm=True,
-            )  # fmt: skip
+                draw,
+                C2_BASELINES,
+                pl,
+                unit=unit,
+                stop=lambda c: any(x.side < 0 for x in c.values()),
+                confirm=True,
+            )
             effects = {b: c.effect for b, c in comps.items()}
             confirmations = {b: c.confirmation for b, c in comps.items()}
             verdicts = {b: verdict_of(c.effect) for b, c in comps.items()}
@@ -487,9 +505,18 @@ def c4(ctx: Context):
     n, seeds = 10, ctx.pick(3, 10)
     pl = PLProblem(n, 5, heterogeneity=1.0, seed=ctx.seed)
     eta = 1 / (2 * K * n * pl.L)
-    res = simulate(pl, "focus", "uniform", rounds=ctx.pick(1000, 2000), seeds=seeds,
-                   seed=ctx.seed, lr=eta, local_steps=K, clients_per_round=3,
-                   metrics=["f_minus_f_star"])  # fmt: skip
+    res = simulate(
+        pl,
+        "focus",
+        "uniform",
+        rounds=ctx.pick(1000, 2000),
+        seeds=seeds,
+        seed=ctx.seed,
+        lr=eta,
+        local_steps=K,
+        clients_per_round=3,
+        metrics=["f_minus_f_star"],
+    )
     so = np.asarray(res.f_minus_f_star)
     ratio = so[:, -1] / so[:, 0]
     rate, fits = _rates(so / so[:, :1], min_error=1e-14)
@@ -510,13 +537,19 @@ def c4(ctx: Context):
             "rounds": res.rounds,
             "ratio": ratio,
             "r2_per_seed": [f.r2 for f in fits],
-        },  # fmt: skip
+        },
     )
     nonpl = NonPLProblem(n, 5, heterogeneity=1.0, seed=0)
     rounds, seeds = ctx.pick(2000, 8000), ctx.pick(8, 20)
     Rs = np.unique(np.geomspace(rounds / 8, rounds, 7).astype(int))
-    common = dict(rounds=rounds, seeds=seeds, seed=ctx.seed, local_steps=K, clients_per_round=3,
-                  metrics=["grad_norm2"])  # fmt: skip
+    common = dict(
+        rounds=rounds,
+        seeds=seeds,
+        seed=ctx.seed,
+        local_steps=K,
+        clients_per_round=3,
+        metrics=["grad_norm2"],
+    )
     focus = simulate(nonpl, "focus", "uniform", lr=1 / (2 * K * n * nonpl.L), **common)
     fedavg = simulate(nonpl, "fedavg", "uniform", lr=1 / (2 * K * nonpl.L), **common)
     expo = _running_min_exponent(np.asarray(focus.grad_norm2), Rs)
@@ -549,8 +582,18 @@ def _sg_floor(eta: float, sigma: float, rounds: int, seeds: int, seed: int):
     second half of the rounds) and the error curves."""
     rounds = int(round(rounds * max(1.0, 0.01 / eta)))
     prob = random_quadratic(10, 5, condition=10, heterogeneity=1.0, noise=sigma, seed=0)
-    res = simulate(prob, "sg-focus", "uniform", rounds=rounds, seeds=seeds, seed=seed, lr=eta,
-                   local_steps=K, clients_per_round=3, metrics=["error"])  # fmt: skip
+    res = simulate(
+        prob,
+        "sg-focus",
+        "uniform",
+        rounds=rounds,
+        seeds=seeds,
+        seed=seed,
+        lr=eta,
+        local_steps=K,
+        clients_per_round=3,
+        metrics=["error"],
+    )
     err = np.asarray(res.error)
     return (err[:, rounds // 2 :] ** 2).mean(axis=1), err
 
@@ -559,8 +602,9 @@ def _sg_exact_floor(eta: float, sigma: float) -> float:
     """SG-FOCUS's exact stationary mean-square error / ||x*||^2 on the C5 setting."""
     prob = random_quadratic(10, 5, condition=10, heterogeneity=1.0, noise=sigma, seed=0)
     model = make_participation("uniform", 10, 3)
-    return float(exact_rates(prob, "sg-focus", model, lr=eta, local_steps=K)
-                 .stationary_mse_relative)  # fmt: skip
+    return float(
+        exact_rates(prob, "sg-focus", model, lr=eta, local_steps=K).stationary_mse_relative
+    )
 
 
 def _loglog_slope(x, y) -> float:
@@ -599,7 +643,8 @@ def c5(ctx: Context):
 
     ``C5/floor``: the constant our shape of Theorem 3's floor, c eta K sigma^2 / mu_f, implies
     over the class of ``sg-focus-thm3-floor.toml``, a measurement without a verdict
-    (:func:`fedtheory.verify.claims._implied.c5_floor`).
+    (:func:`fedtheory.verify.claims._implied.c5_floor`); the row says why the general class does
+    not check it (its gradients are exact: no noise floor).
     """
     seeds, rounds = ctx.pick(8, 30), ctx.pick(800, 1500)
     etas, sigmas = (0.005, 0.01, 0.02), (0.03, 0.1, 0.3)
@@ -613,10 +658,12 @@ def c5(ctx: Context):
     exact0 = float(clean[0.01][:, -1].max())
     fe = fit_power_law(np.array(etas), np.stack([floors_eta[e] for e in etas], axis=1))
     fs = fit_power_law(np.array(sigmas) ** 2, np.stack([floors_sig[s] for s in sigmas], axis=1))
-    e_eta = Effect(fe.exponent, fe.ci_low, fe.ci_high, "exponent of the floor in eta",
-                   fe.confidence, seeds)  # fmt: skip
-    e_sig = Effect(fs.exponent, fs.ci_low, fs.ci_high, "exponent of the floor in sigma^2",
-                   fs.confidence, seeds)  # fmt: skip
+    e_eta = Effect(
+        fe.exponent, fe.ci_low, fe.ci_high, "exponent of the floor in eta", fe.confidence, seeds
+    )
+    e_sig = Effect(
+        fs.exponent, fs.ci_low, fs.ci_high, "exponent of the floor in sigma^2", fs.confidence, seeds
+    )
     ex_eta = {e: _sg_exact_floor(e, 0.1) for e in etas}
     ex_sig = {s: _sg_exact_floor(0.01, s) for s in (0.0, *sigmas)}
     slope_eta = _loglog_slope(etas, list(ex_eta.values()))
@@ -783,58 +830,82 @@ def c7(ctx: Context):
     per_h = {}
     for h in C7_SCALES:
         med = float(np.median(final[h]))
-        per_h[h] = (HOLDS if np.all(final[h] < EXACT) else
-                    FAILS if med >= EXACT and ratio[h] > 0.5 else INCONCLUSIVE)  # fmt: skip
+        per_h[h] = (
+            HOLDS
+            if np.all(final[h] < EXACT)
+            else FAILS
+            if med >= EXACT and ratio[h] > 0.5
+            else INCONCLUSIVE
+        )
     worst = max(C7_SCALES, key=lambda h: float(np.max(final[h])))
     focus_out = combined(
         all_of(list(per_h.values())),
         "FOCUS final ||x - x*||/||x*|| (max over seeds) at h = "
         + ", ".join(f"{h:g}: {fmt(np.max(final[h]))} ({per_h[h]})" for h in C7_SCALES)
-        + "; per-round contraction: " + ", ".join(f"h {h:g} {interval(r)}"
-                                                   for h, r in rates.items())
-        + "; control FedAvg median final error: " + ", ".join(
-            f"h {h:g} {fmt(v)}" for h, v in control.items()),
+        + "; per-round contraction: "
+        + ", ".join(f"h {h:g} {interval(r)}" for h, r in rates.items())
+        + "; control FedAvg median final error: "
+        + ", ".join(f"h {h:g} {fmt(v)}" for h, v in control.items()),
         sub="focus",
         stated="FOCUS converges exactly at every heterogeneity scale (logistic regression)",
         criterion="at every h every seed's final relative error < 1e-10 (at some h a floor: "
         "median final error >= 1e-10 and above half its value at 3R/4: fails)",
-        effect=Effect.exact(float(np.max(final[worst])),
-                            "largest final ||x - x*|| / ||x*|| over h and seeds"),
+        effect=Effect.exact(
+            float(np.max(final[worst])), "largest final ||x - x*|| / ||x*|| over h and seeds"
+        ),
         seeds=seeds,
         test="every seed at every h checked (a universal claim); per-seed geometric fits shown",
-        evidence={"problem": f"random_logistic({C7_N}, {C7_SAMPLES}, {C7_DIM}, lam={C7_LAM}, "
-                  "seed=0)", "scales": C7_SCALES, "lr": lr_focus, "rounds": rounds,
-                  "L": L, "mu": C7_LAM, "verdict_per_h": {str(h): v for h, v in per_h.items()},
-                  "final_error": {str(h): v for h, v in final.items()},
-                  "median_final_over_3R/4": {str(h): v for h, v in ratio.items()},
-                  "measured_rate": {str(h): r.to_dict() for h, r in rates.items()},
-                  "fedavg_control_median_final": {str(h): v for h, v in control.items()}},
-    )  # fmt: skip
-    runs = {h: measure_floors(_c7_problem(h), model, [lr_fedavg], K, seeds, ctx.seed)[0]
-            for h in C7_SCALES}  # fmt: skip
+        evidence={
+            "problem": f"random_logistic({C7_N}, {C7_SAMPLES}, {C7_DIM}, lam={C7_LAM}, seed=0)",
+            "scales": C7_SCALES,
+            "lr": lr_focus,
+            "rounds": rounds,
+            "L": L,
+            "mu": C7_LAM,
+            "verdict_per_h": {str(h): v for h, v in per_h.items()},
+            "final_error": {str(h): v for h, v in final.items()},
+            "median_final_over_3R/4": {str(h): v for h, v in ratio.items()},
+            "measured_rate": {str(h): r.to_dict() for h, r in rates.items()},
+            "fedavg_control_median_final": {str(h): v for h, v in control.items()},
+        },
+    )
+    runs = {
+        h: measure_floors(_c7_problem(h), model, [lr_fedavg], K, seeds, ctx.seed)[0]
+        for h in C7_SCALES
+    }
     meas = np.stack(
         [
             runs[h].mean_square * float(_c7_problem(h).x_star @ _c7_problem(h).x_star)
             for h in C7_SCALES
         ],
         axis=1,
-    )  # fmt: skip  (seeds, scales): absolute
+    )  # (seeds, scales): absolute
     fit = fit_power_law(np.array(C7_SCALES), meas)
-    e = Effect(fit.exponent, fit.ci_low, fit.ci_high, "exponent of FedAvg's floor in h",
-               fit.confidence, seeds)  # fmt: skip
+    e = Effect(
+        fit.exponent,
+        fit.ci_low,
+        fit.ci_high,
+        "exponent of FedAvg's floor in h",
+        fit.confidence,
+        seeds,
+    )
     fed_out = judge_effect(
         e,
-        "FedAvg floor lim ||x - x*||^2 (time average) at h = " + ", ".join(
-            f"{h:g}: {fmt(v)}" for h, v in zip(C7_SCALES, meas.mean(axis=0), strict=True))
+        "FedAvg floor lim ||x - x*||^2 (time average) at h = "
+        + ", ".join(f"{h:g}: {fmt(v)}" for h, v in zip(C7_SCALES, meas.mean(axis=0), strict=True))
         + f"; exponent in h {interval(e)}",
         sub="fedavg",
         stated="FedAvg's error floor grows with the heterogeneity scale (logistic regression)",
         criterion="95% interval of the measured floor's exponent in h above 0 (below 0: fails)",
         seeds=seeds,
         test="per-seed log-log slopes over h, Student-t interval over seeds (95%)",
-        evidence={"scales": C7_SCALES, "measured_floor": meas.mean(axis=0), "lr": lr_fedavg,
-                  "rounds": runs[1.0].rounds},
-    )  # fmt: skip
+        evidence={
+            "scales": C7_SCALES,
+            "measured_floor": meas.mean(axis=0),
+            "lr": lr_fedavg,
+            "rounds": runs[1.0].rounds,
+        },
+    )
     return [focus_out, fed_out]
 
 
@@ -871,8 +942,7 @@ def c8(ctx: Context):
     Criterion: ``holds`` when both intervals lie above 0 (SG-FOCUS ends lower than each),
     ``fails`` when one lies below 0, else ``inconclusive``.
     """
-    prob = random_quadratic(C8_N, C8_DIM, condition=10, heterogeneity=4.0, noise=C8_SIGMA,
-                            seed=0)  # fmt: skip
+    prob = random_quadratic(C8_N, C8_DIM, condition=10, heterogeneity=4.0, noise=C8_SIGMA, seed=0)
     p = np.minimum(8 * figure4_probabilities(C8_N), 1.0)
     model = make_participation("bernoulli", C8_N, p=p)
     algs = ("sg-focus", "fedau", "scaffold")
@@ -881,9 +951,19 @@ def c8(ctx: Context):
     def draw(ids, active):
         got = {}
         for a in ("sg-focus", *active):
-            res = simulate(prob, a, model, rounds=C8_R, seeds=len(ids), seed=ctx.seed,
-                           seed_ids=ids, lr=C8_LR, local_steps=C8_K, metrics=["error"],
-                           **BASELINE_OPTIONS["paper"].get(a, {}))  # fmt: skip
+            res = simulate(
+                prob,
+                a,
+                model,
+                rounds=C8_R,
+                seeds=len(ids),
+                seed=ctx.seed,
+                seed_ids=ids,
+                lr=C8_LR,
+                local_steps=C8_K,
+                metrics=["error"],
+                **BASELINE_OPTIONS["paper"].get(a, {}),
+            )
             e2 = np.asarray(res.error) ** 2
             q3 = e2[:, C8_R // 2 : 3 * C8_R // 4].mean(axis=1)
             q4 = e2[:, 3 * C8_R // 4 :].mean(axis=1)
@@ -893,8 +973,9 @@ def c8(ctx: Context):
             return {b: np.log(got[b]) - np.log(got["sg-focus"]) for b in active}
 
     pl = plan(ctx, (8, 32), (16, 64), comparisons=2)
-    comps = sequential(draw, ["fedau", "scaffold"], pl, unit="log(metric B / metric SG-FOCUS)",
-                       confirm=True)  # fmt: skip
+    comps = sequential(
+        draw, ["fedau", "scaffold"], pl, unit="log(metric B / metric SG-FOCUS)", confirm=True
+    )
     settled = {}
     for a in algs:
         q3 = np.mean([v for blk in quarters[a] for v in blk[0]])
@@ -905,19 +986,25 @@ def c8(ctx: Context):
     reason = None
     if not all(settled.values()):
         verdict = INCONCLUSIVE
-        reason = ("regime not reached: not at the floor (third and last quarter differ by more "
-                  "than 2x) for " + ", ".join(display_name(a) for a, s in settled.items()
-                                               if not s))  # fmt: skip
+        reason = (
+            "regime not reached: not at the floor (third and last quarter differ by more "
+            "than 2x) for " + ", ".join(display_name(a) for a, s in settled.items() if not s)
+        )
     key = decisive({b: c.effect for b, c in comps.items()}, verdict)
-    gm = {a: float(np.exp(np.mean(np.log([v for blk in quarters[a] for v in blk[1]]))))
-          for a in algs}  # fmt: skip
+    gm = {
+        a: float(np.exp(np.mean(np.log([v for blk in quarters[a] for v in blk[1]])))) for a in algs
+    }
     return combined(
         verdict,
-        "; ".join(f"{display_name(b)} / SG-FOCUS ratio {np.exp(c.effect.estimate):.3g} "
-                  f"[{np.exp(c.effect.ci_low):.3g}, {np.exp(c.effect.ci_high):.3g}] "
-                  f"({c.n_positive} of {c.n} seeds above 1)" for b, c in comps.items()
-                  if c.effect.estimate is not None)
-        + "; geometric means " + ", ".join(f"{display_name(a)} {fmt(v)}" for a, v in gm.items()),
+        "; ".join(
+            f"{display_name(b)} / SG-FOCUS ratio {np.exp(c.effect.estimate):.3g} "
+            f"[{np.exp(c.effect.ci_low):.3g}, {np.exp(c.effect.ci_high):.3g}] "
+            f"({c.n_positive} of {c.n} seeds above 1)"
+            for b, c in comps.items()
+            if c.effect.estimate is not None
+        )
+        + "; geometric means "
+        + ", ".join(f"{display_name(a)} {fmt(v)}" for a, v in gm.items()),
         reason=reason,
         criterion="both intervals of log(metric baseline / metric SG-FOCUS) above 0 (one below "
         "0: fails); every algorithm at its floor",
@@ -925,8 +1012,13 @@ def c8(ctx: Context):
         confirmation=comps[key].confirmation,
         seeds=max(c.n for c in comps.values()),
         test=pl.describe("paired t on per-seed log ratios"),
-        evidence={"settled": settled, "participation_p": p, "geometric_means": gm,
-                  "verdicts": verdicts,
-                  "comparisons": {b: {"values": c.values, "history": c.history}
-                                  for b, c in comps.items()}},
-    )  # fmt: skip
+        evidence={
+            "settled": settled,
+            "participation_p": p,
+            "geometric_means": gm,
+            "verdicts": verdicts,
+            "comparisons": {
+                b: {"values": c.values, "history": c.history} for b, c in comps.items()
+            },
+        },
+    )

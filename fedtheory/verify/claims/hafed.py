@@ -76,9 +76,22 @@ def a10(ctx: Context):
     """
     n, Ks = _seeds(ctx), _ks(ctx)
     kw = dict(n_clients=A10_N, clusters=A10_C, M=A10_N, schedule="fedamsgrad")
-    reads = {c: read_rate("hafed", variable="K", values=Ks, power=-0.5, stat=window_min, c=c,
-                          n=n, seed=ctx.seed, R=A10_R, topology="ring", **kw)
-             for c in CONSTANTS}  # fmt: skip
+    reads = {
+        c: read_rate(
+            "hafed",
+            variable="K",
+            values=Ks,
+            power=-0.5,
+            stat=window_min,
+            c=c,
+            n=n,
+            seed=ctx.seed,
+            R=A10_R,
+            topology="ring",
+            **kw,
+        )
+        for c in CONSTANTS
+    }
     verdict, inside, reason = rate_verdict(reads)
     key = decisive({c: reads[c].shape.slope for c in (inside or CONSTANTS)}, verdict)
     rate = combined(
@@ -95,19 +108,31 @@ def a10(ctx: Context):
         seeds=n,
         test="regime: exponent of the metric in R (R/2, R), 95% delete-one-seed jackknife; "
         "shape: log-slope in K and the trend of metric / shape, 97.5% jackknife each",
-        evidence={"K": list(Ks), "R": A10_R, "N": A10_N, "clusters": A10_C,
-                  "constants_in_regime": inside,
-                  "per_constant": {str(c): {"verdict": r.verdict, "regime": r.regime.to_dict(),
-                                            "shape": r.shape.to_dict(), "metric": r.metric}
-                                   for c, r in reads.items()}},
-    )  # fmt: skip
+        evidence={
+            "K": list(Ks),
+            "R": A10_R,
+            "N": A10_N,
+            "clusters": A10_C,
+            "constants_in_regime": inside,
+            "per_constant": {str(c): r.to_dict() for c, r in reads.items()},
+        },
+    )
     level = 1 - 0.05 / len(CONSTANTS)
     effects, means = {}, {}
     for c in CONSTANTS:
         got = {}
         for alg, topo in (("hafed", "complete"), ("fedamsgrad", None)):
-            cur = gradient_curves(alg, variable="K", values=(8,), R=A10_R, topology=topo, c=c,
-                                  seeds=n, seed=ctx.seed, **kw)  # fmt: skip
+            cur = gradient_curves(
+                alg,
+                variable="K",
+                values=(8,),
+                R=A10_R,
+                topology=topo,
+                c=c,
+                seeds=n,
+                seed=ctx.seed,
+                **kw,
+            )
             got[alg] = window_mean(cur.curves[0])
         d = np.log(got["fedamsgrad"]) - np.log(got["hafed"])
         effects[c] = mean_interval(d, level, "log(metric FedAMSGrad / metric HA-Fed)")
@@ -116,10 +141,12 @@ def a10(ctx: Context):
     tk = decisive(effects, tv)
     term = combined(
         tv,
-        "; ".join(f"c = {c:g}: FedAMSGrad / HA-Fed - 1 = {np.expm1(e.estimate):+.2e} "
-                  f"[{np.expm1(e.ci_low):+.2e}, {np.expm1(e.ci_high):+.2e}] (geometric means "
-                  f"{fmt(means[c]['fedamsgrad'], 6)}, {fmt(means[c]['hafed'], 6)})"
-                  for c, e in effects.items()),  # fmt: skip
+        "; ".join(
+            f"c = {c:g}: FedAMSGrad / HA-Fed - 1 = {np.expm1(e.estimate):+.2e} "
+            f"[{np.expm1(e.ci_low):+.2e}, {np.expm1(e.ci_high):+.2e}] (geometric means "
+            f"{fmt(means[c]['fedamsgrad'], 6)}, {fmt(means[c]['hafed'], 6)})"
+            for c, e in effects.items()
+        ),
         sub="term",
         stated="HA-Fed with rho_max = 0 ends lower than FedAMSGrad (its Phi_1 has sigma^2/n "
         "where FedAMSGrad's has sigma^2; 004 Rem. 5.7)",
@@ -128,10 +155,15 @@ def a10(ctx: Context):
         effect=effects[tk],
         seeds=n,
         test=f"paired t on per-seed log ratios, {100 * level:.4g}% (Bonferroni over 3 c)",
-        evidence={"K": 8, "R": A10_R, "N": A10_N, "clusters": A10_C,
-                  "effects": {str(c): e.to_dict() for c, e in effects.items()},
-                  "geometric_means": {str(c): m for c, m in means.items()}},
-    )  # fmt: skip
+        evidence={
+            "K": 8,
+            "R": A10_R,
+            "N": A10_N,
+            "clusters": A10_C,
+            "effects": {str(c): e.to_dict() for c, e in effects.items()},
+            "geometric_means": {str(c): m for c, m in means.items()},
+        },
+    )
     return [rate, term]
 
 
@@ -173,8 +205,7 @@ def a11(ctx: Context):
     verdict = unanimous([verdict_of(e) for e in exps.values()])
     reason = None
     if viol or rho["ring"] < 0.99:
-        verdict, reason = "inconclusive", "regime not reached: " + ("; ".join(viol) or
-                                                                   "rho < 0.99")  # fmt: skip
+        verdict, reason = "inconclusive", "regime not reached: " + ("; ".join(viol) or "rho < 0.99")
     key = decisive(exps, verdict)
     return combined(
         verdict,
@@ -188,10 +219,17 @@ def a11(ctx: Context):
         seeds=n,
         test="slope of log(second-half min of the seed-mean curve) on log K, 95% "
         "delete-one-seed jackknife (Student-t)",
-        evidence={"K": list(Ks), "R": 200, "M": 5, "clusters": 1, "sigma_g": 20.0, "rho": rho,
-                  "exponents_ring": {str(c): e.to_dict() for c, e in exps.items()},
-                  "exponents_complete_control": {str(c): e.to_dict() for c, e in ctrl.items()}},
-    )  # fmt: skip
+        evidence={
+            "K": list(Ks),
+            "R": 200,
+            "M": 5,
+            "clusters": 1,
+            "sigma_g": 20.0,
+            "rho": rho,
+            "exponents_ring": {str(c): e.to_dict() for c, e in exps.items()},
+            "exponents_complete_control": {str(c): e.to_dict() for c, e in ctrl.items()},
+        },
+    )
 
 
 #: 004 Sec. 6 and Fig. 3: 32 clients in 4 clusters of 8, 2 sampled per cluster, ring gossip,
@@ -225,8 +263,16 @@ def a13(ctx: Context):
     """
     n = _seeds(ctx)
     level = 1 - 0.05 / 6
-    kw = dict(n_clients=32, clusters=4, M=8, topology="ring", R=200, seeds=n, seed=ctx.seed,
-              metric="f_minus_f_star")  # fmt: skip
+    kw = dict(
+        n_clients=32,
+        clusters=4,
+        M=8,
+        topology="ring",
+        R=200,
+        seeds=n,
+        seed=ctx.seed,
+        metric="f_minus_f_star",
+    )
     effects: dict = {}
     finals: dict = {}
     ok = True
@@ -240,7 +286,9 @@ def a13(ctx: Context):
             d = np.log(f[i]) - np.log(f[i + 1])
             effects[(c, A13_TAUS[i])] = (
                 mean_interval(d, level, f"log(loss tau={A13_TAUS[i]} / tau={A13_TAUS[i + 1]})")
-                if np.all(np.isfinite(d)) else Effect.none("log loss ratio"))  # fmt: skip
+                if np.all(np.isfinite(d))
+                else Effect.none("log loss ratio")
+            )
     per_c = {c: [verdict_of(effects[(c, t)]) for t in A13_TAUS[:2]] for c in CONSTANTS}
     if all(v == "holds" for vs in per_c.values() for v in vs):
         verdict = "holds"
@@ -254,15 +302,21 @@ def a13(ctx: Context):
     key = decisive({k: e for k, e in effects.items() if e.estimate is not None}, verdict)
     return combined(
         verdict,
-        "; ".join(f"c = {c:g}: final loss (geometric mean) tau 24 {fmt(finals[c][0])}, 48 "
-                  f"{fmt(finals[c][1])}, 96 {fmt(finals[c][2])}" for c in CONSTANTS),  # fmt: skip
+        "; ".join(
+            f"c = {c:g}: final loss (geometric mean) tau 24 {fmt(finals[c][0])}, 48 "
+            f"{fmt(finals[c][1])}, 96 {fmt(finals[c][2])}"
+            for c in CONSTANTS
+        ),
         reason=reason,
         criterion="every interval of log(loss tau / loss 2 tau) above 0 (below 0 at every c for "
         "one step: fails)",
         effect=effects[key],
         seeds=n,
         test=f"paired t on per-seed log ratios, {100 * level:.4g}% (Bonferroni over 6)",
-        evidence={"tau": list(A13_TAUS), "setting": kw,
-                  "effects": {f"c={c:g},tau={t}": e.to_dict() for (c, t), e in effects.items()},
-                  "final_loss_geometric_mean": {str(c): v for c, v in finals.items()}},
-    )  # fmt: skip
+        evidence={
+            "tau": list(A13_TAUS),
+            "setting": kw,
+            "effects": {f"c={c:g},tau={t}": e.to_dict() for (c, t), e in effects.items()},
+            "final_loss_geometric_mean": {str(c): v for c, v in finals.items()},
+        },
+    )

@@ -54,10 +54,13 @@ def _tuning_evidence(names, setting: str = "000-S2") -> dict:
     rec = nn_tuning()
     return {
         "tuning_meta": rec.get("meta", {}),
-        "tuning": {display_name(a): {k: rec["settings"][setting][a].get(k)
-                                     for k in ("best", "status", "score", "tried")}
-                   for a in names},
-    }  # fmt: skip
+        "tuning": {
+            display_name(a): {
+                k: rec["settings"][setting][a].get(k) for k in ("best", "status", "score", "tried")
+            }
+            for a in names
+        },
+    }
 
 
 def _gate(verdict: str, names, means: dict, setting: str = "000-S2") -> tuple[str, str | None]:
@@ -65,8 +68,9 @@ def _gate(verdict: str, names, means: dict, setting: str = "000-S2") -> tuple[st
     interior or at a hard limit) are checked; the reason when either fails."""
     low = [n for n in means if means[n] is not None and means[n] < LEARNT]
     if low:
-        return INCONCLUSIVE, (f"{REGIME_NOT_REACHED}: mean final test accuracy below {LEARNT:g} "
-                              f"for {', '.join(low)}")  # fmt: skip
+        return INCONCLUSIVE, (
+            f"{REGIME_NOT_REACHED}: mean final test accuracy below {LEARNT:g} for {', '.join(low)}"
+        )
     open_ = [display_name(a) for a in names if not tuning_decisive(a, setting)]
     if open_ and verdict != INCONCLUSIVE:
         return INCONCLUSIVE, f"the tuning of {', '.join(open_)} did not end interior"
@@ -108,8 +112,9 @@ def n1(ctx: Context):
 
     def draw(ids, active):
         need = sorted({x for k in active for x in names[k]}, key=STATED_ORDER.index)
-        res = run_n1(need, rounds=N1_ROUNDS, seed=ctx.seed, seed_ids=ids, seed_block=block,
-                     eval_every=1)  # fmt: skip
+        res = run_n1(
+            need, rounds=N1_ROUNDS, seed=ctx.seed, seed_ids=ids, seed_block=block, eval_every=1
+        )
         setting.update(res.setting)
         got = {a: final_accuracy(res.results[display_name(a)]) for a in need}
         for a, v in got.items():
@@ -124,8 +129,9 @@ def n1(ctx: Context):
         a, b = names[k]
         text = ordered_text(comp, display_name(a), display_name(b), "is", "more accurate than")
         text += f" (means {display_name(a)} {fmt(means[a])}, {display_name(b)} {fmt(means[b])})"
-        verdict, reason = _gate(verdict_of(comp.effect), (a, b),
-                                {display_name(x): means[x] for x in (a, b)})  # fmt: skip
+        verdict, reason = _gate(
+            verdict_of(comp.effect), (a, b), {display_name(x): means[x] for x in (a, b)}
+        )
         out.append(
             combined(
                 verdict,
@@ -190,9 +196,12 @@ def _row(verdict_parts: dict, comps: dict, *, sub, stated, criterion, test, reas
     key = decisive({k: comps[k].effect for k in verdict_parts}, verdict)
     return combined(
         verdict,
-        "; ".join(f"{k}: {comps[k].effect.text()} ({comps[k].n_positive} of {comps[k].n} seeds "
-                  "as stated)" if comps[k].effect.estimate is not None else
-                  f"{k}: a run diverged after {comps[k].n} seeds" for k in verdict_parts),  # fmt: skip
+        "; ".join(
+            f"{k}: {comps[k].effect.text()} ({comps[k].n_positive} of {comps[k].n} seeds as stated)"
+            if comps[k].effect.estimate is not None
+            else f"{k}: a run diverged after {comps[k].n} seeds"
+            for k in verdict_parts
+        ),
         sub=sub,
         stated=stated,
         criterion=criterion,
@@ -201,11 +210,20 @@ def _row(verdict_parts: dict, comps: dict, *, sub, stated, criterion, test, reas
         reason=reason,
         seeds=max(comps[k].n for k in verdict_parts),
         test=test,
-        evidence={**ev, "comparisons": {k: {"values": comps[k].values, "history": comps[k].history,
-                                            "confirmation": None if comps[k].confirmation is None
-                                            else comps[k].confirmation.to_dict()}
-                                        for k in verdict_parts}},
-    )  # fmt: skip
+        evidence={
+            **ev,
+            "comparisons": {
+                k: {
+                    "values": comps[k].values,
+                    "history": comps[k].history,
+                    "confirmation": None
+                    if comps[k].confirmation is None
+                    else comps[k].confirmation.to_dict(),
+                }
+                for k in verdict_parts
+            },
+        },
+    )
 
 
 N2_ALPHAS = {"iid": None, "0.6": 0.6, "0.3": 0.3}
@@ -239,12 +257,23 @@ def n2(ctx: Context):
     """
     s = NN_SETTINGS["000-S2"]
     size = {k: s[k] for k in ("n_clients", "participation", "local_steps", "rounds")}
-    arms = {f"{a}@{lab}": {"algorithm": a, "alpha": al, **size}
-            for a in ("afga", "cafga") for lab, al in N2_ALPHAS.items()}  # fmt: skip
-    pairs = {f"{a}: {hi} vs {lo}": (f"{a}@{hi}", f"{a}@{lo}")
-             for a in ("afga", "cafga") for hi, lo in (("iid", "0.6"), ("0.6", "0.3"))}  # fmt: skip
-    comps, vals, pl = _family(ctx, arms, pairs, unit="final test accuracy (less - more "
-                              "heterogeneous)", metric=final_accuracy)  # fmt: skip
+    arms = {
+        f"{a}@{lab}": {"algorithm": a, "alpha": al, **size}
+        for a in ("afga", "cafga")
+        for lab, al in N2_ALPHAS.items()
+    }
+    pairs = {
+        f"{a}: {hi} vs {lo}": (f"{a}@{hi}", f"{a}@{lo}")
+        for a in ("afga", "cafga")
+        for hi, lo in (("iid", "0.6"), ("0.6", "0.3"))
+    }
+    comps, vals, pl = _family(
+        ctx,
+        arms,
+        pairs,
+        unit="final test accuracy (less - more heterogeneous)",
+        metric=final_accuracy,
+    )
     test = pl.describe("paired t on per-seed accuracy differences")
     means = {arm: (float(np.mean(v)) if v else None) for arm, v in vals.items()}
     out = []
@@ -254,14 +283,23 @@ def n2(ctx: Context):
         _, reason = _gate(INCONCLUSIVE, (a,), mine)
         if reason is None and not tuning_decisive(a):
             reason = f"the tuning of {display_name(a)} did not end interior"
-        out.append(_row(
-            parts, comps, sub=display_name(a), test=test, reason=reason,
-            stated=f"{display_name(a)}: accuracy i.i.d. > Dirichlet 0.6 > Dirichlet 0.3 "
-            "(000 Fig. 2)",
-            criterion="both intervals (i.i.d. - 0.6, 0.6 - 0.3) above 0 (one below 0: fails)",
-            ev={"mean_final_accuracy": mine, "alphas": list(N2_ALPHAS),
-                **_tuning_evidence((a,))},
-        ))  # fmt: skip
+        out.append(
+            _row(
+                parts,
+                comps,
+                sub=display_name(a),
+                test=test,
+                reason=reason,
+                stated=f"{display_name(a)}: accuracy i.i.d. > Dirichlet 0.6 > Dirichlet 0.3 "
+                "(000 Fig. 2)",
+                criterion="both intervals (i.i.d. - 0.6, 0.6 - 0.3) above 0 (one below 0: fails)",
+                ev={
+                    "mean_final_accuracy": mine,
+                    "alphas": list(N2_ALPHAS),
+                    **_tuning_evidence((a,)),
+                },
+            )
+        )
     return out
 
 
@@ -297,28 +335,41 @@ def n3(ctx: Context):
     s = NN_SETTINGS["000-S2"]
     size = {k: s[k] for k in ("n_clients", "participation", "local_steps", "rounds")}
     arms = {a: {"algorithm": a, **size} for a in ("afga", "cafga", *N3_BASELINES)}
-    pairs = {f"{display_name(a)} vs {display_name(b)}": (a, b)
-             for a in ("afga", "cafga") for b in N3_BASELINES}  # fmt: skip
-    comps, vals, pl = _family(ctx, arms, pairs, unit="final test accuracy (A - baseline)",
-                              metric=final_accuracy)  # fmt: skip
+    pairs = {
+        f"{display_name(a)} vs {display_name(b)}": (a, b)
+        for a in ("afga", "cafga")
+        for b in N3_BASELINES
+    }
+    comps, vals, pl = _family(
+        ctx, arms, pairs, unit="final test accuracy (A - baseline)", metric=final_accuracy
+    )
     test = pl.describe("paired t on per-seed accuracy differences")
     means = {display_name(arm): (float(np.mean(v)) if v else None) for arm, v in vals.items()}
     out = []
     for a in ("afga", "cafga"):
         parts = {k: verdict_of(comps[k].effect) for k, (x, _) in pairs.items() if x == a}
-        mine = {display_name(x): means[display_name(x)] for x in (a, *N3_BASELINES)
-                if means[display_name(x)] is not None}  # fmt: skip
+        mine = {
+            display_name(x): means[display_name(x)]
+            for x in (a, *N3_BASELINES)
+            if means[display_name(x)] is not None
+        }
         _, reason = _gate(INCONCLUSIVE, (a, *N3_BASELINES), mine)
         if reason is None:
             open_ = [display_name(x) for x in (a, *N3_BASELINES) if not tuning_decisive(x)]
             reason = f"the tuning of {', '.join(open_)} did not end interior" if open_ else None
-        out.append(_row(
-            parts, comps, sub=display_name(a), test=test, reason=reason,
-            stated=f"{display_name(a)} more accurate than FedAdam, SCAFFOLD, FedProx, FedDyn "
-            "(000 Table 1)",
-            criterion="all four intervals (A - baseline) above 0 (one below 0: fails)",
-            ev={"mean_final_accuracy": mine, **_tuning_evidence((a, *N3_BASELINES))},
-        ))  # fmt: skip
+        out.append(
+            _row(
+                parts,
+                comps,
+                sub=display_name(a),
+                test=test,
+                reason=reason,
+                stated=f"{display_name(a)} more accurate than FedAdam, SCAFFOLD, FedProx, FedDyn "
+                "(000 Table 1)",
+                criterion="all four intervals (A - baseline) above 0 (one below 0: fails)",
+                ev={"mean_final_accuracy": mine, **_tuning_evidence((a, *N3_BASELINES))},
+            )
+        )
     return out
 
 
@@ -363,20 +414,29 @@ def n4(ctx: Context):
         for a, kw in arms.items():
             kw = dict(kw)
             alg = kw.pop("algorithm")
-            res = next(iter(run_n1([alg], seed=ctx.seed, seed_ids=ids, seed_block=len(ids),
-                                   eval_every=1, **kw).results.values()))  # fmt: skip
+            res = next(
+                iter(
+                    run_n1(
+                        [alg], seed=ctx.seed, seed_ids=ids, seed_block=len(ids), eval_every=1, **kw
+                    ).results.values()
+                )
+            )
             got[a] = (final_train_loss(res), final_accuracy(res))
-            runs[a].append({"ids": list(ids), "loss": got[a][0].tolist(),
-                            "accuracy": got[a][1].tolist()})  # fmt: skip
-        out = {"loss": got["fedamsgrad"][0] - got["hafed"][0],
-               "accuracy": got["hafed"][1] - got["fedamsgrad"][1]}  # fmt: skip
+            runs[a].append(
+                {"ids": list(ids), "loss": got[a][0].tolist(), "accuracy": got[a][1].tolist()}
+            )
+        out = {
+            "loss": got["fedamsgrad"][0] - got["hafed"][0],
+            "accuracy": got["hafed"][1] - got["fedamsgrad"][1],
+        }
         return {k: out[k] for k in active}
 
     pl = plan(ctx, NN_FULL_PLAN, NN_FULL_PLAN, comparisons=2)
     comps = sequential(draw, ["loss", "accuracy"], pl, unit="HA-Fed better by", confirm=True)
     test = pl.describe("paired t on per-seed differences")
-    acc = {display_name(a): float(np.mean([v for r in runs[a] for v in r["accuracy"]]))
-           for a in arms}  # fmt: skip
+    acc = {
+        display_name(a): float(np.mean([v for r in runs[a] for v in r["accuracy"]])) for a in arms
+    }
     for row, stated in (
         ("loss", "HA-Fed reaches a lower training loss than FedAMSGrad"),
         ("accuracy", "HA-Fed reaches a higher test accuracy than FedAMSGrad"),
@@ -384,16 +444,28 @@ def n4(ctx: Context):
         comp = comps[row]
         verdict, reason = _gate(verdict_of(comp.effect), ("hafed", "fedamsgrad"), acc, "004")
         what = "lower in training loss than" if row == "loss" else "more accurate than"
-        out.append(combined(
-            verdict,
-            ordered_text(comp, "HA-Fed", "FedAMSGrad", "is", what)
-            + f" (mean accuracy HA-Fed {fmt(acc['HA-Fed'])}, FedAMSGrad {fmt(acc['FedAMSGrad'])})",
-            sub=row, stated=stated + " (004 Fig. 1)", reason=reason,
-            criterion="interval of the paired difference (HA-Fed better) above 0 (below 0: "
-            "fails); an arm below 0.3 accuracy or a tuning not interior: inconclusive",
-            effect=comp.effect, confirmation=comp.confirmation, seeds=comp.n, test=test,
-            evidence={"runs": runs, "mean_accuracy": acc, "setting": NN_SETTINGS["004"],
-                      "differences": comp.values, "history": comp.history,
-                      **_tuning_evidence(("hafed", "fedamsgrad"), "004")},
-        ))  # fmt: skip
+        out.append(
+            combined(
+                verdict,
+                ordered_text(comp, "HA-Fed", "FedAMSGrad", "is", what)
+                + f" (mean accuracy HA-Fed {fmt(acc['HA-Fed'])}, FedAMSGrad {fmt(acc['FedAMSGrad'])})",
+                sub=row,
+                stated=stated + " (004 Fig. 1)",
+                reason=reason,
+                criterion="interval of the paired difference (HA-Fed better) above 0 (below 0: "
+                "fails); an arm below 0.3 accuracy or a tuning not interior: inconclusive",
+                effect=comp.effect,
+                confirmation=comp.confirmation,
+                seeds=comp.n,
+                test=test,
+                evidence={
+                    "runs": runs,
+                    "mean_accuracy": acc,
+                    "setting": NN_SETTINGS["004"],
+                    "differences": comp.values,
+                    "history": comp.history,
+                    **_tuning_evidence(("hafed", "fedamsgrad"), "004"),
+                },
+            )
+        )
     return out

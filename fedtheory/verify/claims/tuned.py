@@ -50,8 +50,17 @@ from fedtheory.verify.result import (
 #: tuned, which an adaptive server drives to ~0.01 where K local steps are one large-batch
 #: gradient, in-round gossip changes ||grad f||^2 by ~1e-3 relative and AFGA(a) repeated
 #: FedAMSGrad.)
-A5_SETTING = {"N": 50, "M": 5, "C": 5, "K": 8, "R": 200, "dim": 10, "sigma": 1.0, "sigma_g": 5.0,
-              "c_l": 20.0}  # fmt: skip
+A5_SETTING = {
+    "N": 50,
+    "M": 5,
+    "C": 5,
+    "K": 8,
+    "R": 200,
+    "dim": 10,
+    "sigma": 1.0,
+    "sigma_g": 5.0,
+    "c_l": 20.0,
+}
 #: The local-step constants c_l at which A5/gossip and A5/resampling are read, each variant's c
 #: tuned on its own at each: 0.5 (the schedules' default, FedAMSGrad's in A2-A4 and A6), 5, and
 #: the setting's 20 (the client-drift regime the adapted rows need). Their verdict must not hinge
@@ -76,7 +85,8 @@ A5_VARIANTS = {
 }
 #: row -> (A, B, kind, statement): superiority rows read log(metric_A / metric_B) > 0 (B is
 #: better); non-inferiority rows read log(metric_A / metric_B) < log(1 + margin) (A, the
-#: communication-adapted variant, is at most ``margin`` worse than B, the original).
+#: communication-adapted variant, is at most ``margin`` worse than B, the original). Laid out
+#: as a table (``# fmt: skip``): A, B and the kind on a row's first line, the statement below.
 A5_ROWS = {
     "gossip": ("+gossip", "FedAMSGrad", "superiority",
                "gossip alone (no re-sampling) is worse than FedAMSGrad (000 Table 4)"),
@@ -109,12 +119,21 @@ TUNING_RESOLUTION = 1.5
 @lru_cache(maxsize=2)
 def _a5_problem():
     s = A5_SETTING
-    return study_problem("quadratic", s["N"], s["dim"], sigma=s["sigma"], sigma_g=s["sigma_g"],
-                         seed=0)  # fmt: skip
+    return study_problem(
+        "quadratic", s["N"], s["dim"], sigma=s["sigma"], sigma_g=s["sigma_g"], seed=0
+    )
 
 
-def a5_curves(variant: str, c: float, ids, seed: int, *, schedule: str | None = None,
-              variants: dict = A5_VARIANTS, c_l: float | None = None) -> np.ndarray:  # fmt: skip
+def a5_curves(
+    variant: str,
+    c: float,
+    ids,
+    seed: int,
+    *,
+    schedule: str | None = None,
+    variants: dict = A5_VARIANTS,
+    c_l: float | None = None,
+) -> np.ndarray:
     """Per seed id, ||grad f(x_r)||^2 for r = 0..R of ``variant`` at constant c of its schedule
     and ``c_l`` (default the setting's; ``schedule``: another algorithm's, e.g. FedAMSGrad run
     with AFGA(a)'s step sizes); NaN from a seed's divergence on."""
@@ -122,18 +141,33 @@ def a5_curves(variant: str, c: float, ids, seed: int, *, schedule: str | None = 
     c_l = s["c_l"] if c_l is None else float(c_l)
     alg, kw, M, drawn = variants[variant]
     N, C, K, R = s["N"], s["C"], s["K"], s["R"]
-    part = (make_participation("cluster", N, M // C, n_clusters=C) if drawn == "cluster"
-            else make_participation("uniform", N, M))  # fmt: skip
+    part = (
+        make_participation("cluster", N, M // C, n_clusters=C)
+        if drawn == "cluster"
+        else make_participation("uniform", N, M)
+    )
     eta, eta_l = step_sizes(schedule or alg, R=R, K=K, M=M, N=N, clusters=C, c=c, c_l=c_l)
     ids = list(ids)
-    res = simulate(_a5_problem(), alg, part, rounds=R, seeds=len(ids), seed=seed, seed_ids=ids,
-                   lr=eta_l, global_lr=eta, local_steps=K, metrics=["grad_norm2"],
-                   **kw)  # fmt: skip
+    res = simulate(
+        _a5_problem(),
+        alg,
+        part,
+        rounds=R,
+        seeds=len(ids),
+        seed=seed,
+        seed_ids=ids,
+        lr=eta_l,
+        global_lr=eta,
+        local_steps=K,
+        metrics=["grad_norm2"],
+        **kw,
+    )
     return np.where(res.diverged[:, None], np.nan, np.asarray(res.grad_norm2))
 
 
-def a5_metric(variant: str, c: float, ids, seed: int, *, schedule: str | None = None,
-              c_l: float | None = None) -> np.ndarray:  # fmt: skip
+def a5_metric(
+    variant: str, c: float, ids, seed: int, *, schedule: str | None = None, c_l: float | None = None
+) -> np.ndarray:
     """Per seed id, the mean of ||grad f(x_r)||^2 over the last 5 rounds (000 Table 4 reads
     accuracy "at the last 5 rounds") of :func:`a5_curves`; NaN for a diverged seed."""
     R = A5_SETTING["R"]
@@ -183,8 +217,9 @@ def _ratio_text(e: Effect) -> str:
     return f"{f(e.estimate)} [{f(e.ci_low)}, {f(e.ci_high)}]"
 
 
-def _gossip_matters(variant: str, tuned: GridTuning, ids, seed: int, original: str,
-                    control: str = "FedAMSGrad") -> dict:  # fmt: skip
+def _gossip_matters(
+    variant: str, tuned: GridTuning, ids, seed: int, original: str, control: str = "FedAMSGrad"
+) -> dict:
     """The regime of the adapted rows: does in-round gossip change the outcome at the adapted
     variant's tuned steps? Paired log(metric of the adapted variant / ``control``, FedAMSGrad on
     the same draws, run with the same step sizes) on ``ids``, 95% Student-t interval: gossip
@@ -259,8 +294,11 @@ def a5(ctx: Context):
     def at(cl: float) -> float | None:  # the setting's c_l shares A9's cached tunings
         return None if cl == setting_cl else cl
 
-    tuned = {(v, cl): a5_tuning(v, ctx.tier, ctx.seed, at(cl))
-             for (A, B, _, cl) in comparisons.values() for v in (A, B)}  # fmt: skip
+    tuned = {
+        (v, cl): a5_tuning(v, ctx.tier, ctx.seed, at(cl))
+        for (A, B, _, cl) in comparisons.values()
+        for v in (A, B)
+    }
     margin = math.log1p(A5_MARGIN)
     pl = plan(ctx, (8, 32), (16, 96), comparisons=len(comparisons))
     metric: dict = {key: [] for key in tuned}
@@ -278,21 +316,33 @@ def a5(ctx: Context):
                 out[k] = np.log(got[(A, cl)]) - np.log(got[(B, cl)])
         return out
 
-    comps = sequential(draw, list(comparisons), pl, unit="log(metric A / metric B)",
-                       decided=_decider(comparisons, margin), confirm=True)  # fmt: skip
+    comps = sequential(
+        draw,
+        list(comparisons),
+        pl,
+        unit="log(metric A / metric B)",
+        decided=_decider(comparisons, margin),
+        confirm=True,
+    )
     test = pl.describe("paired t on per-seed log ratios of the last-5-rounds metric")
     first_block = pl.blocks()[0]
-    regime = {r: _gossip_matters(A5_ROWS[r][0], tuned[(A5_ROWS[r][0], setting_cl)], first_block,
-                                 ctx.seed, A5_ROWS[r][1])
-              for r in A5_ROWS if A5_ROWS[r][2] == "non-inferiority"}  # fmt: skip
+    regime = {
+        r: _gossip_matters(
+            A5_ROWS[r][0], tuned[(A5_ROWS[r][0], setting_cl)], first_block, ctx.seed, A5_ROWS[r][1]
+        )
+        for r in A5_ROWS
+        if A5_ROWS[r][2] == "non-inferiority"
+    }
     ev_common = {
         "setting": A5_SETTING,
         "c_l_range": A5_CL_RANGE,
         "margin": A5_MARGIN,
-        "tuning": {f"{v} at c_l = {cl:g}": t.to_dict() | {"seed_ids": A5_TUNING_IDS[ctx.tier]}
-                   for (v, cl), t in tuned.items()},
+        "tuning": {
+            f"{v} at c_l = {cl:g}": t.to_dict() | {"seed_ids": A5_TUNING_IDS[ctx.tier]}
+            for (v, cl), t in tuned.items()
+        },
         "evaluation_seed_ids_from": 0,
-    }  # fmt: skip
+    }
 
     def gmean(v: str, cl: float) -> str:
         return fmt(math.exp(np.nanmean(np.log(metric[(v, cl)]))))
@@ -306,8 +356,10 @@ def a5(ctx: Context):
         verdict = _noninferior(e, margin) if kind == "non-inferiority" else verdict_of(e)
         open_ = [v for v in (A, B) if not tuned[(v, cl)].decisive]
         if open_:
-            return INCONCLUSIVE, (f"the tuning did not bracket the optimum of "
-                                  f"{', '.join(open_)} at c_l = {cl:g} (extension budget spent)")  # fmt: skip
+            return INCONCLUSIVE, (
+                f"the tuning did not bracket the optimum of "
+                f"{', '.join(open_)} at c_l = {cl:g} (extension budget spent)"
+            )
         return verdict, None
 
     def tuned_text(key: str) -> str:
@@ -317,17 +369,26 @@ def a5(ctx: Context):
     out = []
     for r, (A, B, kind, stated) in A5_ROWS.items():
         keys = [k for k in comparisons if k == r or k.startswith(f"{r}@")]
-        ev = {**ev_common, "comparisons": {
-            k: {"differences": comps[k].values, "seed_ids": comps[k].seed_ids,
-                "history": comps[k].history, "c_l": comparisons[k][3],
-                "geometric_means": {v: gmean(v, comparisons[k][3]) for v in (A, B)}}
-            for k in keys}}  # fmt: skip
+        ev = {
+            **ev_common,
+            "comparisons": {
+                k: {
+                    "differences": comps[k].values,
+                    "seed_ids": comps[k].seed_ids,
+                    "history": comps[k].history,
+                    "c_l": comparisons[k][3],
+                    "geometric_means": {v: gmean(v, comparisons[k][3]) for v in (A, B)},
+                }
+                for k in keys
+            },
+        }
         if r in A5_CL_ROWS:
             parts = {k: part(k) for k in keys}
             verdict = unanimous([v for v, _ in parts.values()])
             key = decisive({k: comps[k].effect for k in keys}, verdict)
-            reasons = [f"c_l = {comparisons[k][3]:g}: {why}" for k, (_, why) in parts.items()
-                       if why]  # fmt: skip
+            reasons = [
+                f"c_l = {comparisons[k][3]:g}: {why}" for k, (_, why) in parts.items() if why
+            ]
             reason = "; ".join(reasons) or None
             if verdict == INCONCLUSIVE and len({v for v, _ in parts.values()}) > 1:
                 reason = (reason + "; " if reason else "") + "the verdict turns on c_l"
@@ -338,10 +399,12 @@ def a5(ctx: Context):
                 f"{tuned_text(k)}) -> {parts[k][0]}"
                 for k in keys
             )
-            criterion = (f"at every c_l in {{{', '.join(f'{c:g}' for c in A5_CL_RANGE)}}} (each "
-                         f"variant's c tuned at that c_l) the interval of log(metric {A} / "
-                         f"metric {B}) above 0 (below 0 at every c_l: fails); verdicts that "
-                         "differ across c_l: inconclusive")  # fmt: skip
+            criterion = (
+                f"at every c_l in {{{', '.join(f'{c:g}' for c in A5_CL_RANGE)}}} (each "
+                f"variant's c tuned at that c_l) the interval of log(metric {A} / "
+                f"metric {B}) above 0 (below 0 at every c_l: fails); verdicts that "
+                "differ across c_l: inconclusive"
+            )
             ev["verdict_per_c_l"] = {f"{comparisons[k][3]:g}": parts[k][0] for k in keys}
         else:
             (key,) = keys
@@ -355,30 +418,51 @@ def a5(ctx: Context):
                     "effect": None if ge is None else ge.to_dict(),
                     "matters": g["matters"],
                 }
-                gtext = (f"; in-round gossip vs none at the same steps: ratio {_ratio_text(ge)}"
-                         if ge is not None else "")  # fmt: skip
+                gtext = (
+                    f"; in-round gossip vs none at the same steps: ratio {_ratio_text(ge)}"
+                    if ge is not None
+                    else ""
+                )
                 if not g["matters"]:
                     verdict = INCONCLUSIVE
-                    reason = (f"{REGIME_NOT_REACHED}: in-round gossip does not change the "
-                              f"outcome at {A}'s tuned steps")  # fmt: skip
-                text = (f"{A} / {B} ratio of metrics {_ratio_text(comp.effect)} (margin "
-                        f"{1 + A5_MARGIN:g}; {comp.n} seeds; geometric means {A} {gm[A]}, "
-                        f"{B} {gm[B]}){gtext}; {tuned_text(key)}")  # fmt: skip
-                criterion = ("upper end of the interval of log(metric_adapted / "
-                             "metric_original) below log(1.25) (lower end above it: fails); "
-                             "in-round gossip must change the outcome (else inconclusive)")  # fmt: skip
+                    reason = (
+                        f"{REGIME_NOT_REACHED}: in-round gossip does not change the "
+                        f"outcome at {A}'s tuned steps"
+                    )
+                text = (
+                    f"{A} / {B} ratio of metrics {_ratio_text(comp.effect)} (margin "
+                    f"{1 + A5_MARGIN:g}; {comp.n} seeds; geometric means {A} {gm[A]}, "
+                    f"{B} {gm[B]}){gtext}; {tuned_text(key)}"
+                )
+                criterion = (
+                    "upper end of the interval of log(metric_adapted / "
+                    "metric_original) below log(1.25) (lower end above it: fails); "
+                    "in-round gossip must change the outcome (else inconclusive)"
+                )
             else:
-                text = (f"{A} / {B} ratio of metrics {_ratio_text(comp.effect)} "
-                        f"({comp.n_positive} of {comp.n} seeds above 1; geometric means {A} "
-                        f"{gm[A]}, {B} {gm[B]}); {tuned_text(key)}")  # fmt: skip
+                text = (
+                    f"{A} / {B} ratio of metrics {_ratio_text(comp.effect)} "
+                    f"({comp.n_positive} of {comp.n} seeds above 1; geometric means {A} "
+                    f"{gm[A]}, {B} {gm[B]}); {tuned_text(key)}"
+                )
                 criterion = f"interval of log(metric {A} / metric {B}) above 0 (below 0: fails)"
         comp = comps[key]
         out.append(
-            combined(verdict, text, sub=r, stated=stated, criterion=criterion, effect=comp.effect,
-                     seeds=max(comps[k].n for k in keys), test=test, reason=reason,
-                     confirmation=comp.confirmation,
-                     null=margin if kind == "non-inferiority" else 0.0, evidence=ev)
-        )  # fmt: skip
+            combined(
+                verdict,
+                text,
+                sub=r,
+                stated=stated,
+                criterion=criterion,
+                effect=comp.effect,
+                seeds=max(comps[k].n for k in keys),
+                test=test,
+                reason=reason,
+                confirmation=comp.confirmation,
+                null=margin if kind == "non-inferiority" else 0.0,
+                evidence=ev,
+            )
+        )
     return out
 
 
@@ -402,7 +486,8 @@ def a5_comparisons() -> dict:
 #: Table 5's 78% accuracy: a level every variant reaches well before R on this problem).
 A9_TARGET = 0.1
 #: row -> (A, B, kind, statement): as :data:`A5_ROWS`; "rounds" rows read the paired difference
-#: of rounds to stay at the target, A - B > 0 (the adapted variant A needs more rounds).
+#: of rounds to stay at the target, A - B > 0 (the adapted variant A needs more rounds). Laid
+#: out as :data:`A5_ROWS` (``# fmt: skip``).
 A9_ROWS = {
     "cafga-adapted": ("CAFGA(a)/S4", "CAFGA/S4", "non-inferiority",
                       "communication-adapted CAFGA comes close to CAFGA (000 Table 5, Setting 4: "
@@ -473,15 +558,30 @@ def a9(ctx: Context):
         for r in active:
             A, B, kind, _ = A9_ROWS[r]
             with np.errstate(divide="ignore", invalid="ignore"):
-                out[r] = (np.log(got[A][0]) - np.log(got[B][0]) if kind == "non-inferiority"
-                          else got[A][1] - got[B][1])  # fmt: skip
+                out[r] = (
+                    np.log(got[A][0]) - np.log(got[B][0])
+                    if kind == "non-inferiority"
+                    else got[A][1] - got[B][1]
+                )
         return out
 
-    comps = sequential(draw, list(A9_ROWS), pl, decided=_decider(A9_ROWS, margin), confirm=True,
-                       unit="log ratio (cafga-adapted) or rounds (A - B)")  # fmt: skip
+    comps = sequential(
+        draw,
+        list(A9_ROWS),
+        pl,
+        decided=_decider(A9_ROWS, margin),
+        confirm=True,
+        unit="log ratio (cafga-adapted) or rounds (A - B)",
+    )
     test = pl.describe("paired t on per-seed differences")
-    g = _gossip_matters("CAFGA(a)/S4", tuned["CAFGA(a)/S4"], pl.blocks()[0], ctx.seed,
-                        "CAFGA/S4", control="FedAMSGrad/S4")  # fmt: skip
+    g = _gossip_matters(
+        "CAFGA(a)/S4",
+        tuned["CAFGA(a)/S4"],
+        pl.blocks()[0],
+        ctx.seed,
+        "CAFGA/S4",
+        control="FedAMSGrad/S4",
+    )
     ev_common = {
         "setting": A5_SETTING,
         "margin": A5_MARGIN,
@@ -489,8 +589,9 @@ def a9(ctx: Context):
         "tuning": {v: t.to_dict() for v, t in tuned.items()},
         "gossip_changes_the_outcome": {
             "effect": None if g["effect"] is None else g["effect"].to_dict(),
-            "matters": g["matters"]},
-    }  # fmt: skip
+            "matters": g["matters"],
+        },
+    }
     out = []
     for r, (A, B, kind, stated) in A9_ROWS.items():
         comp = comps[r]
@@ -503,8 +604,10 @@ def a9(ctx: Context):
             verdict = _noninferior(e, margin)
             if not g["matters"]:
                 verdict = INCONCLUSIVE
-                reason = (f"{REGIME_NOT_REACHED}: in-round gossip does not change the outcome "
-                          f"at {A}'s tuned steps")  # fmt: skip
+                reason = (
+                    f"{REGIME_NOT_REACHED}: in-round gossip does not change the outcome "
+                    f"at {A}'s tuned steps"
+                )
         else:
             verdict = verdict_of(e)
         open_ = [v for v in (A, B) if not tuned[v].decisive]
@@ -513,25 +616,45 @@ def a9(ctx: Context):
             reason = f"the tuning of {', '.join(open_)} did not end interior"
         if kind == "non-inferiority":
             ge = g["effect"]
-            text = (f"{A} / {B} ratio of metrics {_ratio_text(e)} (margin {1 + A5_MARGIN:g}; "
-                    f"{comp.n} seeds); in-round gossip vs none at the same steps: ratio "
-                    f"{_ratio_text(ge) if ge is not None else '-'}{cs}")  # fmt: skip
-            criterion = ("upper end of the interval of log(metric CAFGA(a) / metric CAFGA) below "
-                         "log(1.25) (lower end above it: fails); in-round gossip must change "
-                         "the outcome")  # fmt: skip
+            text = (
+                f"{A} / {B} ratio of metrics {_ratio_text(e)} (margin {1 + A5_MARGIN:g}; "
+                f"{comp.n} seeds); in-round gossip vs none at the same steps: ratio "
+                f"{_ratio_text(ge) if ge is not None else '-'}{cs}"
+            )
+            criterion = (
+                "upper end of the interval of log(metric CAFGA(a) / metric CAFGA) below "
+                "log(1.25) (lower end above it: fails); in-round gossip must change "
+                "the outcome"
+            )
         else:
             med = {v: float(np.median(rounds[v][: comp.n])) for v in (A, B)}
-            text = (ordered_text(comp, B, A, f"stays at {A9_TARGET:g}", "rounds before")
-                    + f" (median rounds {A} {med[A]:g}, {B} {med[B]:g}; R + 1 = {R + 1} for a "
-                    f"run that does not hold it){cs}")  # fmt: skip
+            text = (
+                ordered_text(comp, B, A, f"stays at {A9_TARGET:g}", "rounds before")
+                + f" (median rounds {A} {med[A]:g}, {B} {med[B]:g}; R + 1 = {R + 1} for a "
+                f"run that does not hold it){cs}"
+            )
             criterion = f"interval of rounds({A}) - rounds({B}) to stay at {A9_TARGET:g} above 0"
         out.append(
-            combined(verdict, text, sub=r, stated=stated, criterion=criterion, effect=e,
-                     seeds=comp.n, test=test, reason=reason, confirmation=comp.confirmation,
-                     null=margin if kind == "non-inferiority" else 0.0,
-                     evidence={**ev_common, "differences": comp.values,
-                               "seed_ids": comp.seed_ids, "history": comp.history})
-        )  # fmt: skip
+            combined(
+                verdict,
+                text,
+                sub=r,
+                stated=stated,
+                criterion=criterion,
+                effect=e,
+                seeds=comp.n,
+                test=test,
+                reason=reason,
+                confirmation=comp.confirmation,
+                null=margin if kind == "non-inferiority" else 0.0,
+                evidence={
+                    **ev_common,
+                    "differences": comp.values,
+                    "seed_ids": comp.seed_ids,
+                    "history": comp.history,
+                },
+            )
+        )
     return out
 
 
@@ -590,24 +713,35 @@ def a6(ctx: Context):
     ``inconclusive``.
     """
     algs = ("fedamsgrad", "afga", "cafga")
-    tuned = {a: tune_constant(a, A6_GRID, A6_TARGET, seed=ctx.seed,
-                              seed_ids=A6_TUNING_IDS[ctx.tier], stay=True,
-                              refine=TUNING_RESOLUTION)
-             for a in algs}  # fmt: skip
+    tuned = {
+        a: tune_constant(
+            a,
+            A6_GRID,
+            A6_TARGET,
+            seed=ctx.seed,
+            seed_ids=A6_TUNING_IDS[ctx.tier],
+            stay=True,
+            refine=TUNING_RESOLUTION,
+        )
+        for a in algs
+    }
     hours: dict = {a: [] for a in algs}
-    horizon = {a: A6_ROUNDS * CommTimeModel().round_time(a, SETTING1["local_steps"]) / 3600.0
-               for a in algs}  # fmt: skip
+    horizon = {
+        a: A6_ROUNDS * CommTimeModel().round_time(a, SETTING1["local_steps"]) / 3600.0 for a in algs
+    }
     tau = {a: min(horizon[a], horizon["fedamsgrad"]) for a in ("afga", "cafga")}
 
     def draw(ids, active):
         got = {}
         for a in ("fedamsgrad", *active):
-            h, _ = hours_to_target(a, tuned[a].c, A6_TARGET, seed=ctx.seed, seed_ids=ids,
-                                   rounds=A6_ROUNDS, stay=True)  # fmt: skip
+            h, _ = hours_to_target(
+                a, tuned[a].c, A6_TARGET, seed=ctx.seed, seed_ids=ids, rounds=A6_ROUNDS, stay=True
+            )
             got[a] = h
             hours[a].extend(h.tolist())
-        return {a: np.minimum(got["fedamsgrad"], tau[a]) - np.minimum(got[a], tau[a])
-                for a in active}  # fmt: skip
+        return {
+            a: np.minimum(got["fedamsgrad"], tau[a]) - np.minimum(got[a], tau[a]) for a in active
+        }
 
     pl = plan(ctx, (4, 12), (8, 48))
     comps = sequential(
@@ -634,35 +768,54 @@ def a6(ctx: Context):
                 "seed_ids": t.seed_ids,
             }
             for a, t in tuned.items()
-        },  # fmt: skip
+        },
         "hours": hours,
         "table7_hours": TABLE7_HOURS,
     }
     stated = "{} stays at ||grad f||^2 <= 0.1 after less simulated time than FedAMSGrad"
     out = []
     for a, comp in comps.items():
-        cs = "(tuned c: " + ", ".join(f"{display_name(b)} {tuned[b].c:g} ({tuned[b].status})"
-                                      for b in ("fedamsgrad", a)) + ")"  # fmt: skip
-        common = dict(sub=display_name(a), criterion=_A6_RULE, effect=comp.effect, seeds=comp.n,
-                      test=test, stated=stated.format(display_name(a)),
-                      confirmation=comp.confirmation)  # fmt: skip
+        cs = (
+            "(tuned c: "
+            + ", ".join(
+                f"{display_name(b)} {tuned[b].c:g} ({tuned[b].status})" for b in ("fedamsgrad", a)
+            )
+            + ")"
+        )
+        common = dict(
+            sub=display_name(a),
+            criterion=_A6_RULE,
+            effect=comp.effect,
+            seeds=comp.n,
+            test=test,
+            stated=stated.format(display_name(a)),
+            confirmation=comp.confirmation,
+        )
         text = ordered_text(
             comp, display_name(a), "FedAMSGrad", f"stays at {A6_TARGET:g}", "h before"
         )
         n = comp.n
         missed = {b: int(np.sum(~np.isfinite(np.asarray(hours[b][:n])))) for b in ("fedamsgrad", a)}
         med = {b: float(np.median(np.minimum(hours[b][:n], tau[a]))) for b in ("fedamsgrad", a)}
-        text += (f" (restricted to tau = {tau[a]:.1f} h) {cs}; median {display_name(a)} {med[a]:.1f} h, "
-                 f"FedAMSGrad {med['fedamsgrad']:.1f} h; not held within the horizon: "
-                 + ", ".join(f"{display_name(b)} {k} of {n}" for b, k in missed.items()))  # fmt: skip
+        text += (
+            f" (restricted to tau = {tau[a]:.1f} h) {cs}; median {display_name(a)} {med[a]:.1f} h, "
+            f"FedAMSGrad {med['fedamsgrad']:.1f} h; not held within the horizon: "
+            + ", ".join(f"{display_name(b)} {k} of {n}" for b, k in missed.items())
+        )
         verdict, reason = verdict_of(comp.effect), None
         open_ = [display_name(b) for b in ("fedamsgrad", a) if not tuned[b].interior]
         if open_ and verdict != INCONCLUSIVE:
             verdict = INCONCLUSIVE
             reason = f"the tuning of {', '.join(open_)} did not end interior"
-        out.append(combined(verdict, text, reason=reason,
-                            evidence={**ev, "differences": comp.values, "history": comp.history},
-                            **common))  # fmt: skip
+        out.append(
+            combined(
+                verdict,
+                text,
+                reason=reason,
+                evidence={**ev, "differences": comp.values, "history": comp.history},
+                **common,
+            )
+        )
     return out
 
 
