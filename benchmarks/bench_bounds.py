@@ -1,21 +1,24 @@
-"""Benchmark: `fedtheory bound` searches and the exact rates behind them (issue 21).
+"""Benchmark: `fedtheory bound` searches and the exact rates behind them.
 
-Measured, with the load average beside every number:
+Measured, with the load average beside every number; every timing runs in a fresh interpreter
+(``OPENBLAS_NUM_THREADS`` set), and CPU seconds are the children's user + system time
+(``resource.getrusage``: the search's worker processes included):
 
-1. the default search (200 random draws + 50 refinement evaluations) of a FOCUS bound under
-   Bernoulli participation with N <= 8, d <= 4, K <= 3 (the issue's sizes), on two worker
-   processes (target <= 60 s);
-2. one small instance's exact mean-square rate (FOCUS, N = 4, d = 3, K = 2, uniform 2 of 4), in
-   milliseconds (median of 20);
-3. the exact mean-square rate of FOCUS on 003 Figure 4 under uniform 4/16 at eta = 1.5e-4
-   (target <= 30 s; known value 0.8244) with the environment's BLAS threads set to 1 and to 2
-   (the oracle pins BLAS to one thread inside, so the two must not differ beyond noise);
-   ``--all`` adds the weighted 4/16 rate at eta = 1e-4 (known value 0.9475).
+1. ``--paper``: the default search on a class the size of 003 Figure 4 (``focus-thm1-rate`` with
+   N = 16, M = 4, d = 10), in CPU seconds (target <= 60 s); with ``--vs DIR`` the same command in
+   another checkout (a worktree of the tree before the change: ``git worktree add /tmp/base
+   156d184``) right after, and the ratio of the two;
+2. ``--corners``: the two corner cases of tests/bounds/test_search.py at seeds 0-9 (gradient
+   descent at eta = 1.005/L_f against (1 - eta mu_f)^2, false only for kappa_f in (1, 1.01);
+   FOCUS's 1 - 0.06 eta mu_f K N, false only where a rare client's spectrum is at L): found at
+   how many seeds, and the CPU seconds per check; with ``--vs DIR`` the same checks there;
+3. the default search of a FOCUS bound under Bernoulli participation with N <= 8, d <= 4,
+   K <= 3 (target <= 60 s), one small instance's exact mean-square rate (median of 20), and
+   003 Figure 4's FOCUS uniform 4/16 rate at eta = 1.5e-4 with one and two BLAS threads
+   (``--skip-figure4`` leaves it out; ``--all`` adds weighted 4/16 at 1e-4).
 
-Each timing runs in a fresh interpreter with ``OPENBLAS_NUM_THREADS`` set, so imports and caches
-are the same for both sides.
-
-Run: ``.venv/bin/python benchmarks/bench_bounds.py [--skip-figure4] [--all] [--json out.json]``
+Run: ``.venv/bin/python benchmarks/bench_bounds.py [--paper] [--corners] [--vs DIR]
+[--skip-figure4] [--all] [--json out.json]``
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -33,15 +37,44 @@ SEARCH_SPEC = {
     "bound": "1 - eta*mu_f*K*N/2",
     "class": {"dim": [2, 3, 4], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
 }  # fmt: skip
+#: The shipped FOCUS shape on a class the size of Figure 4 (issue 37's measurement).
+PAPER_CHANGES = {"clients": 16, "clients_per_round": 4, "class": {"dim": 10, "L": 4.05, "mu": 1.0}}
+#: The corner cases of tests/bounds/test_search.py (CORNER_GD, CORNER_RARE).
+CORNERS = {
+    "gd-1.005": {
+        "algorithm": "fedavg", "participation": "full", "clients": 4, "local_steps": 1,
+        "lr": "1.005/L_f", "quantity": "mean_square_rate", "bound": "(1 - eta*mu_f)**2",
+        "class": {"dim": 3, "L": 10.0, "mu": 1.0},
+    },
+    "rare-extreme": {
+        "algorithm": "focus", "participation": "bernoulli", "clients": [4, 5, 6],
+        "local_steps": [1, 2], "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
+        "bound": "1 - 0.06*eta*mu_f*K*N",
+        "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
+    },
+}  # fmt: skip
 
 _SEARCH = """
 import json, time, sys
 from fedtheory.bounds import check
 t = time.perf_counter()
-r = check(json.loads(sys.argv[1]), search=200, seed=0)
+r = check(json.loads(sys.argv[1]), seed=int(sys.argv[2]))
+w = r.worst
 print(json.dumps({"seconds": time.perf_counter() - t, "draws": r.search["draws"],
                   "refined": r.search["refined"], "violated": r.violated,
-                  "worst_ratio": r.worst.ratio}))
+                  "worst_ratio": None if w is None else w.ratio,
+                  "implied": None if r.implied is None else r.implied["value"],
+                  "instances": len(r.instances)}))
+"""
+_PAPER = """
+import json, sys, time
+from fedtheory.bounds import check, load_spec, paper_bounds
+spec = {**load_spec(paper_bounds()["focus-thm1-rate"]).to_dict(), **json.loads(sys.argv[1])}
+t = time.perf_counter()
+r = check(spec, seed=0)
+print(json.dumps({"seconds": time.perf_counter() - t, "instances": len(r.instances),
+                  "implied": r.implied["value"], "search": {k: v for k, v in r.search.items()
+                                                             if k != "plan"}}))
 """
 _SMALL = """
 import json, time, statistics
@@ -68,35 +101,88 @@ print(json.dumps({"seconds": time.perf_counter() - t, "rate": r.mean_square_rate
 """
 
 
-def _run(code: str, *args: str, threads: str = "1") -> dict:
+def _run(code: str, *args: str, threads: str = "1", tree: str | None = None) -> dict:
+    """Run ``code`` in a fresh interpreter (``tree``: with that checkout first on the path)."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "FEDTHEORY_NO_PROGRESS": "1"}
+    if tree is not None:
+        env["PYTHONPATH"] = os.path.abspath(tree)
     load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-c", code, *args], env=env, check=True,
-                         capture_output=True, text=True).stdout  # fmt: skip
+                         capture_output=True, text=True, cwd=tree or None).stdout  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = json.loads(out.strip().splitlines()[-1])
-    res.update(load_before=load, load_after=os.getloadavg()[0], blas_threads=threads)
+    res.update(
+        load_before=load,
+        load_after=os.getloadavg()[0],
+        blas_threads=threads,
+        cpu=after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
+    )
     return res
+
+
+def _paper(vs: str | None) -> dict:
+    arg = json.dumps(PAPER_CHANGES)
+    out = {"this": _run(_PAPER, arg)}
+    if vs:
+        out["baseline"] = _run(_PAPER, arg, tree=vs)
+    a = out["this"]
+    print(f"default search, focus-thm1-rate at N=16 M=4 d=10: {a['cpu']:.1f} s CPU, "
+          f"{a['seconds']:.1f} s wall, {a['instances']} instances, implied c {a['implied']:.4g} "
+          f"(target <= 60 s CPU: {'PASS' if a['cpu'] <= 60 else 'FAIL'}) "
+          f"[load {a['load_before']:.2f} -> {a['load_after']:.2f}]")  # fmt: skip
+    if vs:
+        b = out["baseline"]
+        print(f"  baseline {vs}: {b['cpu']:.1f} s CPU, {b['seconds']:.1f} s wall, "
+              f"{b['instances']} instances, implied c {b['implied']:.4g}; CPU ratio this / "
+              f"baseline {a['cpu'] / b['cpu']:.2f} [load {b['load_before']:.2f}]")  # fmt: skip
+    return out
+
+
+def _corners(vs: str | None) -> dict:
+    out: dict = {}
+    for tree in [None, vs] if vs else [None]:
+        side = "this" if tree is None else "baseline"
+        for name, spec in CORNERS.items():
+            runs = [_run(_SEARCH, json.dumps(spec), str(seed), tree=tree) for seed in range(10)]
+            found = sum(r["violated"] for r in runs)
+            cpu = [r["cpu"] for r in runs]
+            out[f"{side}:{name}"] = {"found": found, "cpu": cpu, "runs": runs}
+            print(f"{side} corner {name}: violation found at {found} of seeds 0-9; CPU per "
+                  f"check {min(cpu):.1f}-{max(cpu):.1f} s (median {sorted(cpu)[5]:.1f}) [load "
+                  f"{runs[0]['load_before']:.2f} -> {runs[-1]['load_after']:.2f}]")  # fmt: skip
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--paper", action="store_true",
+                    help="the default search on the N=16, M=4, d=10 FOCUS class")  # fmt: skip
+    ap.add_argument("--corners", action="store_true", help="the corner cases at seeds 0-9")
+    ap.add_argument("--vs", default=None, metavar="DIR",
+                    help="also run --paper and --corners in this checkout, side by side")  # fmt: skip
     ap.add_argument("--skip-figure4", action="store_true", help="skip the Figure 4 rates")
     ap.add_argument("--all", action="store_true", help="also Figure 4's weighted rate")
     ap.add_argument("--json", default=None, help="also write the numbers as JSON")
     args = ap.parse_args(argv)
     out: dict = {}
     t0 = time.perf_counter()
-    s = _run(_SEARCH, json.dumps(SEARCH_SPEC))
-    out["search"] = s
-    print(f"default search, FOCUS Bernoulli N<=8 d<=4 K<=3: {s['seconds']:.1f} s for "
-          f"{s['draws']} draws + {s['refined']} refined (target <= 60 s: "
-          f"{'PASS' if s['seconds'] <= 60 else 'FAIL'}); violated {s['violated']}, worst ratio "
-          f"{s['worst_ratio']:.4g} [load {s['load_before']:.2f} -> {s['load_after']:.2f}]")  # fmt: skip
-    sm = _run(_SMALL)
-    out["small"] = sm
-    print(f"one small instance (FOCUS N=4 d=3 K=2 uniform 2/4): {sm['ms']:.1f} ms "
-          f"[load {sm['load_before']:.2f}]")  # fmt: skip
-    if not args.skip_figure4:
+    if args.paper:
+        out["paper"] = _paper(args.vs)
+    if args.corners:
+        out["corners"] = _corners(args.vs)
+    if not (args.paper or args.corners):
+        s = _run(_SEARCH, json.dumps(SEARCH_SPEC), "0")
+        out["search"] = s
+        print(f"default search, FOCUS Bernoulli N<=8 d<=4 K<=3: {s['cpu']:.1f} s CPU "
+              f"({s['seconds']:.1f} s wall) for {s['instances']} instances (target <= 60 s: "
+              f"{'PASS' if s['cpu'] <= 60 else 'FAIL'}); violated {s['violated']} "
+              f"[load {s['load_before']:.2f} -> {s['load_after']:.2f}]")  # fmt: skip
+        sm = _run(_SMALL)
+        out["small"] = sm
+        print(f"one small instance (FOCUS N=4 d=3 K=2 uniform 2/4): {sm['ms']:.1f} ms "
+              f"[load {sm['load_before']:.2f}]")  # fmt: skip
+    if not (args.skip_figure4 or args.paper or args.corners):
         cases = [("uniform", "1.5e-4", 0.8244)]
         if args.all:
             cases.append(("weighted", "1e-4", 0.9475))

@@ -19,8 +19,10 @@ Modules
 - :mod:`~fedtheory.bounds.spec`: the format, :class:`BoundSpec`, :func:`load_spec`.
 - :mod:`~fedtheory.bounds.constants`: :data:`CONSTANTS`, :func:`instance_constants`.
 - :mod:`~fedtheory.bounds.instances`: named instances, class draws, problem files.
-- :mod:`~fedtheory.bounds.check`: :func:`evaluate`, :func:`check`, :class:`BoundCheck` (the
-  quadratic class).
+- :mod:`~fedtheory.bounds.evaluate`: one instance: :func:`evaluate`, :class:`Evaluation`.
+- :mod:`~fedtheory.bounds.search`: the worst-case search over the quadratic class.
+- :mod:`~fedtheory.bounds.check`: :func:`check`, :class:`BoundCheck` (the quadratic class),
+  implied constants.
 - :mod:`~fedtheory.bounds.general`: :func:`check_general`, the class of every smooth strongly
   convex client by performance estimation (:mod:`fedtheory.analysis.pep`).
 - :mod:`~fedtheory.bounds.classes`: :func:`check_classes`, one class or both side by side.
@@ -28,21 +30,13 @@ Modules
 
 from pathlib import Path
 
-from fedtheory.bounds.check import (
-    DEFAULT_SEARCH,
-    BoundCheck,
-    Evaluation,
-    check,
-    evaluate,
-    exact_value,
-    implied_over,
-    measure,
-    ratio,
-)
+from fedtheory.bounds.check import BoundCheck, check, implied_over, measure
 from fedtheory.bounds.classes import CLASS_CHOICES, ClassCheck, check_classes
 from fedtheory.bounds.constants import CONSTANTS, instance_constants
+from fedtheory.bounds.evaluate import Evaluation, evaluate, exact_value, ratio
 from fedtheory.bounds.general import GENERAL, GeneralCheck, check_general
 from fedtheory.bounds.instances import Instance, named_instance
+from fedtheory.bounds.search import DEFAULT_SEARCH
 from fedtheory.bounds.spec import (
     AFTER_ROUNDS,
     FUNCTION_CLASSES,

@@ -1,27 +1,10 @@
 """Check a stated bound: on one instance, and by a worst-case search over an instance class.
 
-For every instance the step size eta is ``lr`` evaluated on the instance's constants
-(:func:`~fedtheory.bounds.constants.instance_constants`), the *stated* value is the bound
-evaluated there, the *exact* value comes from the exact oracle
-(:func:`fedtheory.analysis.exact.exact_rates`, :func:`~fedtheory.analysis.exact.exact_mse_curve`),
-and the *ratio* says how tight the bound is:
-
-* for a per-round factor (``mean_square_rate``, ``mean_rate``): log(stated) / log(exact), the
-  rounds the exact rate needs over the rounds the stated one promises (for a factor >= 1 the
-  plain quotient exact / stated);
-* otherwise exact / stated.
-
-A ratio above 1 means exact > stated. The bound is **violated** on an instance that satisfies
-the condition when exact > stated (1 + tolerance) (``tolerance`` 1e-6 by default; docs/bounds.md
-says why). With a free constant c, each instance gives the c_i at which the shape equals the
-exact value; the **implied constant** is the smallest c that bounds every instance found (sup of
-c_i when the shape grows with c) or the largest (inf of c_i when it shrinks with c, as in
-1 - c eta mu).
-
-The search (:func:`check` with ``search=n``) draws n random class instances (in worker
-processes: instance i depends only on (seed, i)), then refines the worst three by Nelder-Mead
-(:func:`scipy.optimize.minimize`) in random 6-dimensional subspaces of the instance parameters
-(client spectra, rotations, optima, participation weights), n / 4 evaluations in all.
+Each instance is evaluated by :func:`~fedtheory.bounds.evaluate.evaluate` (stated, exact,
+condition, ratio; the module docstring there says how). With a free constant c, the **implied
+constant** is the smallest c that bounds every instance found (sup of c_i when the shape grows
+with c) or the largest (inf of c_i when it shrinks with c, as in 1 - c eta mu). The search over
+the class is :mod:`fedtheory.bounds.search`.
 """
 
 from __future__ import annotations
@@ -29,22 +12,30 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq, minimize
 
-from fedtheory.analysis.exact import exact_mse_curve, exact_rates
 from fedtheory.analysis.exact.oracle import ROUND_SECONDS
-from fedtheory.analysis.rates import fit_linear_rate
+from fedtheory.analysis.rates import fit_linear_rate, fit_power_law
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
-from fedtheory.bounds.constants import instance_constants
-from fedtheory.bounds.instances import Draw, Instance, draw_instance, named_instance
+from fedtheory.bounds.evaluate import (
+    MAX_ROUNDS,
+    SCREEN_TOL,
+    Evaluation,
+    evaluate,
+    oracle_keywords,
+    ratio,
+    scored,
+    solve_constant,
+    violates,
+)
+from fedtheory.bounds.instances import Instance, named_instance
+from fedtheory.bounds.search import DEFAULT_SEARCH, coverage, coverage_text, pattern_theta
+from fedtheory.bounds.search import search as class_search
 from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec, load_spec
-from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, SizeError
-from fedtheory.parallel import fork_all
+from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.simulation import simulate
 from fedtheory.validation import (
     available_cores,
@@ -55,218 +46,16 @@ from fedtheory.validation import (
     worker_count,
 )
 
-#: Random draws of the default search (``fedtheory bound --search``).
-DEFAULT_SEARCH = 200
-#: Largest horizon of the exact transient behind ``rounds_to``.
-MAX_ROUNDS = 20000
-_REFINE_STARTS = 3
-_SUBSPACE = 6
-_C_MAX = 1e300
-
-
-@dataclass
-class Evaluation:
-    """One instance checked: stated, exact, condition, ratio (see the module docstring).
-
-    Attributes
-    ----------
-    stated, exact : float
-        The bound and the exact value (inf: the exact quantity does not exist, e.g. a
-        divergent rate's floor, or epsilon never reached).
-    condition_met : bool
-    ratio : float
-    eta : float
-    c : float or None
-        With a free constant: the c at which the shape equals the exact value here.
-    objective : float
-        What the search maximizes (the ratio; with a free constant the oriented c).
-    sizes : dict
-        N, d, K, M.
-    label : str
-    constants : dict
-        Every constant of the instance.
-    defined : bool
-        False when the bound or the step size is not a real number here.
-    """
-
-    stated: float
-    exact: float
-    condition_met: bool
-    ratio: float
-    eta: float
-    c: float | None
-    objective: float
-    sizes: dict
-    label: str
-    constants: dict
-    defined: bool = True
-    exact_method: str = ""
-    direction: int = 0
-    instance: Instance | None = field(default=None, repr=False)
-    draw: Draw | None = field(default=None, repr=False)
-
-    def to_dict(self, *, full: bool = False) -> dict:
-        out = {"stated": self.stated, "exact": self.exact, "condition_met": self.condition_met,
-               "ratio": self.ratio, "eta": self.eta, **self.sizes, "label": self.label}  # fmt: skip
-        if self.c is not None:
-            out["c"] = self.c
-        if not self.defined:
-            out["defined"] = False
-        if full:
-            out["constants"] = self.constants
-            out["exact_method"] = self.exact_method
-        return out
-
-
-def ratio(stated: float, exact: float, is_rate: bool) -> float:
-    """How tight: > 1 means exact > stated (module docstring: rounds for a factor < 1)."""
-    if not (math.isfinite(stated) or math.isinf(stated)) or math.isnan(exact):
-        return math.nan
-    if exact == stated:
-        return 1.0
-    if is_rate and 0 < stated < 1:
-        if exact >= 1:
-            return math.inf
-        return 0.0 if exact <= 0 else math.log(stated) / math.log(exact)
-    if stated > 0:
-        return exact / stated
-    return math.inf if exact > stated else 0.0
-
-
-def violates(ev: Evaluation, tolerance: float) -> bool:
-    """exact > stated (1 + tolerance) on an instance that meets the condition."""
-    if not (ev.condition_met and ev.defined):
-        return False
-    return ev.exact > ev.stated + tolerance * abs(ev.stated)
-
-
-# -- exact values --------------------------------------------------------------------------------
-def _oracle_kw(spec: BoundSpec, inst: Instance, eta: float) -> dict:
-    kw: dict[str, Any] = {"lr": eta, "local_steps": inst.local_steps, "rule": spec.aggregation}
-    if spec.global_lr is not None:
-        kw["global_lr"] = spec.global_lr
-    if spec.prox_mu is not None:
-        kw["prox_mu"] = spec.prox_mu
-    if spec.options:
-        kw["options"] = dict(spec.options)
-    return kw
-
-
-def exact_value(spec: BoundSpec, inst: Instance, eta: float, *, verify: bool = True,
-                tol: float = 1e-10) -> tuple[float, str]:  # fmt: skip
-    """The exact value of the spec's quantity on ``inst`` at step ``eta``, and how it was had."""
-    part = inst.participation(spec)
-    kw = _oracle_kw(spec, inst, eta)
-    q = spec.quantity
-    if q == "mean_rate":
-        r = exact_rates(inst.problem, spec.algorithm, part, mean_square="skip",
-                        stationary=False, verify=verify, **kw)  # fmt: skip
-        return r.mean_rate, r.methods["mean rate"]
-    if q in AFTER_ROUNDS:  # from x_0 = 0; E (x_R - x*)^T W (x_R - x*) on a quadratic
-        H = np.asarray(inst.problem.H, dtype=np.float64).mean(axis=0)
-        W = {"distance2": None, "f_minus_f_star": H / 2, "grad_norm2": H @ H}[AFTER_ROUNDS[q]]
-        curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=spec.rounds,
-                                weight=W, verify=verify, **kw)  # fmt: skip
-        return float(curve[-1]), f"exact transient: {QUANTITIES[q]}, x_0 = 0"
-    r = exact_rates(inst.problem, spec.algorithm, part, stationary=q != "mean_square_rate",
-                    verify=verify, tol=tol, **kw)  # fmt: skip
-    if q == "mean_square_rate":
-        return r.mean_square_rate, r.methods["mean-square rate"]
-    if q == "stationary_mse":
-        if r.stationary_mse is None:
-            return math.inf, "no stationary mean-square error (mean-square rate >= 1)"
-        return r.stationary_mse, r.methods.get("stationary mse", "")
-    # rounds_to: the exact transient from the algorithm's initialization.
-    how = "first round of the exact transient E||x_r - x*||^2 below epsilon times its start"
-    rho = r.mean_square_rate
-    d0 = float(inst.problem.x_star @ inst.problem.x_star)
-    if not rho < 1 or (r.stationary_mse is not None and r.stationary_mse > spec.epsilon * d0):
-        return math.inf, how + " (never: no contraction, or a floor above the target)"
-    guess = math.log(spec.epsilon) / math.log(max(rho, 1e-300)) if rho > 0 else 1.0
-    horizon = int(min(MAX_ROUNDS, spec.rounds or max(50, math.ceil(4 * guess + 50))))
-    curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=horizon,
-                            verify=False, **kw)  # fmt: skip
-    hit = np.flatnonzero(curve <= spec.epsilon * curve[0])
-    if not hit.size:
-        return math.inf, how + f" (not within {horizon} rounds)"
-    return float(hit[0]), how
-
-
-# -- free constants ----------------------------------------------------------------------------
-def _solve_constant(spec: BoundSpec, consts: dict, exact: float) -> tuple[float, int]:
-    """(c_i, direction): the smallest c >= 0 at which the shape reaches ``exact``.
-
-    direction is +1 when the shape grows with c near 0 (valid for c >= c_i), -1 when it
-    shrinks (valid for c <= c_i: 1 - c eta mu), 0 when it does not depend on c. c is scanned
-    on 0 and a geometric grid 1e-12..1e16 (half decades) for the first sign change, then
-    bisected (Brent) to 4 ulp: a shape that is not monotone, such as (1 - c eta mu)^2, is
-    read up to its first crossing. c_i = inf: no c on the grid reaches ``exact`` (direction
-    +1: no c bounds the instance; -1: every c does); NaN: no c >= 0 does (direction -1)."""
-
-    def g(c: float) -> float:
-        return spec.stated_value(consts, c) - exact
-
-    grid = np.concatenate([[0.0], 10.0 ** np.arange(-12.0, 16.5, 0.5)])
-    vals = np.array([g(c) for c in grid])
-    if not math.isfinite(vals[0]):
-        return math.nan, 0
-    moved = np.flatnonzero(np.isfinite(vals) & (vals != vals[0]))
-    if not moved.size:
-        return (0.0 if vals[0] >= 0 else math.nan), 0
-    direction = 1 if vals[moved[0]] > vals[0] else -1
-    if direction == 1 and vals[0] >= 0:
-        return 0.0, 1
-    if direction == -1 and vals[0] < 0:
-        return math.nan, -1
-    crossed = np.flatnonzero(vals < 0) if direction == -1 else np.flatnonzero(vals >= 0)
-    crossed = crossed[crossed > 0]
-    if not crossed.size:
-        return math.inf, direction
-    j = int(crossed[0])
-    if vals[j] == 0:
-        return float(grid[j]), direction
-    root = brentq(g, grid[j - 1], grid[j], xtol=1e-300, rtol=4 * np.finfo(float).eps)
-    return float(root), direction
-
-
-# -- one instance --------------------------------------------------------------------------------
-def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True,
-             tol: float = 1e-10) -> Evaluation:  # fmt: skip
-    """Stated, exact, condition and ratio of ``spec`` on one instance."""
-    part = inst.participation(spec)
-    consts = instance_constants(inst.problem, part, local_steps=inst.local_steps,
-                                rule=spec.aggregation, epsilon=spec.epsilon,
-                                topology=spec.topology)  # fmt: skip
-    eta = spec.step_size(consts, inst.label)  # invalid input where it is not > 0: raised
-    consts["eta"] = eta
-    exact, how = exact_value(spec, inst, eta, verify=verify, tol=tol)
-    return scored(spec, consts, exact, eta, inst.sizes(), inst.label, how, instance=inst)
-
-
-def scored(spec: BoundSpec, consts: dict, exact: float, eta: float, sizes: dict, label: str,
-           how: str, instance: Instance | None = None) -> Evaluation:  # fmt: skip
-    """The :class:`Evaluation` of an exact (or worst) value ``exact`` on an instance (or a
-    class setting) with constants ``consts``: stated, condition, ratio, the free constant's
-    c_i and what the search maximizes."""
-    c_i, direction = (None, 0)
-    if spec.constant is not None:
-        c_i, direction = _solve_constant(spec, consts, exact)
-    stated = spec.stated_value(consts) if spec.constant_value is not None or not spec.constant \
-        else math.nan  # fmt: skip
-    met = spec.condition_met(consts)
-    defined = bool(spec.constant and spec.constant_value is None) or math.isfinite(stated)
-    rat = ratio(stated, exact, spec.is_rate) if math.isfinite(stated) else math.nan
-    if spec.constant is not None and spec.constant_value is None:
-        c_val = c_i if c_i is not None else math.nan
-        objective = (-math.inf if math.isnan(c_val) and direction >= 0 else
-                     math.inf if math.isnan(c_val) else direction * c_val)  # fmt: skip
-    else:
-        objective = rat if math.isfinite(rat) or math.isinf(rat) else -math.inf
-    if not (met and defined):
-        objective = -math.inf
-    return Evaluation(stated, exact, met, rat, eta, c_i, objective, sizes, label, consts,
-                      defined=defined, exact_method=how, direction=direction,
-                      instance=instance)  # fmt: skip
+__all__ = [
+    "DEFAULT_SEARCH",
+    "BoundCheck",
+    "Evaluation",
+    "check",
+    "implied_over",
+    "measure",
+    "scored",
+    "verdict",
+]
 
 
 def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = None,
@@ -286,7 +75,7 @@ def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = 
         rho = exact_rate if exact_rate is not None and 0 < exact_rate < 1 else 0.99
         rounds = int(min(5000, max(50, math.ceil(1.5 * math.log(min(spec.epsilon, 1e-8))
                                                   / math.log(rho)))))  # fmt: skip
-    kw = _oracle_kw(spec, inst, eta)
+    kw = oracle_keywords(spec, inst, eta)
     kw["aggregation"] = kw.pop("rule")
     kw.update(kw.pop("options", {}))  # simulate takes the algorithm's options as keywords
     res = simulate(inst.problem, spec.algorithm, part, rounds=rounds, seeds=S, seed=seed,
@@ -335,84 +124,6 @@ def _rounds(factor: float, epsilon: float) -> float:
     return math.log(epsilon) / math.log(factor)
 
 
-# -- the search ----------------------------------------------------------------------------------
-def _draw(spec: BoundSpec, seed: int, i: int) -> Draw:
-    rng = np.random.default_rng([seed, i])
-    return draw_instance(spec, rng, f"draw {i}")
-
-
-def _evaluate_draws(spec: BoundSpec, seed: int, ids: list[int]) -> list[Evaluation]:
-    """Evaluate class draws ``ids`` (a worker's share; draws depend only on (seed, i))."""
-    out = []
-    for i in ids:  # instances are independent; each is one oracle call
-        d = _draw(spec, seed, i)
-        ev = _safe_evaluate(spec, d)
-        out.append(ev)
-    return out
-
-
-def _safe_evaluate(spec: BoundSpec, draw: Draw) -> Evaluation:
-    """:func:`evaluate` on a class draw; a numerical failure of the oracle on this draw is
-    recorded as "not evaluated", while an invalid setting (:class:`SettingError`) and work
-    refused by its size (:class:`SizeError`) are the spec's and stop the check."""
-    inst = draw.instance(spec)
-    try:
-        ev = evaluate(spec, inst, verify=False)
-    except (SettingError, SizeError):
-        raise
-    except FedTheoryError as exc:  # e.g. ARPACK did not converge on a degenerate draw
-        ev = Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
-                        inst.sizes(), f"{inst.label} (not evaluated: {exc})", {},
-                        defined=False, instance=inst)  # fmt: skip
-    ev.instance = None  # rebuilt from the draw when needed (keeps worker results small)
-    ev.draw = draw
-    return ev
-
-
-def _random_search(spec: BoundSpec, n: int, seed: int, workers: int) -> list[Evaluation]:
-    ids = list(range(n))
-    if workers <= 1 or n < 8:
-        return _evaluate_draws(spec, seed, ids)
-    chunks = [ids[k::workers] for k in range(workers)]
-    parts = fork_all(partial(_evaluate_draws, spec, seed), chunks, workers=workers)
-    out: list[Evaluation | None] = [None] * n
-    for chunk, evs in zip(chunks, parts, strict=True):
-        for i, ev in zip(chunk, evs, strict=True):
-            out[i] = ev
-    return out  # type: ignore[return-value]
-
-
-def _refine(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Generator,
-            k: int) -> list[Evaluation]:  # fmt: skip
-    """Nelder-Mead on -objective in random subspaces around ``start`` (``budget`` evaluations)."""
-    base = start.draw
-    seen: list[Evaluation] = []
-    x0 = base.theta.copy()
-    best = start.objective
-    scale = np.maximum(np.abs(x0), 0.5) * 0.3
-    while budget > 0:
-        dim = min(_SUBSPACE, x0.size)
-        B = rng.standard_normal((x0.size, dim)) * scale[:, None]
-
-        def f(t: np.ndarray, B=B, x0=x0) -> float:
-            d = replace(base, theta=x0 + B @ t, label=f"refined from {base.label} ({k})")
-            ev = _safe_evaluate(spec, d)
-            seen.append(ev)
-            return -ev.objective if np.isfinite(ev.objective) else (
-                -1e300 if ev.objective > 0 else 1e300)  # fmt: skip
-
-        n_eval = min(budget, 6 * (dim + 1))
-        before = len(seen)
-        minimize(f, np.zeros(dim), method="Nelder-Mead",
-                 options={"maxfev": n_eval, "initial_simplex": np.vstack(
-                     [np.zeros(dim), np.eye(dim)])})  # fmt: skip
-        budget -= len(seen) - before
-        top = max(seen, key=lambda e: e.objective)
-        if top.objective > best:
-            best, x0 = top.objective, top.draw.theta.copy()
-    return seen
-
-
 # -- the result ----------------------------------------------------------------------------------
 @dataclass
 class BoundCheck:
@@ -422,7 +133,8 @@ class BoundCheck:
     ----------
     spec : BoundSpec
     violated : bool
-        Some instance that meets the condition has exact > stated (1 + tolerance); with a free
+        Some instance that meets the condition has exact > stated + tolerance |stated| + floor
+        (:func:`~fedtheory.bounds.evaluate.violates`); with a free
         constant and no value for it: no constant makes the shape hold on every instance.
     worst : Evaluation or None
         The instance with the largest objective among those that meet the condition.
@@ -438,6 +150,13 @@ class BoundCheck:
     files : dict
         Problem files written (worst counterexample, implied constant's argmax).
     seconds : float
+    coverage : dict
+        Per constant, the range the instances that meet the condition reached (and the class's
+        range where known): :func:`fedtheory.bounds.search.coverage`.
+    notes : list of str
+        What a flag or the named problem changed in the spec's setting, one line each.
+    shape : dict
+        With a free constant: how c_i varies with K, N, M, eta (:func:`shape_fit`).
     """
 
     spec: BoundSpec
@@ -449,6 +168,9 @@ class BoundCheck:
     search: dict
     files: dict
     seconds: float
+    coverage: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    shape: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         spec = self.spec
@@ -472,6 +194,9 @@ class BoundCheck:
             "exact above stated",
             "condition_met": sum(e.condition_met for e in self.instances),
             "search": self.search,
+            "coverage": self.coverage,
+            "shape_fit": self.shape,
+            "notes": self.notes,
             "seconds": self.seconds,
             "sentence": self.sentence(),
         }
@@ -495,9 +220,12 @@ class BoundCheck:
             if self.violated or v is None or not math.isfinite(v):
                 return (f"No constant {spec.constant} makes {spec.bound} hold on the {met} of "
                         f"{n} instances that meet the condition.")  # fmt: skip
+            reach = f" The search reached {coverage_text(self.coverage)}." if self.coverage else ""
+            misses = "".join(f" {f['text'][0].upper()}{f['text'][1:]}." for f in
+                             self.shape.values() if f["verdict"] == "does not describe")  # fmt: skip
             return (f"The {self.implied['direction']} {spec.constant} = {v:.6g} on the {met} of "
                     f"{n} instances that meet the condition (a paper's constant above/below it "
-                    "is contradicted by the saved instance).")  # fmt: skip
+                    f"is contradicted by the saved instance).{misses}{reach}")  # fmt: skip
         w = self.worst
         if w is None:
             return f"No instance of the {n} evaluated meets the condition: nothing to check."
@@ -505,8 +233,9 @@ class BoundCheck:
             where = self.files.get("worst", {}).get("problem_file")
             return (f"Violated: exact {w.exact:.6g} > stated {w.stated:.6g} (ratio {w.ratio:.6g})"
                     f" on {w.label}" + (f", saved as {where}." if where else "."))  # fmt: skip
+        reach = f" The search reached {coverage_text(self.coverage)}." if self.coverage else ""
         return (f"Holds on all {met} of {n} instances that meet the condition; worst ratio "
-                f"{w.ratio:.6g} (exact {w.exact:.6g}, stated {w.stated:.6g}).")  # fmt: skip
+                f"{w.ratio:.6g} (exact {w.exact:.6g}, stated {w.stated:.6g}).{reach}")  # fmt: skip
 
     def table(self) -> str:
         """A short table: the named instance, the worst, the implied constant."""
@@ -520,9 +249,18 @@ class BoundCheck:
             rows.append(row(f"instance {self.instances[0].label}"[:22], self.instances[0]))
         if self.worst is not None:
             rows.append(row("worst", self.worst))
+            w = self.worst
+            sizes = ", ".join(f"{k} = {v}" for k, v in w.sizes.items() if v is not None)
+            rows.append(f"worst instance         {w.label}: {sizes}, eta = {w.eta:.6g}")
+            command = self.files.get("worst", {}).get("command")
+            if command:
+                rows.append(f"reproduce              {command}")
         if self.implied is not None and self.implied.get("value") is not None:
             rows.append(f"implied constant       {self.spec.constant} = "
                         f"{self.implied['value']:.8g} ({self.implied['direction']})")  # fmt: skip
+        for name, fit in self.shape.items():
+            rows.append(f"shape in {name:<13s} {fit['text']}")
+
         if self.named is not None and self.named.get("measured"):
             m = self.named["measured"]
             if m.get("value") is not None:
@@ -563,7 +301,8 @@ def check(
     spec : BoundSpec, path of a TOML file, or a dict of its keys
     search : int, optional
         Random class draws (default :data:`DEFAULT_SEARCH` when the spec has a ``[class]``;
-        0: no search). The worst three are then refined with ``search // 4`` evaluations.
+        0: no search), then the structured extremes and the ascent from the best instances
+        with ``search // 4`` evaluations (:func:`fedtheory.bounds.search.search`).
     seed : int
         Seed of the search (instance i depends only on (seed, i)) and of the simulation.
     problem, problem_file : str, optional
@@ -580,7 +319,8 @@ def check(
         Processes of the random search (default: the cores this process may use, at most 2
         per 100 draws).
     refine : bool
-        Refine the worst draws by Nelder-Mead (default True).
+        Climb from the best extremes and draws (:func:`fedtheory.bounds.search.climb`;
+        default True).
     functions : {"quadratic"}, optional
         The class (default the spec's ``[class] functions``): this search is the quadratic one.
 
@@ -635,8 +375,10 @@ def check(
                                   f"{list(spec.clients)}")  # fmt: skip
     evals: list[Evaluation] = []
     measured = None
+    notes: tuple[str, ...] = ()
     if has_named:
         inst = named_instance(spec, problem=problem, problem_file=problem_file)
+        notes = inst.notes
         ev = evaluate(spec, inst)
         evals.append(ev)
         measured = _measured(spec, ev, measure_seeds, seed)
@@ -645,21 +387,10 @@ def check(
         if workers is None:
             workers = max(1, min(available_cores(), 2, search // 50))
         workers = worker_count(workers, search)
-        draws = _random_search(spec, search, seed, workers)
-        info.update(draws=len(draws), workers=workers)
-        evals.extend(draws)
-        if refine:
-            rng = np.random.default_rng([seed, 1 << 30])
-            ok = sorted((e for e in draws if math.isfinite(e.objective) or e.objective > 0),
-                        key=lambda e: -e.objective)[:_REFINE_STARTS]  # fmt: skip
-            budget = search // 4
-            for k, start in enumerate(ok):  # a few local refinements, sequential
-                share = budget // (len(ok) - k)
-                seen = _refine(spec, start, share, rng, k)
-                budget -= len(seen)
-                info["refined"] += len(seen)
-                evals.extend(seen)
-    return _finish(spec, evals, measured if has_named else False, info, out_dir, name, t0)
+        found, spent = class_search(spec, search, seed, workers, ascend=refine)
+        info.update(spent, workers=workers)
+        evals.extend(found)
+    return _finish(spec, evals, measured if has_named else False, info, out_dir, name, t0, notes)
 
 
 def _check_symbols(spec: BoundSpec) -> None:
@@ -684,7 +415,7 @@ def _check_cost(spec: BoundSpec, instances: int) -> None:
     :data:`~fedtheory.analysis.exact.oracle.ROUND_SECONDS` each); and one
     whose largest class instance does not fit in memory (the oracle checks its own arrays)."""
     K = max(spec.local_steps)
-    if spec.instance_class is not None:
+    if spec.instance_class is not None and spec.instance_class.dim:
         # the oracle runs the round on a batch of at least N d basis states (the server model
         # has d coordinates) of N clients of dimension d: 4 such float64 arrays at the least,
         # more than a draw's rotations and matrices (N d^2)
@@ -737,7 +468,8 @@ def verdict(spec: BoundSpec, evals: list[Evaluation],
             tol: float) -> tuple[list, dict | None, Evaluation | None, bool]:  # fmt: skip
     """``(pool, implied, worst, violated)`` of evaluated instances: those that meet the
     condition, the implied constant (the shape then evaluated at it), the worst one (of the
-    violating ones when violated) and the verdict at relative tolerance ``tol``."""
+    violating ones when violated) and the verdict at relative tolerance ``tol`` (with each
+    instance's floor, :func:`~fedtheory.bounds.evaluate.violates`)."""
     implied = None
     pool = [e for e in evals if e.condition_met and e.defined]
     if spec.constant is not None:
@@ -747,7 +479,7 @@ def verdict(spec: BoundSpec, evals: list[Evaluation],
             for e in evals:  # the shape at the implied constant: ratio 1 at the argmax
                 if e.defined and e.constants:
                     e.stated = spec.stated_value(e.constants, c)
-                    e.ratio = ratio(e.stated, e.exact, spec.is_rate)
+                    e.ratio = ratio(e.stated, e.exact, spec.is_rate, floor=e.floor)
     worst = max(pool, key=lambda e: e.objective, default=None)
     if spec.constant is not None and spec.constant_value is None:
         violated = implied["value"] is None or not math.isfinite(implied["value"])
@@ -758,22 +490,58 @@ def verdict(spec: BoundSpec, evals: list[Evaluation],
     return pool, implied, worst, bool(violated)
 
 
-def _finish(spec, evals, measured, info, out_dir, name, t0) -> BoundCheck:
+def _by_oracle(spec: BoundSpec, evals: list[Evaluation], chosen: list) -> bool:
+    """Recompute the chosen instances' exact values with the oracle where the search had them
+    from its gradient steps (the same eigenproblem, to the eigensolver's tolerance), so that the
+    saved files reproduce through ``fedtheory rate`` to rounding; True when one changed."""
+    changed = False
+    done: list[Evaluation] = []
+    for e in chosen:
+        if e is None or e.by_oracle or e.draw is None or any(e is x for x in done):
+            continue
+        done.append(e)
+        again = evaluate(spec, e.draw.instance(spec), verify=False)  # tolerance 1e-10
+        again.instance, again.draw = None, e.draw
+        evals[next(i for i, x in enumerate(evals) if x is e)] = again
+        changed = True
+    return changed
+
+
+def _ambiguous(spec: BoundSpec, pool: list[Evaluation]) -> list[Evaluation]:
+    """Instances whose screened exact value lies within 1e-7 of the violation threshold."""
+    if spec.constant is not None and spec.constant_value is None:
+        return []
+    out = []
+    for e in pool:
+        if e.by_oracle or not math.isfinite(e.stated):
+            continue
+        threshold = e.stated + spec.tolerance * abs(e.stated) + e.floor
+        if abs(e.exact - threshold) <= 1e-7 * abs(e.exact):
+            out.append(e)
+    return out
+
+
+def _finish(spec, evals, measured, info, out_dir, name, t0, notes=()) -> BoundCheck:
     pool, implied, worst, violated = verdict(spec, evals, spec.tolerance)
+    argmax = implied.get("argmax") if implied is not None else None
+    if _by_oracle(spec, evals, [worst, argmax, *_ambiguous(spec, pool)]):
+        pool, implied, worst, violated = verdict(spec, evals, spec.tolerance)
     if not pool:
         _nothing_evaluated(spec, evals)
     files: dict[str, dict] = {}
     if out_dir is not None:
         stem = name or (Path(spec.path).stem if spec.path else "bound")
         out = Path(out_dir)
-        if violated and worst is not None:
-            files["worst"] = _save(spec, worst, out / f"{stem}-counterexample.npz")
+        if worst is not None:
+            kind = "counterexample" if violated else "worst"
+            files["worst"] = _save(spec, worst, out / f"{stem}-{kind}.npz")
         if implied is not None and implied.get("argmax") is not None:
             files["implied"] = _save(spec, implied["argmax"], out / f"{stem}-implied.npz")
     info["condition_met"] = len(pool)
     named = None if measured is False else _named_report(spec, evals[0], measured)
+    cov = coverage(spec, evals) if info.get("draws") else {}
     return BoundCheck(spec, bool(violated), worst, evals, implied, named, info, files,
-                      time.perf_counter() - t0)  # fmt: skip
+                      time.perf_counter() - t0, cov, list(notes), shape_fit(spec, evals))  # fmt: skip
 
 
 def _nothing_evaluated(spec: BoundSpec, evals: list[Evaluation]) -> None:
@@ -802,6 +570,12 @@ def _instance_of(e: Evaluation, spec: BoundSpec) -> Instance:
 
 def _save(spec: BoundSpec, e: Evaluation, path: Path) -> dict:
     inst = _instance_of(e, spec)
+    if inst.problem_name is not None:  # a built-in problem: by its name, no copy
+        files = {"problem_file": None, "problem": inst.problem_name, "probabilities_file": None}
+        if spec.p is not None:  # the spec's probabilities, for --probabilities
+            files["probabilities_file"] = inst.write_probabilities(path.with_suffix(".p.npy"))
+        files["command"] = inst.rate_command(spec, e.eta, files)
+        return files
     if inst.problem_path is not None:  # the user's own file: point at it, no copy
         files = {"problem_file": inst.problem_path, "probabilities_file": None}
         if inst.p is not None:
@@ -813,6 +587,102 @@ def _save(spec: BoundSpec, e: Evaluation, path: Path) -> dict:
     files = inst.write(path)
     files["command"] = inst.rate_command(spec, e.eta, files)
     return files
+
+
+#: The variables whose power in the implied constant :func:`shape_fit` measures.
+SHAPE_VARIABLES = ("K", "N", "M", "eta")
+#: An exponent whose 95% interval lies wholly outside [-SHAPE_EXPONENT, SHAPE_EXPONENT] says the
+#: shape misses that dependence (a quarter power: over a 16-fold range of the variable the
+#: constant moves by a factor 2 or more); wholly inside: the shape describes it.
+SHAPE_EXPONENT = 0.25
+#: Instances :func:`shape_fit` moves along each variable, and the factors of the spec's step.
+SHAPE_BASES = 4
+SHAPE_ETA_FACTORS = (0.25, 0.5, 1.0)
+
+
+def _moved(spec: BoundSpec, e: Evaluation, name: str, value: float) -> Evaluation | None:
+    """``e``'s instance with one variable set to ``value`` (None where that is not defined)."""
+    d = e.draw
+    scale = 1.0
+    if name == "K":
+        d = replace(d, K=int(value))
+    elif name == "M":
+        if d.M is None or value > d.N:
+            return None
+        d = replace(d, M=int(value))
+    elif name == "N":
+        if not d.label.startswith("extreme ") or (d.M is not None and d.M > value):
+            return None  # a structured pattern is defined for any N; a draw is not
+        d = replace(
+            d,
+            N=int(value),
+            theta=pattern_theta(spec, int(value), d.d, tuple(d.label[8:].split("/"))),
+        )
+    else:
+        scale = value
+    try:
+        return evaluate(spec, d.instance(spec), verify=False, tol=SCREEN_TOL, lr_scale=scale)
+    except FedTheoryError:
+        return None
+
+
+def shape_fit(spec: BoundSpec, evals: list[Evaluation]) -> dict:
+    """How the constant of the most binding instances varies with each of K, N, M and eta.
+
+    With a free constant and no value for it, one c must bound every instance, so the shape is
+    right about a variable x when c_i does not move with x where it binds. The
+    :data:`SHAPE_BASES` most binding instances of the search (the largest objective: the
+    implied constant's argmax first) are moved along each variable the spec lists with several
+    values (K, M; N for the structured extremes, whose pattern is defined for any N) and along
+    eta (the spec's step times :data:`SHAPE_ETA_FACTORS`), everything else fixed. Per variable
+    the power law c_i ~ x^b is fitted per instance
+    (:func:`fedtheory.analysis.rates.fit_power_law`) and the exponent is their mean with a Student-t 95% interval (one instance: its regression
+    interval). ``verdict``: "does not describe" when the interval lies wholly outside
+    [-0.25, 0.25] (fixed before measuring: :data:`SHAPE_EXPONENT`), "describes" when wholly
+    inside, else "undecided". Where ``lr`` depends on K, moving K moves eta with it: that is
+    the spec's step.
+    """
+    if spec.constant is None or spec.constant_value is not None or not evals:
+        return {}
+    pool = [e for e in evals if e.condition_met and e.defined and e.draw is not None
+            and e.c is not None and math.isfinite(e.c) and e.c > 0]  # fmt: skip
+    bases: list[Evaluation] = []
+    for e in sorted(pool, key=lambda e: -e.objective):  # the most binding instances first
+        if all(abs(e.c - b.c) > 1e-6 * b.c for b in bases):  # not a copy of one already in
+            bases.append(e)
+        if len(bases) == SHAPE_BASES:
+            break
+    lists = {"K": spec.local_steps, "M": spec.clients_per_round or (), "N": spec.clients or (),
+             "eta": SHAPE_ETA_FACTORS}  # fmt: skip
+    out: dict[str, Any] = {}
+    for name in SHAPE_VARIABLES:
+        values = sorted(set(lists[name]))
+        if len(values) < 2:
+            continue
+        xs, cs = [], []
+        for e in bases:  # a few instances, each moved along the variable
+            moved = [_moved(spec, e, name, v) for v in values]
+            if all(m is not None and m.c is not None and math.isfinite(m.c) and m.c > 0
+                   for m in moved):  # fmt: skip
+                xs.append(
+                    [m.eta if name == "eta" else v for m, v in zip(moved, values, strict=True)]
+                )
+                cs.append([m.c for m in moved])
+        if not cs or (len(cs) == 1 and len(values) < 3):
+            continue  # no interval: one instance at two values
+        x = np.exp(np.mean(np.log(xs), axis=0))
+        fit = fit_power_law(x, np.array(cs) if len(cs) > 1 else np.array(cs[0]))
+        eff = Effect(fit.exponent, fit.ci_low, fit.ci_high, f"exponent of {name}", 0.95, len(cs))
+        side = eff.within(-SHAPE_EXPONENT, SHAPE_EXPONENT)
+        verdict = {-1: "does not describe", 1: "describes", 0: "undecided"}[side]
+        text = f"the implied constant varies like {name}^{eff.text(2)}"
+        if side == -1:
+            text += f": this shape does not describe the dependence on {name}"
+        out[name] = {"exponent": fit.exponent, "ci": [fit.ci_low, fit.ci_high],
+                     "values": [float(v) for v in x], "c": cs, "instances": len(cs),
+                     "labels": [e.label for e in bases], "verdict": verdict,
+                     "text": text}  # fmt: skip
+    return out
 
 
 def _implied(spec: BoundSpec, pool: list[Evaluation]) -> dict:
@@ -850,6 +720,6 @@ def implied_over(spec: BoundSpec | dict, evaluations: list[Evaluation]) -> dict:
     for e in evaluations:
         if not (e.constants and math.isfinite(e.eta) and spec.condition_met(e.constants)):
             continue
-        c_i, direction = _solve_constant(spec, e.constants, e.exact)
+        c_i, direction = solve_constant(spec, e.constants, e.exact - e.floor)
         pool.append(replace(e, c=c_i, direction=direction))
     return _implied(spec, pool)

@@ -114,3 +114,59 @@ def instance_constants(
     if lr is not None:
         out["eta"] = float(lr)
     return out
+
+
+def constant_gradients(problem: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Derivatives of the constants that the clients' H_j and h_j determine.
+
+    For each of ``L``, ``mu``, ``L_f``, ``mu_f``, ``kappa``, ``kappa_f``, ``zeta2``, ``D2``:
+    ``(dH, dh)`` with dH (N, d, d) symmetric, the gradient over symmetric perturbations of
+    every H_j, and dh (N, d) that over every h_j (f_i = 1/2 x^T H_i x - h_i^T x). Extreme
+    eigenvalues move with their eigenvector q as q^T dH q (a simple eigenvalue; at a multiple
+    one this is one of its one-sided derivatives); with Hbar = (1/N) sum_j H_j and
+    x* = Hbar^{-1} hbar, dx* = (1/N) Hbar^{-1} sum_j (dh_j - dH_j x*), so D2 = ||x*||^2 and
+    zeta2 = (1/N) sum_j ||H_j x* - h_j||^2 have the gradients written below.
+    """
+    H = np.asarray(problem.H, dtype=np.float64)
+    h = np.asarray(problem.h, dtype=np.float64)
+    N, d = H.shape[:2]
+    zeros_h = np.zeros((N, d))
+    lam, vec = np.linalg.eigh(H)
+
+    def client_extreme(top: bool) -> tuple[float, np.ndarray]:
+        k = -1 if top else 0
+        j = int(np.argmax(lam[:, k]) if top else np.argmin(lam[:, k]))
+        q = vec[j, :, k]
+        g = np.zeros((N, d, d))
+        g[j] = np.outer(q, q)
+        return float(lam[j, k]), g
+
+    L, dL = client_extreme(True)
+    mu, dmu = client_extreme(False)
+    Hbar = H.mean(axis=0)
+    lf, vf = np.linalg.eigh(Hbar)
+    dLf = np.broadcast_to(np.outer(vf[:, -1], vf[:, -1]) / N, (N, d, d)).copy()
+    dmuf = np.broadcast_to(np.outer(vf[:, 0], vf[:, 0]) / N, (N, d, d)).copy()
+    L_f, mu_f = float(lf[-1]), float(lf[0])
+
+    def quotient(a, da, b, db):
+        return da / b - a * db / b**2
+
+    out = {
+        "L": (dL, zeros_h), "mu": (dmu, zeros_h), "L_f": (dLf, zeros_h),
+        "mu_f": (dmuf, zeros_h), "kappa": (quotient(L, dL, mu, dmu), zeros_h),
+        "kappa_f": (quotient(L_f, dLf, mu_f, dmuf), zeros_h),
+    }  # fmt: skip
+    x = np.linalg.solve(Hbar, h.mean(axis=0))
+
+    def sym(A):
+        return 0.5 * (A + np.swapaxes(A, -1, -2))
+
+    a = np.linalg.solve(Hbar, x)
+    out["D2"] = (-(2 / N) * sym(np.broadcast_to(np.outer(a, x), (N, d, d))),
+                 np.broadcast_to((2 / N) * a, (N, d)).copy())  # fmt: skip
+    g = np.einsum("nde,e->nd", H, x) - h
+    b = np.linalg.solve(Hbar, np.einsum("nde,ne->d", H, g))
+    w = (2 / N) * g - (2 / N**2) * b  # (N, d): the vectors that multiply dH_j x*
+    out["zeta2"] = (sym(w[:, :, None] * x[None, None, :]), -w)
+    return out

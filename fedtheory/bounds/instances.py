@@ -52,6 +52,8 @@ class Instance:
         Where it came from ("figure4", "draw 17", "refined from draw 17", ...).
     problem_name : str or None
         A built-in problem name (then ``A``/``b`` may be None).
+    notes : tuple of str
+        What differs from the spec's keys, one line each (:func:`named_instance`).
     """
 
     A: np.ndarray | None
@@ -65,6 +67,7 @@ class Instance:
     problem_path: str | None = None
     _problem: Any = field(default=None, repr=False)
     noise: float = 0.0
+    notes: tuple[str, ...] = ()
 
     @cached_property
     def problem(self) -> Any:
@@ -108,18 +111,22 @@ class Instance:
         write_atomic(path, buf.getvalue())
         p_file = None
         if self.p is not None:
-            p_file = path.with_suffix(".p.npy")
-            pbuf = io.BytesIO()
-            np.save(pbuf, np.asarray(self.p, dtype=np.float64))
-            write_atomic(p_file, pbuf.getvalue())
-        return {"problem_file": str(path), "probabilities_file": None if p_file is None
-                else str(p_file)}  # fmt: skip
+            p_file = self.write_probabilities(path.with_suffix(".p.npy"))
+        return {"problem_file": str(path), "probabilities_file": p_file}
+
+    def write_probabilities(self, path: str | os.PathLike) -> str:
+        """Write ``p`` as ``.npy`` (atomically, for ``--probabilities``); returns the path."""
+        pbuf = io.BytesIO()
+        np.save(pbuf, np.asarray(self.p, dtype=np.float64))
+        write_atomic(Path(path), pbuf.getvalue())
+        return str(path)
 
     def rate_command(self, spec: BoundSpec, eta: float, files: dict) -> str:
         """The ``fedtheory rate`` command line that recomputes the exact value on the file."""
-        words = ["fedtheory", "rate", "--problem-file", files["problem_file"], "--algorithm",
-                 spec.algorithm_source or spec.algorithm, "--participation",
-                 spec.participation]  # fmt: skip
+        where = (["--problem", files["problem"]] if files.get("problem") else
+                 ["--problem-file", files["problem_file"]])  # fmt: skip
+        words = ["fedtheory", "rate", *where, "--algorithm", spec.algorithm_source or spec.algorithm,
+                 "--participation", spec.participation]  # fmt: skip
         if self.clients_per_round is not None and self.p is None:
             words += ["--clients-per-round", str(self.clients_per_round)]
         if spec.participation == "weighted":
@@ -166,36 +173,71 @@ def model_settings(spec: BoundSpec, clients_per_round: int | None, p: Any) -> di
     return {k: v for k, v in out.items() if SETTINGS[k].key in read}
 
 
+def _listed(values: tuple[int, ...]) -> str:
+    return str(values[0]) if len(values) == 1 else "[" + ", ".join(map(str, values)) + "]"
+
+
 def named_instance(spec: BoundSpec, *, problem: str | None = None,
                    problem_file: str | None = None) -> Instance:  # fmt: skip
     """The one instance a spec (or the command line) names: a built-in problem or a file.
 
-    K is the spec's first ``local_steps``, M its first ``clients_per_round``; ``p`` is the
-    spec's, or (weighted) the problem's own ``participation_p`` (003 Figure 4's).
+    N is the problem's. M is the spec's ``clients_per_round`` when it gives one value, else
+    (a list for the class search) the problem's own setting where it declares one
+    (``clients_per_round``: 003 Figure 4's 4 of 16), else the list's first; K is the first
+    ``local_steps``; ``p`` is the spec's, or (weighted) the problem's own ``participation_p``.
+    ``notes`` says in one line each what differs from the spec's keys (a flag that replaced
+    the spec's problem, an N the spec's ``clients`` do not list, an M or K chosen from a list).
     """
-    name = problem if problem is not None or problem_file is not None else spec.problem
-    path = problem_file if problem is not None or problem_file is not None else spec.problem_file
+    flag = problem is not None or problem_file is not None
+    name = problem if flag else spec.problem
+    path = problem_file if flag else spec.problem_file
+    given = f"--problem {name}" if name is not None else f"--problem-file {path}"
     prob = make_problem(name, path=path, exact=True)
+    label = str(name or path)
+    notes = []
+    if flag and (spec.problem is not None or spec.problem_file is not None):
+        key = "problem" if spec.problem is not None else "problem_file"
+        notes.append(f"{given} replaces the spec's {key} = {spec.problem or spec.problem_file}")
+    N = int(prob.n_clients)
+    if spec.clients is not None and N not in spec.clients:
+        notes.append(f"{label} has N = {N} clients; the spec's clients = {_listed(spec.clients)} "
+                     "apply to the class search only")  # fmt: skip
     if spec.noise:
         prob.noise = float(spec.noise)
     p = np.asarray(spec.p, dtype=np.float64) if spec.p is not None else None
-    if p is not None and p.size != prob.n_clients:
-        raise AssumptionError(f"p has {p.size} entries, the problem {prob.n_clients} clients")
-    M = spec.clients_per_round[0] if spec.clients_per_round else None
-    if M is not None and not 1 <= M <= prob.n_clients:
-        raise AssumptionError(f"clients_per_round {M} must lie in [1, N = {prob.n_clients}]")
+    if p is not None and p.size != N:
+        raise AssumptionError(f"p has {p.size} entries, the problem {N} clients")
+    M = None
+    own = getattr(prob, "clients_per_round", None)
+    listed = spec.clients_per_round
+    if listed and len(listed) == 1:
+        M = listed[0]
+        if own is not None and own != M:
+            notes.append(f"M = {M} from the spec's clients_per_round ({label}'s own setting is "
+                         f"{own} of {N})")  # fmt: skip
+    elif listed:
+        M = own if own is not None else listed[0]
+        why = f"{label}'s own setting" if own is not None else "the first of the list"
+        notes.append(f"M = {M} ({why}); the spec's clients_per_round = {_listed(listed)} apply "
+                     "to the class search")  # fmt: skip
+    if M is not None and not 1 <= M <= N:
+        raise AssumptionError(f"clients_per_round {M} must lie in [1, N = {N}]")
     if p is None:  # the problem's own draw weights, where the model takes them (figure4's)
         built = build_participation(spec.participation, prob, **model_settings(spec, M, None))
         if built.probabilities_from == "problem":
             p = np.asarray(prob.participation_p, dtype=np.float64)
     if spec.participation == "weighted" and p is not None:
         p = p / p.sum()
+    K = spec.local_steps[0]
+    if len(spec.local_steps) > 1:
+        notes.append(f"K = {K} (the first of the spec's local_steps = "
+                     f"{_listed(spec.local_steps)}; they apply to the class search)")  # fmt: skip
     A = getattr(prob, "A", None)
     return Instance(
         None if A is None else np.asarray(A, dtype=np.float64),
         None if A is None else np.asarray(prob.b, dtype=np.float64),
-        float(getattr(prob, "lam", 0.0)), spec.local_steps[0], M, p,
-        label=str(name or path), problem_name=name, problem_path=path, _problem=prob,
+        float(getattr(prob, "lam", 0.0)), K, M, p,
+        label=label, problem_name=name, problem_path=path, _problem=prob, notes=tuple(notes),
     )  # fmt: skip
 
 
@@ -215,39 +257,105 @@ class Draw:
     theta: np.ndarray
     label: str
 
-    def instance(self, spec: BoundSpec) -> Instance:
-        """Build the instance: clip to the class, rotate, solve for b."""
+    def blocks(self) -> dict[str, slice]:
+        """Where each part of ``theta`` lies: ``lam`` (N d), ``skew`` (N d(d-1)/2), ``e`` (N d),
+        ``z`` (d), ``r`` (N raw participation weights, when drawn)."""
+        N, d = self.N, self.d
+        sizes = (("lam", N * d), ("skew", N * (d * (d - 1) // 2)), ("e", N * d), ("z", d))
+        out, i = {}, 0
+        for name, size in sizes:
+            out[name] = slice(i, i + size)
+            i += size
+        if self.theta.size > i:
+            out["r"] = slice(i, i + N)
+        return out
+
+    def parts(self, spec: BoundSpec) -> dict[str, np.ndarray]:
+        """The instance's pieces: clipped spectra ``lam`` (N, d), skew matrices ``S`` and
+        rotations ``Q = (I - S)^{-1} (I + S)`` (N, d, d), optima ``xs`` (N, d), offsets ``e``,
+        centre ``z``, raw weights ``r`` and probabilities ``p`` (None when not drawn)."""
         cls = spec.instance_class
         N, d = self.N, self.d
         t = np.asarray(self.theta, dtype=np.float64)
-        nq = d * (d - 1) // 2
-        i = 0
-        lam = np.clip(t[i : i + N * d], cls.mu, cls.L).reshape(N, d)
-        i += N * d
-        skew = t[i : i + N * nq].reshape(N, nq)
-        i += N * nq
-        e = np.clip(t[i : i + N * d], -1.0, 1.0).reshape(N, d)
-        i += N * d
-        z = t[i : i + d]
-        i += d
+        b = self.blocks()
+        lam = np.clip(t[b["lam"]], cls.mu, cls.L).reshape(N, d)
         iu = np.triu_indices(d, 1)
         S = np.zeros((N, d, d))
-        S[:, iu[0], iu[1]] = skew
+        S[:, iu[0], iu[1]] = t[b["skew"]].reshape(N, -1)
         S -= np.swapaxes(S, 1, 2)
         eye = np.eye(d)
         Q = np.linalg.solve(eye - S, eye + S)  # Cayley: orthogonal for skew S
+        e = np.clip(t[b["e"]], -1.0, 1.0).reshape(N, d)
+        z = t[b["z"]]
         A = np.sqrt(lam)[:, :, None] * np.swapaxes(Q, 1, 2)  # A_i = diag(sqrt lam) Q_i^T
         xs = _meet_class_bounds(A, z + cls.heterogeneity * e, spec)
-        b = np.einsum("nkd,nd->nk", A, xs)
-        p = None
+        r = p = None
         if spec.p is not None:
             p = np.asarray(spec.p, dtype=np.float64)
-        elif spec.participation in ("weighted", "bernoulli"):
+        elif "r" in b:
             lo, hi = cls.p_range
-            p = np.clip(t[i : i + N], lo, hi)
+            r = np.clip(t[b["r"]], lo, hi)
+            p = r
         if p is not None and spec.participation == "weighted":
             p = p / p.sum()
-        return Instance(A, b, 0.0, self.K, self.M, p, self.label, noise=spec.noise)
+        return {"lam": lam, "S": S, "Q": Q, "A": A, "e": e, "z": z, "xs": xs, "r": r,
+                "p": p}  # fmt: skip
+
+    def instance(self, spec: BoundSpec) -> Instance:
+        """Build the instance: clip to the class, rotate, solve for b."""
+        q = self.parts(spec)
+        b = np.einsum("nkd,nd->nk", q["A"], q["xs"])
+        return Instance(q["A"], b, 0.0, self.K, self.M, q["p"], self.label, noise=spec.noise)
+
+    def bounds(self, spec: BoundSpec) -> list[tuple[float | None, float | None]]:
+        """Box constraints of ``theta`` (the class: spectra in [mu, L], offsets in [-1, 1],
+        weights in ``p_range``; rotations and the centre are free)."""
+        cls = spec.instance_class
+        out: list[tuple[float | None, float | None]] = [(None, None)] * self.theta.size
+        for name, (lo, hi) in (("lam", (cls.mu, cls.L)), ("e", (-1.0, 1.0)),
+                               ("r", tuple(cls.p_range))):  # fmt: skip
+            sl = self.blocks().get(name)
+            if sl is not None:
+                out[sl] = [(lo, hi)] * (sl.stop - sl.start)
+        return out
+
+    def pullback(self, spec: BoundSpec, dH: np.ndarray, dxs: np.ndarray | None = None,
+                 dr: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+        """d/dtheta from d/dH_j (N, d, d, symmetric), d/dx_j* (N, d) and d/dr (N,): the chain
+        rule through H_j = Q_j diag(lam_j) Q_j^T, Q_j = (I - S_j)^{-1} (I + S_j)
+        (dQ = (I - S)^{-1} dS (I + Q)), x_j* = z + heterogeneity e_j and the clipping (zero
+        derivative outside the class's box)."""
+        cls = spec.instance_class
+        q = self.parts(spec)
+        b = self.blocks()
+        t = np.asarray(self.theta, dtype=np.float64)
+        out = np.zeros(t.size)
+        Q, lam, S = q["Q"], q["lam"], q["S"]
+        G = 0.5 * (dH + np.swapaxes(dH, 1, 2))
+        QtGQ = np.swapaxes(Q, 1, 2) @ G @ Q
+        inside = (t[b["lam"]] >= cls.mu) & (t[b["lam"]] <= cls.L)
+        out[b["lam"]] = np.diagonal(QtGQ, axis1=1, axis2=2).reshape(-1) * inside
+        d = self.d
+        if d > 1:
+            X = 2 * (G @ Q) * lam[:, None, :]  # 2 G Q Lambda
+            eye = np.eye(d)
+            Y = np.linalg.solve(np.swapaxes(eye - S, 1, 2), X) @ np.swapaxes(eye + Q, 1, 2)
+            iu = np.triu_indices(d, 1)
+            out[b["skew"]] = (Y[:, iu[0], iu[1]] - Y[:, iu[1], iu[0]]).reshape(-1)
+        if dxs is not None and fixes_optima(spec):
+            raise AssumptionError(
+                "the class fixes zeta2 or D2 (the optima are rescaled to meet them): no "
+                "derivative through the optima"
+            )
+        if dxs is not None:
+            inside = np.abs(t[b["e"]]) <= 1.0
+            out[b["e"]] = cls.heterogeneity * dxs.reshape(-1) * inside
+            out[b["z"]] = dxs.sum(axis=0)
+        if dr is not None and "r" in b:
+            lo, hi = cls.p_range
+            inside = (t[b["r"]] >= lo) & (t[b["r"]] <= hi)
+            out[b["r"]] = dr * inside
+        return out
 
 
 def _meet_class_bounds(A: np.ndarray, xs: np.ndarray, spec: BoundSpec) -> np.ndarray:
@@ -270,6 +378,13 @@ def _meet_class_bounds(A: np.ndarray, xs: np.ndarray, spec: BoundSpec) -> np.nda
         u = x_star / norm if norm > 0 else np.eye(x_star.size)[0]
         xs = xs + (np.sqrt(spec.D2) * u - x_star)
     return xs
+
+
+def fixes_optima(spec: BoundSpec) -> bool:
+    """Whether draws rescale their optima to meet ``[class] zeta2`` or ``D2`` with equality
+    (then zeta2 and D2 are the class's, whatever theta is)."""
+    cls = spec.instance_class
+    return cls.zeta2 is not None or cls.D2 is not None or spec.quantity in AFTER_ROUNDS
 
 
 def draw_instance(spec: BoundSpec, rng: np.random.Generator, label: str) -> Draw:

@@ -14,8 +14,11 @@ prints a short table and one sentence per class; ``--json`` writes an object wit
 is written as an ``.npz`` problem file (and ``.p.npy`` probabilities) that ``fedtheory rate
 --problem-file`` and ``fedtheory simulate --problem-file`` read (``worst.command`` is the
 ``rate`` command that reproduces the exact value); over smooth strongly convex clients it is an
-interpolation file that ``fedtheory simulate --problem-file`` replays. docs/bounds.md describes
-the spec format.
+interpolation file that ``fedtheory simulate --problem-file`` replays. The quadratic check
+also writes ``coverage``, ``shape_fit`` and ``notes``, saves its worst instance whether or not
+it violates, and prints its N, M, K, d, eta and ``worst.command``; a line ``note: ...`` says
+each spec key that a flag or the named problem overrode. docs/bounds.md describes the spec
+format.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def register(subparsers: Any) -> None:
             "bound as an expression of named constants, step-size condition, optional free "
             "constant) against the exact oracle: on one instance (stated, exact, simulated, "
             "rounds to epsilon) and by a worst-case search over the spec's [class] of "
-            "quadratic least-squares clients (random draws, then Nelder-Mead refinement). A "
+            "quadratic least-squares clients (random draws, structured extremes, then an ascent with "
+            "the exact gradient). A "
             "violated bound's worst instance is saved as a problem file that "
             "'fedtheory rate --problem-file' reproduces. --class smooth-strongly-convex (or "
             "[class] functions) takes the worst case over every L-smooth mu-strongly convex "
@@ -80,7 +84,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("spec", metavar="SPEC.toml", help="a bound spec (or a shipped bound's name)")
     p.add_argument("--search", type=int, default=None, metavar="N",
                    help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
-                   "0: none); the worst three are refined with N/4 more evaluations")  # fmt: skip
+                   "0: none), then structured extremes and an ascent from the best with N/4 "
+                   "more evaluations")  # fmt: skip
     add_setting(p, "seed")
     p.add_argument("--class", dest="functions", choices=CLASS_CHOICES, default=None,
                    help="the clients the bound is checked on (default: the spec's [class] "
@@ -129,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         if r is not None:
             if res.functions == "both":
                 print(f"-- {label}", file=out)
+            for note in getattr(r, "notes", ()):  # what a flag or the problem overrode
+                print(f"note: {note}", file=out)
             table = r.table()
             if table:
                 print(table, file=out)

@@ -446,11 +446,13 @@ def figure4_problem(dtype: Any = None) -> LeastSquaresProblem:
     """The least-squares problem of 003 Figure 4 (N = 16, n = 500, d = 50, lam = 0).
 
     The returned problem carries ``participation_p`` (the arbitrary-participation
-    probabilities) and ``x_o`` (the generating model).
+    probabilities), ``clients_per_round`` (4: the figure's partial-participation regimes draw 4
+    of the 16 clients) and ``x_o`` (the generating model).
     """
     A, b, x_o, p = figure4_data()
     prob = LeastSquaresProblem(A, b, 0.0, dtype=dtype)
     prob.participation_p = p
+    prob.clients_per_round = 4
     prob.x_o = x_o
     return prob
 

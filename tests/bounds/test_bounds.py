@@ -156,8 +156,13 @@ def test_a_floor_shape_implied_constant_grows_with_c(tmp_path):
     assert imp["direction"].startswith("smallest")
     cs = [e.c for e in res.instances if e.condition_met]
     assert imp["value"] == pytest.approx(max(cs))
-    # at the implied constant the shape bounds every instance, with equality at the argmax
-    assert all(e.stated >= e.exact * (1 - 1e-12) for e in res.instances)
+    # at the implied constant the shape bounds every instance, with equality at the argmax;
+    # clients with one common optimum (a structured extreme: zeta2 = 0) have a floor of 0 that
+    # the oracle leaves as rounding below the tolerance floor, and the shape is rounding too
+    for e in res.instances:
+        assert e.stated >= e.exact * (1 - 1e-12) or (
+            0 <= e.exact <= e.floor and 0 <= e.stated <= e.floor
+        )
 
 
 def test_rounds_to_is_the_first_round_of_the_exact_transient():

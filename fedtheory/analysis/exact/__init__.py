@@ -25,6 +25,9 @@ Modules
 - :mod:`~fedtheory.analysis.exact.system`: mean and mean-square operators, reachable subspace.
 - :mod:`~fedtheory.analysis.exact.oracle`: :func:`exact_rates`, :func:`exact_mse_curve`,
   :func:`largest_stable_lr`, :func:`problem_constants`.
+- :mod:`~fedtheory.analysis.exact.sensitivity`: :func:`rate_gradient`, the rates' derivatives
+  with respect to the Hessians, the step and the participation probabilities (left and right
+  eigenvectors; the adjoint of the mean-square operator).
 """
 
 from fedtheory.analysis.exact.extract import (
