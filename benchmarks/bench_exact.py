@@ -1,4 +1,4 @@
-"""Benchmark: exact rates and floors on the 003 Figure 4 problem (issue 13).
+"""Benchmark: exact rates and floors on the 003 Figure 4 problem.
 
 Setting: :func:`fedtheory.problems.figure4_problem` (the authors' data: N = 16 clients, 500 rows
 each, d = 50), K = 3, x0 = 0, the paper's step sizes: 6e-4 (full participation), 1.5e-4
@@ -6,16 +6,18 @@ each, d = 50), K = 3, x0 = 0, the paper's step sizes: 6e-4 (full participation),
 
 Printed, per regime and algorithm (FOCUS, SCAFFOLD, FedAvg), with the wall time of each:
 
-- the exact mean rate rho(E[M_S]) and mean-square rate rho(P -> E[M_S P M_S^T]) (ARPACK
-  tolerance ``--tol``, residual reported), the state dimension and how the numbers were obtained;
+- the exact mean rate rho(E[M_S]) and mean-square rate rho(P -> E[M_S P M_S^T]) (Krylov-Schur
+  to the relative residual ``--tol``, the operator applications and residual reported), the
+  state dimension, and the CPU seconds of the call;
 - FedAvg's exact floor lim E||x_r - x*||^2, also relative to ||x*||^2, split into
   ||E x - x*||^2 and tr Cov(x); FOCUS's and SCAFFOLD's fixed point against x*;
 - the largest stable step size (mean-square rate < 1; bisection to ``--rtol``, each
-  mean-square rate with ARPACK tolerance ``--bisect-tol``; the mean boundary, which bounds it
-  from above, is found first from dense eigenvalues);
+  mean-square rate with eigensolver tolerance ``--bisect-tol``, each solve warm-started from
+  the previous one's eigenvector; the mean boundary, which bounds it from above, is found first
+  from dense eigenvalues);
 - the problem's constants (per-client mu_i, L_i; eta L, eta K L, eta N L at the paper's steps);
-- a verdict line for the issue's target: the mean-square rate of FOCUS under uniform 4/16
-  participation in under 60 s.
+- a verdict line per partial-participation mean-square rate of FOCUS and SCAFFOLD: at most 10 s
+  of CPU (``benchmarks/bench_vs_tree.py`` compares the same four rates with another checkout).
 
 Timing: BLAS runs single-threaded unless ``--blas-threads`` says otherwise (the script re-runs
 itself with ``OPENBLAS_NUM_THREADS`` set): on a 2-core machine shared with other processes two
@@ -43,7 +45,7 @@ from fedtheory.participation import make_participation
 from fedtheory.problems import figure4_problem
 
 K = 3
-TARGET_S = 60.0
+TARGET_CPU_S = 10.0
 ALGORITHMS = ("focus", "scaffold", "fedavg")
 
 
@@ -63,8 +65,8 @@ def _blas_threads() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tol", type=float, default=1e-10, help="ARPACK tolerance of the rates")
-    ap.add_argument("--bisect-tol", type=float, default=1e-6, help="ARPACK tolerance, bisection")
+    ap.add_argument("--tol", type=float, default=1e-10, help="eigensolver tolerance of the rates")
+    ap.add_argument("--bisect-tol", type=float, default=1e-6, help="the same, in the bisection")
     ap.add_argument("--rtol", type=float, default=1e-2, help="relative bracket of the bisection")
     ap.add_argument("--no-bisect", action="store_true", help="skip the largest stable steps")
     ap.add_argument("--blas-threads", default="1", help="OPENBLAS_NUM_THREADS ('default': unset)")
@@ -88,10 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         f"[{const.L_i.min():.4g}, {const.L_max:.4g}]; f: mu = {const.mu:.4g}, L = {const.L:.4g}"
     )
     out: dict = {"constants": const.to_dict(), "rates": [], "floors": [], "stable": []}
-    verdict = None
+    verdicts = []
     print()
     head = f"{'regime':14s} {'algorithm':9s} {'eta':>8s} {'mean rate':>14s} {'mean-sq rate':>14s}"
-    print(head + f" {'(mean)^2':>12s} {'dim':>4s} {'time s':>7s}  how")
+    print(head + f" {'(mean)^2':>12s} {'dim':>4s} {'CPU s':>7s} {'wall s':>7s}  how")
     for regime, (model, eta) in regimes(prob).items():
         prods = const.step_products(eta, K)
         print(
@@ -99,20 +101,20 @@ def main(argv: list[str] | None = None) -> int:
             f"{prods['eta_K_L']:.3f}, eta N L = {prods['eta_N_L']:.3f}]"
         )
         for alg in ALGORITHMS:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             r = exact_rates(prob, alg, model, lr=eta, local_steps=K, tol=args.tol)
-            wall = time.perf_counter() - t0
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             how = r.methods["mean-square rate"].split(" of P")[0]
             print(
                 f"{regime:14s} {alg:9s} {eta:8.2g} {r.mean_rate:14.10f} "
                 f"{r.mean_square_rate:14.10f} {r.mean_rate**2:12.8f} {r.state_dim:4d} "
-                f"{wall:7.1f}  {how}"
+                f"{cpu:7.1f} {wall:7.1f}  {how}"
             )
             row = {"regime": regime, "algorithm": alg, "lr": eta, "seconds": wall,
-                   **r.to_dict()}  # fmt: skip
+                   "cpu_seconds": cpu, **r.to_dict()}  # fmt: skip
             out["rates"].append(row)
-            if alg == "focus" and regime.startswith("uniform"):
-                verdict = wall
+            if alg in ("focus", "scaffold") and regime != "full":
+                verdicts.append((f"{alg} {regime}", cpu))
             if alg == "fedavg":
                 out["floors"].append(row)
             elif r.fixed_point is not None:
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_bisect:
         print()
         print(f"largest stable step (mean-square rate < 1; bisection to {args.rtol:g}, "
-              f"ARPACK tol {args.bisect_tol:g}):")  # fmt: skip
+              f"eigensolver tol {args.bisect_tol:g}):")  # fmt: skip
         print(f"{'regime':14s} {'algorithm':9s} {'eta_max':>10s} {'paper eta':>9s} "
               f"{'ratio':>6s} {'bracket':>24s} {'evals':>5s} {'time s':>7s}")  # fmt: skip
         for regime, (model, eta) in regimes(prob).items():
@@ -148,13 +150,14 @@ def main(argv: list[str] | None = None) -> int:
                                       **s.to_dict()})  # fmt: skip
     load1 = os.getloadavg()
     print()
-    ok = verdict is not None and verdict < TARGET_S
-    print(
-        f"verdict: FOCUS mean-square rate on Figure 4, uniform 4/16: {verdict:.1f} s "
-        f"(target < {TARGET_S:.0f} s): {'PASS' if ok else 'FAIL'} "
-        f"[BLAS threads {_blas_threads()}, load average {load0[0]:.2f} -> {load1[0]:.2f}]"
-    )
-    out.update(verdict_seconds=verdict, target_seconds=TARGET_S, passed=ok,
+    ok = all(cpu <= TARGET_CPU_S for _, cpu in verdicts)
+    for name, cpu in verdicts:
+        print(
+            f"verdict: {name} mean-square rate on Figure 4: {cpu:.1f} s of CPU (target <= "
+            f"{TARGET_CPU_S:.0f} s): {'MET' if cpu <= TARGET_CPU_S else 'NOT MET'}"
+        )
+    print(f"[BLAS threads {_blas_threads()}, load average {load0[0]:.2f} -> {load1[0]:.2f}]")
+    out.update(verdicts=verdicts, target_cpu_seconds=TARGET_CPU_S, passed=ok,
                blas_threads=_blas_threads(), load_average=[load0[0], load1[0]])  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:

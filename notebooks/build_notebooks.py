@@ -428,7 +428,8 @@ plt.xlabel("round"); plt.legend(); plt.show()""",
 
 FOCUS with full participation (cheap: the draw is deterministic, so the mean-square rate is the
 mean rate squared) and FedAvg in every regime (its state is x alone). The partial-participation
-rates of FOCUS and SCAFFOLD need ARPACK on 722,500 unknowns (minutes): they are read from the
+rates of FOCUS and SCAFFOLD need hundreds of applications of an operator on 361,675 unknowns
+(half a minute each): they are read from the
 stability map's data (`python -m fedtheory.figures stability_map`) and printed in full by
 `benchmarks/bench_exact.py`.""",
     """

@@ -170,6 +170,13 @@ class Algorithm:
         ``round`` reads the participant layout of a partial round (:func:`round_layout`): the
         runner prepares the layouts of many rounds at once (:func:`participants_of_rounds`)
         and hands each in ``draw.layout``.
+    state_for : mapping of str to str
+        Metric name -> the keyword of ``init`` that makes the state carry what the metric
+        reads and the server model never does (``{"consensus": "client_models"}``: FOCUS,
+        SCAFFOLD and the FedAvg family keep the clients' models X only when asked). The
+        runner passes ``keyword=True`` for each recorded metric named here
+        (:meth:`start`); ``round`` keeps such a field where the state has it and leaves it
+        None otherwise, and the server model's bits do not depend on it.
     """
 
     name: str
@@ -181,6 +188,13 @@ class Algorithm:
     metrics: Mapping[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
     donates: bool = False
     uses_layout: bool = False
+    state_for: Mapping[str, str] = field(default_factory=dict)
+
+    def start(self, problem: Any, x0: Array, metrics: Any = ()) -> Any:
+        """``init(problem, x0)`` with the state the named ``metrics`` read
+        (:attr:`state_for`)."""
+        want = {self.state_for[m]: True for m in metrics if m in self.state_for}
+        return self.init(problem, x0, **want)
 
 
 class SeedRng:
@@ -654,6 +668,17 @@ def client_metrics(**more: Callable[[Any, Any], Any]) -> dict[str, Callable[[Any
     """The metrics of an algorithm whose state keeps every client's latest local model in
     ``X (S, N, d)``: their ``consensus`` error, plus the algorithm's own ``more``."""
     return {"consensus": lambda state, problem: consensus(state.X), **more}
+
+
+#: :attr:`Algorithm.state_for` of an algorithm whose state carries the clients' models X only
+#: for the ``consensus`` metric (``init(..., client_models=True)``).
+CLIENT_MODELS_ON_REQUEST = {"consensus": "client_models"}
+
+
+def initial_client_models(x0: Array, n_clients: int, keep: bool) -> Array | None:
+    """The clients' models at the start, ``(S, N, d)`` copies of ``x0``, when the state keeps
+    them (``keep``), else None."""
+    return broadcast_clients(x0, n_clients) if keep else None
 
 
 @dataclass(frozen=True)

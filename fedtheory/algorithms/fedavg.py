@@ -12,7 +12,9 @@ Round r (for every seed at once)::
 
 With ``global_lr = 1`` and the ``mean`` rule, x_{r+1} is the plain average of the participants'
 models, as in the FOCUS authors' notebook. Clients outside S_r keep their last local model
-(``X``), which the runner uses for the consensus error.
+(``X``) when the state carries them (``init(..., client_models=True)``, which the runner asks for
+when the consensus error is recorded); otherwise the round's client rows live in a scratch
+array that only the participants' rows of are written and read.
 """
 
 from __future__ import annotations
@@ -23,18 +25,20 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fedtheory.algorithms.base import (
+    CLIENT_MODELS_ON_REQUEST,
     Algorithm,
     AlgorithmConfig,
     StateLayout,
     aggregate_deltas,
-    broadcast_clients,
     client_metrics,
+    initial_client_models,
     round_layout,
     zeros_fill,
 )
 from fedtheory.algorithms.local_steps import local_steps
 from fedtheory.algorithms.registry import Option, register
 from fedtheory.algorithms.server_opt import ServerOptState, server_optimizer
+from fedtheory.backend import get_namespace
 
 Array = Any
 
@@ -43,7 +47,7 @@ REFERENCE = "McMahan et al. 2017 (Algorithm 1); Reddi et al. 2020 (server optimi
 
 class FedAvgState(NamedTuple):
     x: Array  # (S, d) server model
-    X: Array  # (S, N, d) every client's latest local model
+    X: Array | None  # (S, N, d) every client's latest local model (consensus only), or None
     opt: ServerOptState
 
 
@@ -68,22 +72,29 @@ def build_fedavg(
     )
     K, lr = config.local_steps, config.lr
 
-    def init(problem: Any, x0: Array) -> FedAvgState:
-        return FedAvgState(x=x0, X=broadcast_clients(x0, problem.n_clients), opt=opt.init(x0))
+    def init(problem: Any, x0: Array, *, client_models: bool = False) -> FedAvgState:
+        X = initial_client_models(x0, problem.n_clients, client_models)
+        return FedAvgState(x=x0, X=X, opt=opt.init(x0))
 
     def round_(
         state: FedAvgState, problem: Any, draw: Any, rng: Any = None, *, donate: bool = False
     ) -> FedAvgState:
         # Partial participation: only the participants' rows are pulled, stepped and
-        # aggregated (with ``donate``, in the given state's X: no copy of every client's row).
+        # aggregated (with ``donate``, in the given state's X: no copy of every client's row;
+        # without X in the state, in a scratch array whose other rows are never read).
         lay = None if bool(draw.mask.all()) else round_layout(draw, problem)
+        X, own = state.X, donate
+        if X is None:
+            xp = get_namespace(state.x)
+            S, d = state.x.shape
+            X, own = xp.empty((S, problem.n_clients, d), dtype=state.x.dtype), True
         XK = local_steps(
-            problem, state.X, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu,
-            anchor=state.x, overwrite=donate, layout=lay, start=state.x,
+            problem, X, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu,
+            anchor=state.x, overwrite=own, layout=lay, start=state.x,
         )  # fmt: skip
         delta = aggregate_deltas(XK, state.x, draw.weights, draw.mask, lay)
         step, opt_state = opt.update(delta, state.opt)
-        return FedAvgState(x=state.x + step, X=XK, opt=opt_state)
+        return FedAvgState(x=state.x + step, X=None if state.X is None else XK, opt=opt_state)
 
     return Algorithm(
         name=name,
@@ -94,6 +105,7 @@ def build_fedavg(
         metrics=client_metrics(),
         donates=True,
         uses_layout=True,
+        state_for=CLIENT_MODELS_ON_REQUEST,
     )
 
 
@@ -104,13 +116,14 @@ def server_model_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
 
     def encode(st: Any) -> tuple[Array, Array]:
         u = np.concatenate([st.x, st.opt.m], axis=-1) if momentum else st.x
-        return u, np.zeros(st.X.shape[:2] + (0,))
+        return u, np.zeros((st.x.shape[0], N, 0))
 
     def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
         S = u.shape[0]
         m = u[:, d:] if momentum else fill((S, d))
         opt = tpl.opt._replace(m=m, v=fill((S, d)), v_hat=fill((S, d)))
-        return tpl._replace(x=u[:, :d], X=fill((S, N, d)), opt=opt)
+        X = None if tpl.X is None else fill((S, N, d))
+        return tpl._replace(x=u[:, :d], X=X, opt=opt)
 
     du = 2 * d if momentum else d
     words = "u = (x, server momentum m)" if momentum else "u = x"

@@ -9,6 +9,8 @@ aggregates as FedAvg. mu = 0 is FedAvg exactly.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fedtheory.algorithms.base import Algorithm, AlgorithmConfig
 from fedtheory.algorithms.fedavg import build_fedavg, server_model_layout
 from fedtheory.algorithms.registry import register
@@ -26,13 +28,4 @@ REFERENCE = "Li et al. 2020, Federated Optimization in Heterogeneous Networks, A
 )
 def build_fedprox(config: AlgorithmConfig) -> Algorithm:
     alg = build_fedavg(config, name="fedprox", prox_mu=config.prox_mu)
-    return Algorithm(
-        name="fedprox",
-        init=alg.init,
-        round=alg.round,
-        config=config,
-        reference=REFERENCE,
-        metrics=alg.metrics,
-        donates=alg.donates,
-        uses_layout=alg.uses_layout,
-    )
+    return replace(alg, reference=REFERENCE)

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from fedtheory.algorithms.base import (
+    CLIENT_MODELS_ON_REQUEST,
     Algorithm,
     AlgorithmConfig,
     Participants,
@@ -55,6 +56,7 @@ from fedtheory.algorithms.base import (
     broadcast_clients,
     client_metrics,
     client_sum,
+    initial_client_models,
     pull,
     round_layout,
     seed_sums,
@@ -75,7 +77,7 @@ class FocusState(NamedTuple):
     x: Array  # (S, d) server model
     y: Array  # (S, d) server tracker: sum_i g_prev_i
     g_prev: Array  # (S, N, d) each client's latest stored gradient
-    X: Array  # (S, N, d) each client's latest local model
+    X: Array | None  # (S, N, d) each client's latest local model (consensus only), or None
 
 
 def tracking_residual(state: FocusState) -> Array:
@@ -89,10 +91,12 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
     gradients, drawn from the run's per-seed streams)."""
     K, eta = config.local_steps, config.lr
 
-    def init(problem: Any, x0: Array) -> FocusState:
+    def init(problem: Any, x0: Array, *, client_models: bool = False) -> FocusState:
         xp = get_namespace(x0)
-        X = broadcast_clients(x0, problem.n_clients)
-        return FocusState(x=x0, y=xp.zeros_like(x0), g_prev=xp.zeros_like(X), X=X)
+        N = problem.n_clients
+        g_prev = xp.zeros((x0.shape[0], N, x0.shape[1]), dtype=x0.dtype)
+        return FocusState(x=x0, y=xp.zeros_like(x0), g_prev=g_prev,
+                          X=initial_client_models(x0, N, client_models))  # fmt: skip
 
     def round_(
         state: FocusState, problem: Any, draw: Any, rng: Any = None, *, donate: bool = False
@@ -124,18 +128,24 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
 
     def _full_round(state: FocusState, problem: Any, rng: Any) -> FocusState:
         """Every client computes (full participation)."""
-        X = broadcast_clients(state.x, state.X.shape[1])  # every client pulls x
+        X = broadcast_clients(state.x, state.g_prev.shape[1])  # every client pulls x
         X = _tracked_steps(problem, X, state.g_prev, rng=rng)
         g = problem.grads(X, rng)  # the last gradient, g_{K-1}
         y = state.y + client_sum(g - state.g_prev)
-        return FocusState(x=state.x - eta * y, y=y, g_prev=g, X=X)
+        return FocusState(x=state.x - eta * y, y=y, g_prev=g, X=_kept(state, X))
 
     def _masked_round(state: FocusState, problem: Any, mask: Array, rng: Any) -> FocusState:
         """Every client computes, the mask keeps S_r's results (stochastic gradients: the
         per-seed draws cover all N clients, as they always have, so the engine steps every
         row: ``stepwise``). y_i is zero off S_r, so x_i moves for i in S_r only."""
         xp = get_namespace(state.x)
-        X = pull(state.X, state.x, mask)  # a new array, updated in place below
+        # a new array, updated in place below (x in every row when the state keeps no X: the
+        # rows outside S_r do not move and are not read)
+        X = (
+            pull(state.X, state.x, mask)
+            if state.X is not None
+            else broadcast_clients(state.x, state.g_prev.shape[1])
+        )
         on = xp.asarray(mask, dtype=X.dtype)  # 0/1 step weights: no question to the device
         X = _tracked_steps(problem, X, state.g_prev, rng=rng, compute=on, strategy="stepwise")
         g = problem.grads(X, rng)
@@ -144,7 +154,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         g_prev = state.g_prev.copy()  # g_prev_i <- g_{K-1} for i in S_r (the state's is kept)
         xp.copyto(g_prev, g, where=spread(xp.asarray(mask, dtype=bool), X.shape[2]))
         y = state.y + client_sum(y_loc)
-        return FocusState(x=state.x - eta * y, y=y, g_prev=g_prev, X=X)
+        return FocusState(x=state.x - eta * y, y=y, g_prev=g_prev, X=_kept(state, X))
 
     def _participants_round(
         state: FocusState, problem: Any, lay: Participants, xp: Any, donate: bool
@@ -152,7 +162,7 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         """Only S_r computes: its rows in the client-major slot layout (one GEMM per client
         over the seeds in which it takes part), the others untouched (with ``donate``, written
         into the given state's arrays: no copy of every client's row)."""
-        S, N, d = state.X.shape
+        S, N, d = state.g_prev.shape
         Xs = state.x[lay.seed]  # (n, N, d): x_i <- x for i in S_r (and the padding slots)
         g_old = state.g_prev.reshape(S * N, d)[lay.src]
         Xs = _tracked_steps(problem, Xs, g_old, layout=lay)
@@ -164,8 +174,10 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         # g_prev_i <- g_{K-1} for i in S_r (the state's arrays kept unless donated)
         g_prev = state.g_prev if donate else state.g_prev.copy()
         g_prev.reshape(S * N, d)[lay.rows] = g.reshape(-1, d)[lay.slots]
-        X = state.X if donate else state.X.copy()
-        X.reshape(S * N, d)[lay.rows] = Xs.reshape(-1, d)[lay.slots]
+        X = state.X
+        if X is not None:  # the clients' models, for the consensus metric
+            X = X if donate else X.copy()
+            X.reshape(S * N, d)[lay.rows] = Xs.reshape(-1, d)[lay.slots]
         return FocusState(x=state.x - eta * y, y=y, g_prev=g_prev, X=X)
 
     name = "sg-focus" if stochastic else "focus"
@@ -178,7 +190,13 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         metrics=client_metrics(tracking_residual=lambda state, problem: tracking_residual(state)),
         donates=True,
         uses_layout=True,
+        state_for=CLIENT_MODELS_ON_REQUEST,
     )
+
+
+def _kept(state: FocusState, X: Array) -> Array | None:
+    """The round's client models as the next state's X where the state keeps X."""
+    return None if state.X is None else X
 
 
 def _focus_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
@@ -190,7 +208,8 @@ def _focus_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
         return st.x, st.g_prev
 
     def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
-        return tpl._replace(x=u, y=V.sum(axis=1), g_prev=V, X=fill(V.shape))
+        X = None if tpl.X is None else fill(V.shape)
+        return tpl._replace(x=u, y=V.sum(axis=1), g_prev=V, X=X)
 
     return StateLayout(name, d, d, d, encode, decode, "u = x; v_i = g_prev_i (y = sum_i v_i)")
 

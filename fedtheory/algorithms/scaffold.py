@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fedtheory.algorithms.base import (
+    CLIENT_MODELS_ON_REQUEST,
     Algorithm,
     AlgorithmConfig,
     Participants,
@@ -27,6 +28,7 @@ from fedtheory.algorithms.base import (
     broadcast_clients,
     client_deltas,
     client_metrics,
+    initial_client_models,
     participant_weights,
     pull,
     round_layout,
@@ -44,7 +46,7 @@ REFERENCE = "Karimireddy et al. 2020, SCAFFOLD, Algorithm 1 (option II)"
 
 class ScaffoldState(NamedTuple):
     x: Array  # (S, d) server model
-    X: Array  # (S, N, d) clients' latest local models
+    X: Array | None  # (S, N, d) clients' latest local models (consensus only), or None
     c: Array  # (S, d) server control variate
     c_i: Array  # (S, N, d) client control variates
 
@@ -58,7 +60,8 @@ def _scaffold_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
         return np.concatenate([st.x, st.c], axis=-1), st.c_i
 
     def decode(tpl: Any, u: Array, V: Array, fill: Callable = zeros_fill) -> Any:
-        return tpl._replace(x=u[:, :d], c=u[:, d:], c_i=V, X=fill(V.shape))
+        X = None if tpl.X is None else fill(V.shape)
+        return tpl._replace(x=u[:, :d], c=u[:, d:], c_i=V, X=X)
 
     return StateLayout(name, 2 * d, d, d, encode, decode, "u = (x, c); v_i = c_i")
 
@@ -75,10 +78,12 @@ def _scaffold_layout(name: str, config: Any, N: int, d: int) -> StateLayout:
 def build_scaffold(config: AlgorithmConfig) -> Algorithm:
     K, lr, eta_g = config.local_steps, config.lr, config.global_lr
 
-    def init(problem: Any, x0: Array) -> ScaffoldState:
+    def init(problem: Any, x0: Array, *, client_models: bool = False) -> ScaffoldState:
         xp = get_namespace(x0)
-        X = broadcast_clients(x0, problem.n_clients)
-        return ScaffoldState(x=x0, X=X, c=xp.zeros_like(x0), c_i=xp.zeros_like(X))
+        N = problem.n_clients
+        c_i = xp.zeros((x0.shape[0], N, x0.shape[1]), dtype=x0.dtype)
+        X = initial_client_models(x0, N, client_models)
+        return ScaffoldState(x=x0, X=X, c=xp.zeros_like(x0), c_i=c_i)
 
     def round_(
         state: ScaffoldState, problem: Any, draw: Any, rng: Any = None, *, donate: bool = False
@@ -88,8 +93,13 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
             lay = round_layout(draw, problem)
             return _participants_round(state, problem, lay, draw, donate)
         xp = get_namespace(state.x)
-        N = state.X.shape[1]
-        X0 = pull(state.X, state.x, draw.mask)
+        N = state.c_i.shape[1]
+        # x in every row when the state keeps no X (the rows outside S_r have weight 0)
+        X0 = (
+            pull(state.X, state.x, draw.mask)
+            if state.X is not None
+            else broadcast_clients(state.x, N)
+        )
         corr = state.c[:, None, :] - state.c_i
         XK = local_steps(
             problem, X0, K, lr, compute=draw.mask, rng=rng, correction=corr, overwrite=True
@@ -100,7 +110,8 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         delta_c = xp.where(sel, delta_c, 0.0)
         x = state.x + eta_g * aggregate(dy, draw.weights)
         c = state.c + delta_c.sum(axis=1) / N
-        return ScaffoldState(x=x, X=XK, c=c, c_i=state.c_i + delta_c)
+        X = None if state.X is None else XK
+        return ScaffoldState(x=x, X=X, c=c, c_i=state.c_i + delta_c)
 
     def _participants_round(
         state: ScaffoldState, problem: Any, lay: Participants, draw: Any, donate: bool
@@ -110,7 +121,7 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         client models written back for i in S_r (into the given state's arrays when donated).
         """
         xp = get_namespace(state.x)
-        S, N, d = state.X.shape
+        S, N, d = state.c_i.shape
         x_s = state.x[lay.seed]  # (n, N, d): y_i <- x, per slot
         c_s = state.c[lay.seed]
         ci = state.c_i.reshape(S * N, d)[lay.src]
@@ -131,8 +142,10 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         c_i = state.c_i if donate else state.c_i.copy()
         ci += delta_c  # c_i+ (ci is this round's gathered copy)
         c_i.reshape(S * N, d)[lay.rows] = ci.reshape(-1, d)[lay.slots]
-        X = state.X if donate else state.X.copy()
-        X.reshape(S * N, d)[lay.rows] = Y.reshape(-1, d)[lay.slots]
+        X = state.X
+        if X is not None:  # the clients' models, for the consensus metric
+            X = X if donate else X.copy()
+            X.reshape(S * N, d)[lay.rows] = Y.reshape(-1, d)[lay.slots]
         return ScaffoldState(x=x, X=X, c=c, c_i=c_i)
 
     return Algorithm(
@@ -144,4 +157,5 @@ def build_scaffold(config: AlgorithmConfig) -> Algorithm:
         metrics=client_metrics(),
         donates=True,
         uses_layout=True,
+        state_for=CLIENT_MODELS_ON_REQUEST,
     )

@@ -22,7 +22,9 @@ with status 3. A flag the model or algorithm does not read (``--empty`` without 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -47,6 +49,7 @@ from fedtheory.cli.common import (
     write_json,
 )
 from fedtheory.errors import FedTheoryError
+from fedtheory.io import progress as progress_bar
 from fedtheory.participation import model_info, model_names
 from fedtheory.problems import make_problem
 from fedtheory.simulation.settings import SETTINGS
@@ -102,7 +105,9 @@ def register(subparsers: Any) -> None:
     add_setting(p, "participation", choices=model_names(exact_law=True))
     add_settings(p, *PARTICIPATION, "aggregation", "local_steps", "lr", *ALGORITHM_SETTINGS)
     add_settings(p, "noise", "seed")
-    p.add_argument("--tol", type=float, default=1e-10, help="eigensolver (ARPACK) tolerance")
+    p.add_argument("--tol", type=float, default=1e-10,
+                   help="eigensolver tolerance: the relative residual of the mean-square "
+                   "eigenpair (Krylov-Schur)")  # fmt: skip
     p.add_argument("--largest-stable-lr", action="store_true",
                    help="also bisect the largest step with mean-square rate < 1")  # fmt: skip
     p.add_argument("--fail-on-divergence", action="store_true",
@@ -117,6 +122,60 @@ def _participation(args: argparse.Namespace, problem: Any) -> Any:
     refuse_unread_model_settings(args, args.participation, named="--participation")
     settings = {k: getattr(args, k) for k in PARTICIPATION}
     return build_participation(args.participation, problem, **settings)
+
+
+class _SolveProgress:
+    """Progress of the matrix-free solves on stderr (:func:`fedtheory.io.progress`: a bar on a
+    terminal, a line at most every 10 s in a log): operator applications done, the current
+    estimate of the rate and its relative residual, and the time left, extrapolated from the
+    residual's geometric decrease (a least-squares line through log residual against
+    applications over the last cycles) to the tolerance."""
+
+    #: Residuals (one per finished cycle) the extrapolation reads.
+    WINDOW = 8
+
+    def __init__(self, tol: float, *, stationary_tol: float = 1e-13) -> None:
+        self.tols = {"mean-square rate": tol, "stationary mse": stationary_tol}
+        self.bar: Any = None  # made at the first report: a dense solve shows nothing
+        self.stage, self.last, self.t0 = "", 0, time.perf_counter()
+        self.history: list[tuple[int, float]] = []
+
+    def __call__(self, stage: str, applications: int, value: Any, residual: float) -> None:
+        if self.bar is None:
+            self.bar = progress_bar(desc="exact rate", unit="application", every=10.0)
+        if stage != self.stage or applications < self.last:  # a new solve
+            self.stage, self.last, self.history = stage, 0, []
+            self.t0 = time.perf_counter()
+        self.bar.update(applications - self.last)
+        self.last = applications
+        if not math.isfinite(residual):
+            self.bar.set_postfix_str(f"{stage}: first cycle")
+            return
+        point = (applications, math.log(max(residual, 1e-300)))
+        if not self.history or self.history[-1][1] != point[1]:
+            self.history = [*self.history[-(self.WINDOW - 1) :], point]
+        what = stage if value is None else f"{stage} {abs(value):.10f}"
+        left = self._left(residual, time.perf_counter())
+        self.bar.set_postfix_str(f"{what}, residual {residual:.1e}, {left}")
+
+    def _left(self, residual: float, now: float) -> str:
+        target = self.tols.get(self.stage, 1e-10)
+        if residual <= target:
+            return "converged"
+        if len(self.history) < 3:
+            return "time left unknown"
+        a = np.array([p[0] for p in self.history], dtype=float)
+        r = np.array([p[1] for p in self.history])
+        slope = float(np.polyfit(a, r, 1)[0])  # log residual per application
+        if slope >= 0:
+            return "time left unknown"
+        more = (math.log(target) - r[-1]) / slope
+        seconds = more * (now - self.t0) / max(self.last, 1)
+        return f"about {seconds:.0f} s left ({more:.0f} more applications)"
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _summary(res: Any, extra: dict) -> str:
@@ -165,19 +224,25 @@ def run(args: argparse.Namespace) -> int:
     options = algorithm_options(args)
     if options:
         kw["options"] = options
-    res = exact_rates(problem, args.algorithm, model, lr=args.lr, **kw)
-    if args.noise and not res.noise:  # the round never drew the gradient noise
-        raise FedTheoryError(
-            f"{res.algorithm} uses exact gradients: --noise (the gradient-noise sigma) does not "
-            "act on it; leave --noise out, or choose an algorithm with stochastic gradients "
-            "(sg-focus; fedavg-type algorithms)"
-        )
-    extra: dict[str, Any] = {}
-    if args.largest_stable_lr:
-        kw.pop("tol")
-        extra["largest_stable_lr"] = largest_stable_lr(
-            problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8, **kw
-        ).to_dict()
+    solve = _SolveProgress(args.tol)
+    try:
+        res = exact_rates(problem, args.algorithm, model, lr=args.lr, progress=solve, **kw)
+        if args.noise and not res.noise:  # the round never drew the gradient noise
+            raise FedTheoryError(
+                f"{res.algorithm} uses exact gradients: --noise (the gradient-noise sigma) does "
+                "not act on it; leave --noise out, or choose an algorithm with stochastic "
+                "gradients (sg-focus; fedavg-type algorithms)"
+            )
+        extra: dict[str, Any] = {}
+        if args.largest_stable_lr:
+            kw.pop("tol")
+            solve.tols["mean-square rate"] = 1e-8
+            extra["largest_stable_lr"] = largest_stable_lr(
+                problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8,
+                progress=solve, **kw,
+            ).to_dict()  # fmt: skip
+    finally:
+        solve.close()
     rates = {"mean": res.mean_rate, "mean-square": res.mean_square_rate}
     above = {k: v for k, v in rates.items() if v is not None and v >= 1}  # NaN: not computed
     out = {

@@ -315,7 +315,7 @@ def exact_figure4(
     Figure 4's "arbitrary"), ``bernoulli`` (p_i = 4/16, empty rounds redrawn) or ``markov``
     (refused by the oracle: the chain-augmented state needs N <= 10). ``mean_square="skip"``
     gives the mean rate and the stationary mean in about a second; the mean-square rate of the
-    850-dimensional FOCUS state takes about a minute (ARPACK, tolerance ``tol``). Raises what
+    850-dimensional FOCUS state takes tens of seconds (Krylov-Schur, tolerance ``tol``). Raises what
     :func:`fedtheory.analysis.exact.exact_rates` raises (an algorithm that is not affine).
     """
     problem = figure4_problem()

@@ -13,17 +13,20 @@ computes with :mod:`fedtheory.analysis.exact`
 * the paper's step sizes (6e-4, 1.5e-4, 1e-4) and the rates there.
 
 :func:`plot_stability_map` draws one panel per regime. The mean-square rates of the partial
-regimes need ARPACK on operators with 722,500 unknowns; the eigensolver tolerance ``tol``
-(default 1e-4: rates to about 2e-5 on this problem, measured against tolerance 1e-10, far below
-what a plot shows) trades accuracy for time.
+regimes need an eigensolver on operators with 361,675 unknowns (packed symmetric matrices); the
+eigensolver tolerance ``tol`` (default 1e-4, the relative residual of the eigenpair: rates to
+a few 1e-4 on this problem, against solves at 1e-9, far below what a plot shows) trades accuracy
+for time.
 
 The (regime, algorithm) settings are independent, so :func:`run_stability_map` computes them in
 ``workers`` forked processes (one BLAS thread each, as :func:`~fedtheory.analysis.exact.exact_rates`
 pins it): every number is the one the same setting gives in one process, bit for bit; only the
 wall time changes. Within a setting the work is sequential (each bisection step depends on the
-last) and is the eigensolver's: about 200 applications of the mean-square operator per rate, at
-70-180 ms each on Figure 4 (a warm start from the previous step's eigenvector, tried, did not
-cut the applications: the top of the spectrum is clustered and ARPACK restarts dominate).
+last) and is the eigensolver's: 40 to 300 applications of the mean-square operator per rate at
+25-45 ms each on Figure 4, and up to 2,500 where FOCUS's near-1 mode is the top (eta about 2e-3
+to 2.9e-3 under partial participation: a cluster of eigenvalues within 1e-4 of 1). Each curve's
+solves share a warm start (:class:`~fedtheory.analysis.exact.WarmStart`), which saves little on
+these clusters (the eigenvector rotates within the cluster as eta moves).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedtheory.algorithms.registry import display_name
-from fedtheory.analysis.exact import exact_rates, largest_stable_lr
+from fedtheory.analysis.exact import WarmStart, exact_rates, largest_stable_lr
 from fedtheory.experiments.result import ExperimentResult
 from fedtheory.io import jsonable, pyplot, save_figure
 from fedtheory.parallel import fork_all
@@ -68,6 +71,8 @@ class StabilityCurve(ExperimentResult):
     bracket : list of float
     rate_at_paper_lr : float or None
     seconds : float
+    applications : int
+        Applications of the mean-square operator by the curve's eigen-solves.
     """
 
     lr: list
@@ -76,6 +81,7 @@ class StabilityCurve(ExperimentResult):
     bracket: list
     rate_at_paper_lr: float | None
     seconds: float
+    applications: int = 0
 
 
 @dataclass(repr=False)
@@ -142,7 +148,8 @@ def run_stability_map(
         Besides the bisection's points, the rate is computed at these multiples of the paper's
         step (below 1) and of the largest stable step (above 1).
     tol : float
-        ARPACK tolerance of each mean-square rate.
+        Eigensolver tolerance of each mean-square rate (the relative residual of the
+        Krylov-Schur eigenpair).
     rtol : float
         Relative width of the bisection's final bracket.
     problem : QuadraticProblem, optional
@@ -193,13 +200,14 @@ class _Settings:
         problem, K, tol = self.problem, self.K, self.tol
         model = _model(name, m, problem)
         t0 = time.perf_counter()
+        warm = WarmStart()  # every eigen-solve of the curve starts from the previous eigenvector
         st = largest_stable_lr(problem, alg, model, lr_start=eta_p, local_steps=K,
-                               rtol=self.rtol, tol=tol)  # fmt: skip
+                               rtol=self.rtol, tol=tol, warm_start=warm)  # fmt: skip
         pts = dict(st.evaluated)
         more = [f * eta_p for f in self.extra if f < 1] + [f * st.hi for f in self.extra if f > 1]
         for eta in more:
             r = exact_rates(problem, alg, model, lr=eta, local_steps=K, tol=tol,
-                            stationary=False, verify=False)  # fmt: skip
+                            stationary=False, verify=False, warm_start=warm)  # fmt: skip
             pts[eta] = r.mean_square_rate
         lrs = sorted(pts)
         return {
@@ -209,6 +217,7 @@ class _Settings:
             "bracket": [st.lo, st.hi],
             "rate_at_paper_lr": pts.get(eta_p),
             "seconds": time.perf_counter() - t0,
+            "applications": warm.applications,
         }
 
     def map(self, todo: list, workers: int) -> list[dict[str, Any]]:

@@ -246,7 +246,7 @@ def stability_map_figure(cfg: dict):
     """The exact stability map (:mod:`fedtheory.experiments.stability`): FOCUS, SCAFFOLD
     and FedAvg in the three Figure 4 regimes (full, uniform 4/16, weighted 4/16), the exact
     per-round mean-square rate against eta, the largest stable step by bisection and the
-    paper's steps. Deterministic (no seeds): exact rates, ARPACK tolerance ``tol``."""
+    paper's steps. Deterministic (no seeds): exact rates, eigensolver tolerance ``tol``."""
     data = run_stability_map(
         local_steps=cfg["local_steps"],
         tol=cfg["tol"],
@@ -258,4 +258,5 @@ def stability_map_figure(cfg: dict):
         for cur in reg.values():
             if isinstance(cur, dict):
                 cur.pop("seconds", None)  # not data: differs run to run
+                cur.pop("applications", None)  # the eigensolver's work, not the figure's data
     return plot_stability_map(data), out

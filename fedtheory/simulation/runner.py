@@ -810,7 +810,7 @@ def run_rounds(plan: RunPlan, *, progress: bool = False) -> tuple[Any, _Recorder
 
 def _run_rounds(plan: RunPlan, progress: bool) -> tuple[Any, _Recorder, Any, float]:
     xp, algorithm, problem, R = plan.xp, plan.algorithm, plan.problem, plan.rounds
-    state = algorithm.init(problem, plan.x0)
+    state = algorithm.start(problem, plan.x0, plan.recorded)
     record = _Recorder(plan)
     with np.errstate(all="ignore"):
         record(0, state)

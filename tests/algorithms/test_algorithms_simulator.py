@@ -337,7 +337,10 @@ def test_step_masks_reach_algorithms_that_ask_for_them(prob):
         x = state.x + aggregate(XK - state.x[:, None, :], draw.weights)
         return FedAvgState(x=x, X=XK, opt=state.opt)
 
-    alg = Algorithm("resampled", base.init, round_, cfg, needs_step_masks=True)
+    def init(problem, x0):  # this round reads the clients' models X
+        return base.init(problem, x0, client_models=True)
+
+    alg = Algorithm("resampled", init, round_, cfg, needs_step_masks=True)
     model = make_participation("uniform", N, 2)
     res = simulate(prob, alg, model, rounds=6, seeds=3, seed=9, seed_block=3)
     assert len(seen) == 6 and seen[0].shape == (3, K, N)

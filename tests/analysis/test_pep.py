@@ -159,7 +159,10 @@ def test_a_round_that_is_not_linear_in_its_vectors_is_refused():
         g = problem.grads(state.X, None).mean(axis=1)
         return state._replace(x=state.x - 0.1 * g / np.linalg.norm(g, axis=-1, keepdims=True))
 
-    fake = Algorithm("fedavg", base.init, normalized, base.config)
+    def init(problem, x0):  # the fake round reads the clients' models X
+        return base.init(problem, x0, client_models=True)
+
+    fake = Algorithm("fedavg", init, normalized, base.config)
     paths = participation_paths(make_participation("full", 2), "mean", 1)
     with pytest.raises(NotTraceableError, match="not linear in its vectors"):
         trace(fake, 2, paths)

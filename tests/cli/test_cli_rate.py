@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
+import time
 
 import numpy as np
 import pytest
 
 from fedtheory.analysis.exact import exact_rates
 from fedtheory.cli import main
+from fedtheory.cli.rate import _SolveProgress
 from fedtheory.participation import make_participation
 from fedtheory.problems import LeastSquaresProblem
 
@@ -145,3 +148,32 @@ def test_help_has_defaults_and_an_example(capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "examples:" in out and "(default: full)" in out and "fedtheory rate --problem" in out
+
+
+def test_rate_progress_in_a_log_every_few_seconds_with_the_time_left(monkeypatch, capsys):
+    """``fedtheory rate``'s solver progress off a terminal: a line at most every 10 s of the
+    solve (the solver reports after every application), each with the applications done, the
+    current rate and residual, and, once the residual falls, the time left to the tolerance."""
+    monkeypatch.delenv("FEDTHEORY_NO_PROGRESS", raising=False)
+    clock = [100.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    progress = _SolveProgress(1e-10)
+    residual, value = float("inf"), None
+    for apps in range(1, 301):  # 0.7 s an application; a cycle every 20, residual / 3 each
+        clock[0] += 0.7
+        progress("mean-square rate", apps, value, residual)
+        if apps % 20 == 0:
+            value, residual = 0.8244125, (1e-2 if residual == float("inf") else residual / 3)
+    progress.close()
+    lines = capsys.readouterr().err.splitlines()
+    seconds = [float(line.rsplit(" ", 2)[-2]) for line in lines]
+    gaps = np.diff(seconds)
+    assert len(lines) >= 15 and gaps.max() <= 15
+    assert lines[0].startswith("[") and "first cycle" in lines[0]
+    last = lines[-1]
+    assert int(last[1 : last.index("]")]) >= 300 - 15  # a line within 10 s of the end
+    assert "mean-square rate 0.8244125000" in last and "s left" in last
+    # the residual falls by 3 every 20 applications: the applications left to 1e-10 are exact
+    residual = float(last.split("residual ")[1].split(",")[0])
+    more = int(last.split("(")[1].split(" more applications")[0])
+    assert abs(more - 20 * math.log(residual / 1e-10) / math.log(3)) <= 2

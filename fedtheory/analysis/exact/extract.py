@@ -78,12 +78,18 @@ class _Probe:
 
     It has no ``grads_at``, so the local-steps engine takes its full path (every client's
     gradient computed, non-participants' multiplied by zero), which equals the subset path.
+    ``stochastic=False`` (the runs that read the deterministic blocks) lets an algorithm take
+    its exact-gradient path (participants only), which computes the same map as its
+    every-client stochastic path (tests/algorithms/test_fast_paths.py) for a fraction of the
+    work; the runs that detect and read the noise response keep the default.
     """
 
     def __init__(
-        self, H: np.ndarray, h: np.ndarray, offsets: list | None = None, xp: Any = np
-    ) -> None:
+        self, H: np.ndarray, h: np.ndarray, offsets: list | None = None, xp: Any = np,
+        stochastic: bool = True,
+    ) -> None:  # fmt: skip
         self.xp, self.H, self.h, self.offsets = xp, xp.asarray(H), xp.asarray(h), offsets
+        self.stochastic = bool(stochastic)
         self.n_clients, self.dim = int(H.shape[0]), int(H.shape[1])
         self.calls = 0
         self.noisy_calls = 0
@@ -207,6 +213,7 @@ class _Runner:
         offsets: list | None = None,
         problem: Any = None,
         fill: Any = None,
+        stochastic: bool = True,
         r: int = 0,
     ) -> tuple[np.ndarray, np.ndarray, _Probe | None]:
         S, xp = u.shape[0], self.xp
@@ -220,7 +227,7 @@ class _Runner:
         probe = None
         if problem is None:
             h = self.h if constant else np.zeros_like(self.h)
-            problem = probe = _Probe(self.H, h, offsets, xp=xp)
+            problem = probe = _Probe(self.H, h, offsets, xp=xp, stochastic=stochastic)
             rng: Any = _NoiseStream()
         else:
             rng = None
@@ -356,7 +363,7 @@ def extract_round_model(
     # L0: nobody participates, h = 0, every coordinate on the seed axis.
     eye = np.eye(n)
     u2, V2, _ = run(eye[:, :du], eye[:, du:].reshape(n, N, dv), np.zeros((n, N), bool),
-                    np.zeros((n, N)), constant=False)  # fmt: skip
+                    np.zeros((n, N)), constant=False, stochastic=False)  # fmt: skip
     L0 = np.concatenate([u2, V2.reshape(n, N * dv)], axis=1).T  # columns = images of e_k
     if np.abs(L0[du:] - eye[du:]).max(initial=0.0) > 0.0:
         raise NotAffineError(
@@ -371,7 +378,7 @@ def extract_round_model(
     L0loc = np.concatenate([L0loc, np.broadcast_to(np.eye(m)[du:], (N, dv, m))], axis=1)
     outs = []
     for omega in (0.0, 1.0):
-        u2, V2, _ = run(ub, Vb, mask, omega * mask, constant=False)
+        u2, V2, _ = run(ub, Vb, mask, omega * mask, constant=False, stochastic=False)
         outs.append(_local_out(u2, V2, N, m).transpose(0, 2, 1))  # (N, m out, m in)
     beta = np.stack([outs[0] - L0loc, outs[1] - outs[0]])
 
@@ -382,7 +389,8 @@ def extract_round_model(
     msk[N + 1 :] = np.eye(N, dtype=bool)
     wts = np.zeros((S, N))
     wts[N + 1 :] = np.eye(N)
-    u2, V2, probe = run(np.zeros((S, du)), np.zeros((S, N, dv)), msk, wts, constant=True)
+    u2, V2, probe = run(np.zeros((S, du)), np.zeros((S, N, dv)), msk, wts, constant=True,
+                        stochastic=noise)  # fmt: skip
     f0 = u2[0]
     if np.abs(V2[0]).max(initial=0.0) > 0.0:
         raise NotAffineError(f"{algorithm.name}: a round without participants moves the clients")

@@ -56,6 +56,8 @@ from fedtheory.validation import check_duration, check_int, check_memory, check_
 #: Relative size of the one-round fluctuation below which the stationary mean is a fixed point
 #: common to every M_S.
 FIXED_POINT_RTOL = 1e-9
+#: The identity's weight (both of unit norm) added to a warm start's eigenvector.
+WARM_IDENTITY = 0.1
 
 
 def stated_rate(algorithm: str) -> str:
@@ -163,6 +165,44 @@ class _Analysis:
     extras: dict = field(default_factory=dict)
 
 
+@dataclass
+class WarmStart:
+    """A start vector carried from one mean-square eigen-solve to the next.
+
+    The dominant eigenvector of a nearby operator (the previous step of a bisection, the
+    previous point of a curve, the previous instance of a bound search's refinement) is a
+    better start than the default (v v^T, v the dominant eigenvector of E[M_S]).
+    ``exact_rates(..., warm_start=ws)`` starts its mean-square eigensolver from
+    ``ws.vector`` when it has the operator's size, then stores the eigenvector it found there.
+
+    Attributes
+    ----------
+    vector : ndarray or None
+        The last eigenvector (packed upper triangle of a symmetric matrix, or the flattened
+        matrix for operators solved densely), None before the first solve.
+    applications : int
+        Operator applications of every solve that used this holder (a running total).
+    solves : int
+        Mean-square eigen-solves that used it.
+    """
+
+    vector: np.ndarray | None = None
+    applications: int = 0
+    solves: int = 0
+
+    def start(self, size: int) -> np.ndarray | None:
+        """The stored vector when it fits an operator with ``size`` unknowns, else None."""
+        v = self.vector
+        return v if v is not None and v.shape == (size,) else None
+
+    def keep(self, vector: np.ndarray | None, applications: int) -> None:
+        """Store the eigenvector of a finished solve (None: keep the previous one)."""
+        if vector is not None:
+            self.vector = np.asarray(vector, dtype=np.float64)
+        self.applications += int(applications)
+        self.solves += 1
+
+
 def _participation(participation: Any, n: int) -> Any:
     if participation is None or participation == "full":
         return Full(n)
@@ -180,7 +220,7 @@ def _participation(participation: Any, n: int) -> Any:
 
 _ANALYSE_KEYS = (
     "lr", "local_steps", "rule", "global_lr", "prox_mu", "options", "noise", "x0",
-    "mean_square", "tol", "verify", "stationary",
+    "mean_square", "tol", "verify", "stationary", "warm_start", "progress",
 )  # fmt: skip
 
 
@@ -248,12 +288,24 @@ def exact_rates(problem: Any, algorithm: Any, participation: Any = None, **kw: A
         eigen-decomposition and a solve; the operator's eigenvalue can take a minute); "operator"
         always computes the spectral radius of the mean-square operator.
     tol : float
-        ARPACK tolerance of the mean-square rate on large operators (default 1e-10; the
-        method string reports the residual reached).
+        Eigensolver tolerance of the mean-square rate on large operators: the relative
+        residual ||T v - rho v|| / ||rho v|| of the Krylov-Schur eigenpair (default 1e-10; the
+        rate's error can be about a hundred times the residual on a cluster of a far-from-normal
+        operator: 5e-8 at a residual of 6e-10 was measured on the 003 Figure 4 problem; the
+        method string reports the residual reached and how far the eigenvector is from positive
+        semidefinite).
     verify : bool
         Check the extracted round model against the algorithm's own round (default True).
     stationary : bool
         Compute the stationary mean and mean-square error (default True).
+    warm_start : WarmStart, optional
+        Start the mean-square eigensolver from ``warm_start.vector`` (a nearby operator's
+        eigenvector) and store the new eigenvector there.
+    progress : callable, optional
+        ``progress(stage, applications, value, residual)`` while a matrix-free solve runs:
+        after every Krylov-Schur cycle of the mean-square rate (``stage`` "mean-square rate",
+        ``value`` the current estimate of the rate) and every GMRES iteration of the
+        stationary covariance (``stage`` "stationary mse", ``value`` None).
 
     Returns
     -------
@@ -293,7 +345,8 @@ def _analyse(
     mean_square: str = "auto",
     tol: float = 1e-10,
     stationary: bool = True,
-    v0: Any = None,
+    warm_start: WarmStart | None = None,
+    progress: Any = None,
     **kw: Any,
 ) -> _Analysis:
     if mean_square not in ("auto", "operator", "skip"):
@@ -301,13 +354,21 @@ def _analyse(
             f"mean_square must be 'auto', 'operator' or 'skip', got {mean_square!r}"
         )
     tol = check_positive("the eigensolver tolerance", tol)
+    if warm_start is not None and not isinstance(warm_start, WarmStart):
+        raise AssumptionError(
+            f"warm_start must be a fedtheory.analysis.exact.WarmStart, got "
+            f"{type(warm_start).__name__}"
+        )
+    if progress is not None and not callable(progress):
+        raise AssumptionError("progress must be a callable (stage, applications, value, residual)")
     t0 = time.perf_counter()
     st = _system(problem, algorithm, participation, **kw)
     timings = {"round model and law": time.perf_counter() - t0}
     common = {
         "alg": st.alg, "model": st.model, "law": st.law, "sigma": st.sigma,
         "x_star": st.x_star, "tol": tol, "stationary": stationary,
-        "mean_square": mean_square, "v0": v0, "timings": timings,
+        "mean_square": mean_square, "warm": warm_start, "progress": progress,
+        "timings": timings,
     }  # fmt: skip
     if isinstance(st.system, MarkovSystem):
         return _markov(st.system, **common)
@@ -367,14 +428,22 @@ def _mse_parts(Xr, xb, C, mean_x, x_star) -> tuple[float, float, float]:
     return var + bias2, bias2, var
 
 
+def _stage(progress: Any, stage: str) -> Any:
+    """The solvers' callback ``(applications, value, residual)`` for ``progress`` at ``stage``."""
+    if progress is None:
+        return None
+    return lambda apps, value, residual: progress(stage, apps, value, residual)
+
+
 def _memoryless(
-    s: AffineSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, v0, timings
-) -> _Analysis:
+    s: AffineSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, warm,
+    progress, timings,
+) -> _Analysis:  # fmt: skip
     methods: dict[str, str] = {}
     t0 = time.perf_counter()
     Mbar = s.mean_matrix()
     nr = s.n_r
-    lam, vecs = np.linalg.eig(Mbar)
+    lam = np.linalg.eigvals(Mbar)  # the eigenvectors only where a start vector needs one
     top = int(np.argmax(np.abs(lam)))
     rho_mean = float(np.abs(lam[top]))
     methods["mean rate"] = f"dense eigenvalues ({nr} x {nr}) of R E[M_S] E"
@@ -397,15 +466,34 @@ def _memoryless(
             apply, size = s.ms_vec, dim
         else:  # symmetric matrices, packed: half the unknowns
             apply, size = s.ms_vech, nr * (nr + 1) // 2
-        if v0 is None or np.shape(v0) != (size,):
-            # Start from v v^H, v the dominant eigenvector of E[M_S]: PSD, like the Perron
-            # eigenvector of the (positive) mean-square operator.
-            v = vecs[:, top]
+        pack = (lambda A: A.reshape(-1)) if dense_T is not None else s.pack
+        eye = pack(np.eye(nr)) / np.sqrt(nr)  # unit Frobenius norm
+        v0 = warm.start(size) if warm is not None else None
+        if v0 is None:
+            # v v^H, v the dominant eigenvector of E[M_S] (PSD, like the Perron eigenvector),
+            # plus the identity: a positive definite start has a component along the Perron
+            # vector whatever the spectrum (v v^H alone can be an exact eigenvector of another
+            # eigenvalue: FOCUS's near-1 mode on Figure 4 at eta = 3e-3, uniform 4 of 16)
+            lam, vecs = np.linalg.eig(Mbar)
+            v = vecs[:, int(np.argmax(np.abs(lam)))]
             V0 = np.real(np.outer(v, v.conj()))
-            v0 = V0.reshape(-1) if dense_T is not None else s.pack(V0)
-        rho_ms, vec, how, _ = spectral_radius(apply, size, dense=dense_T, v0=v0, tol=tol)
-        methods["mean-square rate"] = how + " of P -> E[M_S P M_S^T] (first and second moments "
-        methods["mean-square rate"] += "of the participation coefficients)"
+            v0 = pack(V0 / max(np.linalg.norm(V0), 1e-300)) + eye
+        else:  # the previous eigenvector (its sign: positive trace), a little of the identity
+            v0 = v0 / max(float(np.linalg.norm(v0)), 1e-300)
+            v0 = (v0 if v0 @ eye >= 0 else -v0) + WARM_IDENTITY * eye
+        rho_ms, vec, how, apps = spectral_radius(
+            apply, size, dense=dense_T, v0=v0, tol=tol, positive=True,
+            callback=_stage(progress, "mean-square rate"), fallback=eye,
+        )  # fmt: skip
+        if warm is not None:
+            warm.keep(vec, apps)
+        how += " of P -> E[M_S P M_S^T] (first and second moments of the participation "
+        how += "coefficients)"
+        if vec is not None:
+            how += "; " + _perron_check(
+                vec.reshape(nr, nr) if dense_T is not None else s.unpack(vec)
+            )
+        methods["mean-square rate"] = how
     timings["mean-square rate"] = time.perf_counter() - t0
     fields: dict[str, Any] = {
         "state_dim": nr, "conserved": int(s.red.tied.size), "mean_rate": rho_mean,
@@ -443,8 +531,11 @@ def _memoryless(
                 )
             else:
                 Q = 0.5 * (cov_e + cov_e.T) + nz
-                sol, how = solve_fixed_point(s.ms_vec, Q.reshape(-1), dense=dense_T
-                                             if dense_T is not None else _maybe_dense(s))  # fmt: skip
+                sol, how = solve_fixed_point(
+                    s.ms_vec, Q.reshape(-1),
+                    dense=dense_T if dense_T is not None else _maybe_dense(s),
+                    callback=_stage(progress, "stationary mse"),
+                )  # fmt: skip
                 C = sol.reshape(nr, nr)
                 methods["stationary mse"] = (
                     f"stationary covariance C = E[M_S C M_S^T] + Cov(M_S mu + c_S) + noise, by "
@@ -457,13 +548,28 @@ def _memoryless(
     return _Analysis(res, s, model, ms_vector=vec, mu=mu)
 
 
+def _perron_check(P: np.ndarray) -> str:
+    """How far the eigenvector P (a symmetric matrix) is from positive semidefinite, in words.
+
+    The spectral radius of a positive map is an eigenvalue with a positive semidefinite
+    eigenvector (Krein-Rutman); the other eigenvectors of a cluster at the top are indefinite
+    (biorthogonal to the positive definite left one). The smallest eigenvalue of P relative to
+    its largest tells which one the solver found."""
+    lam = np.linalg.eigvalsh(0.5 * (P + P.T))
+    if abs(lam[0]) > abs(lam[-1]):
+        lam = -lam[::-1]
+    ratio = lam[0] / max(lam[-1], 1e-300)
+    return f"eigenvector positive semidefinite to {max(-ratio, 0.0):.0e} of its norm"
+
+
 def _maybe_dense(s: AffineSystem) -> np.ndarray | None:
     return s.ms_dense() if s.n_r * s.n_r <= DENSE_MAX else None
 
 
 def _markov(
-    s: MarkovSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, v0, timings
-) -> _Analysis:
+    s: MarkovSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, warm,
+    progress, timings,
+) -> _Analysis:  # fmt: skip
     methods: dict[str, str] = {}
     Q, nr = s.Q, s.n_r
     t0 = time.perf_counter()
@@ -478,9 +584,16 @@ def _markov(
     dense_T = None
     if dim2 <= DENSE_MAX:
         dense_T = s.ms_dense()
-    if v0 is None or np.shape(v0) != (dim2,):
+    v0 = warm.start(dim2) if warm is not None else None
+    if v0 is None:
         v0 = np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1)
-    rho_ms, vec, how, _ = spectral_radius(s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol)
+    rho_ms, vec, how, apps = spectral_radius(
+        s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol, positive=True,
+        callback=_stage(progress, "mean-square rate"),
+        fallback=np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1),
+    )  # fmt: skip
+    if warm is not None:
+        warm.keep(vec, apps)
     methods["mean-square rate"] = how + " of the chain-augmented second-moment map"
     timings["mean-square rate"] = time.perf_counter() - t0
     fields: dict[str, Any] = {
@@ -523,7 +636,8 @@ def _markov(
                 term = term + np.swapaxes(term, 1, 2)
                 term += pi[:, None, None] * (e[:, :, None] * e[:, None, :] + s.noise)
                 K = np.einsum("qp,qab->pab", P, term)
-                sol, how = solve_fixed_point(s.ms_vec, K.reshape(-1), dense=dense_T)
+                sol, how = solve_fixed_point(s.ms_vec, K.reshape(-1), dense=dense_T,
+                                             callback=_stage(progress, "stationary mse"))  # fmt: skip
                 C = sol.reshape(Q, nr, nr).sum(axis=0)
                 methods["stationary mse"] = f"chain-augmented stationary second moments by {how}"
             mse, bias2, var = _mse_parts(Xr, xb, C, mean_x, x_star)
@@ -564,7 +678,8 @@ def _system(
     part = _participation(participation, int(H.shape[0]))
     sigma = float(getattr(problem, "noise", 0.0)) if noise is None else noise
     sigma = check_positive("the gradient noise sigma", sigma, allow_zero=True)
-    model = extract_round_model(problem, alg, x0=x0, verify=verify)
+    # the noise response is read only when a noise will act on it (sigma > 0)
+    model = extract_round_model(problem, alg, x0=x0, verify=verify, noise=sigma > 0)
     law = participation_law(part, rule)
     if problem.x_star is None:
         raise AssumptionError("exact floors need x*, but the mean Hessian is singular")
@@ -615,7 +730,7 @@ def exact_mse_curve(
     check_memory(what, 8.0 * (rounds + 1), hint="ask for fewer rounds")
     check_duration(what, rounds * ROUND_SECONDS, hint="ask for fewer rounds")
     _check_keywords(kw, _ANALYSE_KEYS)
-    for key in ("mean_square", "tol", "stationary"):
+    for key in ("mean_square", "tol", "stationary", "warm_start", "progress"):
         kw.pop(key, None)
     st = _system(problem, algorithm, participation, **kw)
     s, model, x_star = st.system, st.model, st.x_star
@@ -673,6 +788,8 @@ class StableStep:
     seconds : float
     evaluated : tuple of (lr, rate) pairs
         Every rate of the criterion computed on the way, in order.
+    applications : int
+        Applications of the mean-square operator by the eigen-solves (0 for dense ones).
     """
 
     lr: float
@@ -684,6 +801,7 @@ class StableStep:
     evaluations: int
     seconds: float
     evaluated: tuple = ()
+    applications: int = 0
 
     as_dict = renamed("to_dict")
 
@@ -743,7 +861,9 @@ def largest_stable_lr(
     rate is then bisected between ``lr_start`` (halved until stable) and it. The boundary found
     is the one reached from ``lr_start``: a stability region that is not an interval is not
     explored beyond it. Other keywords as :func:`exact_rates` (``lr`` is the searched
-    variable; ``tol`` is the ARPACK tolerance of each mean-square rate).
+    variable; ``tol`` is the eigensolver tolerance of each mean-square rate). Each mean-square
+    eigen-solve starts from the previous one's eigenvector (a :class:`WarmStart`, this call's
+    own unless ``warm_start`` passes one in: a curve of bisections can share one).
 
     Raises
     ------
@@ -757,7 +877,10 @@ def largest_stable_lr(
     rtol = check_positive("rtol", rtol)
     t0 = time.perf_counter()
     verify = kw.pop("verify", True)
-    ms_kw = {k: kw.pop(k) for k in ("mean_square", "tol") if k in kw}
+    ms_kw = {k: kw.pop(k) for k in ("mean_square", "tol", "progress") if k in kw}
+    warm = kw.pop("warm_start", None)
+    warm = WarmStart() if warm is None else warm
+    apps0 = warm.applications
     kw.pop("stationary", None)
     count = [0]
     seen: dict[str, list] = {"mean": [], "mean_square": []}
@@ -773,7 +896,7 @@ def largest_stable_lr(
         if count[0] >= max_evals:
             raise FedTheoryError(f"no stability bracket within {max_evals} rate evaluations")
         an = _analyse(problem, algorithm, participation, lr=eta, stationary=False,
-                      verify=verify and count[0] == 0, **ms_kw, **kw)  # fmt: skip
+                      verify=verify and count[0] == 0, warm_start=warm, **ms_kw, **kw)  # fmt: skip
         count[0] += 1
         seen["mean_square"].append((eta, an.result.mean_square_rate))
         return an.result.mean_square_rate
@@ -784,7 +907,7 @@ def largest_stable_lr(
                           time.perf_counter() - t0, tuple(seen["mean"]))  # fmt: skip
     lo, hi, rlo, rhi = _bisect(ms_rate, min(lr, lo_m), rtol, hi_known=hi_m)
     return StableStep(lo, lo, hi, rlo, rhi, criterion, count[0], time.perf_counter() - t0,
-                      tuple(seen["mean_square"]))  # fmt: skip
+                      tuple(seen["mean_square"]), warm.applications - apps0)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,11 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, gmres
+from scipy.sparse.linalg import LinearOperator, gmres
 from threadpoolctl import threadpool_limits
 
 from fedtheory.analysis.exact.extract import RoundModel
+from fedtheory.analysis.exact.krylov import krylov_schur
 from fedtheory.analysis.exact.law import MarkovLaw, RoundLaw
 from fedtheory.errors import FedTheoryError
 
@@ -51,10 +52,8 @@ from fedtheory.errors import FedTheoryError
 CONSERVED_RTOL = 1e-9
 #: Mean-square operators with at most this many unknowns are built as dense Kronecker sums.
 DENSE_MAX = 4096
-#: Dense eigenvalues (rather than ARPACK) up to this many unknowns.
+#: Dense eigenvalues (rather than Krylov-Schur) up to this many unknowns.
 DENSE_EIG_MAX = 1024
-#: Arnoldi vectors of the first ARPACK attempt (twice as many if it does not converge).
-NCV = 60
 #: L0's server rows are multiplied as a sparse matrix below this fraction of non-zeros (FOCUS's
 #: x <- x - eta sum_j y_j has 1 non-zero per column: 2% of the Figure 4 block).
 SPARSE_L0_DENSITY = 0.1
@@ -87,18 +86,30 @@ def _swap(A: np.ndarray) -> np.ndarray:
 
 
 def spectral_radius(
-    apply: Any, dim: int, *, dense: np.ndarray | None = None, v0: Any = None, tol: float = 1e-10
+    apply: Any,
+    dim: int,
+    *,
+    dense: np.ndarray | None = None,
+    v0: Any = None,
+    tol: float = 1e-10,
+    positive: bool = False,
+    callback: Any = None,
+    fallback: Any = None,
 ) -> tuple[float, np.ndarray | None, str, int]:
     """Largest |eigenvalue| of a matrix or a matrix-free operator.
 
-    Returns ``(rho, eigenvector or None, method, matvecs)``: dense eigenvalues for a small
-    matrix (at most :data:`DENSE_EIG_MAX` unknowns), ARPACK otherwise
-    (:func:`scipy.sparse.linalg.eigs`, implicitly restarted Arnoldi, the one eigenvalue of
-    largest magnitude, 60 Arnoldi vectors, 120 if that does not converge), started from ``v0``.
-    Asking ARPACK for that single eigenvalue converges in about half the applications that a
-    block of four needs when the top of the spectrum is clustered, as it is for mean-square
-    operators of nearly exchangeable clients (measured on the 003 Figure 4 problem). The
-    method string gives the relative residual ||A v - rho v|| / ||rho v|| of the result.
+    Returns ``(rho, eigenvector or None, method, applications)``: dense eigenvalues for a small
+    matrix (at most :data:`DENSE_EIG_MAX` unknowns), Krylov-Schur otherwise
+    (:func:`~fedtheory.analysis.exact.krylov.krylov_schur`, 40 Arnoldi vectors, 20 kept across
+    a restart) started from ``v0`` (a warm start; a fixed vector when None) until the relative
+    residual of the dominant Ritz pair is at most ``tol``. ``positive`` says the operator is a
+    positive map (a mean-square operator): its spectral radius is then its eigenvalue of
+    largest real part (Perron-Frobenius for the cone of positive semidefinite matrices), which
+    the solver targets. The method string gives the relative residual ||A v - rho v|| /
+    ||rho v|| of the result, computed with one more application. ``callback(applications,
+    value, residual)`` is called after every application; ``fallback`` continues the basis
+    where the start's Krylov space is invariant (:func:`~fedtheory.analysis.exact.krylov.
+    krylov_schur`).
     """
     if dense is not None and dim <= DENSE_EIG_MAX:
         lam = np.linalg.eigvals(dense)
@@ -112,44 +123,45 @@ def spectral_radius(
         count[0] += 1
         return dense @ v if dense is not None else apply(v)
 
-    op = LinearOperator((dim, dim), matvec=mv, dtype=np.float64)
-    for ncv in (min(dim - 1, NCV), min(dim - 1, 2 * NCV)):
-        try:
-            with threadpool_limits(limits=1, user_api="blas"):
-                lam, vec = eigs(op, k=1, which="LM", v0=v0, tol=tol, ncv=ncv, maxiter=20 * dim)
-        except ArpackNoConvergence:
-            v0 = None
-            continue
-        v = np.real(vec[:, 0]) if abs(lam[0].imag) <= 1e-12 * abs(lam[0]) else None
+    if v0 is None or np.shape(v0) != (dim,) or not np.any(v0):
+        v0 = np.ones(dim)
+    with threadpool_limits(limits=1, user_api="blas"):
+        ks = krylov_schur(mv, np.asarray(v0, dtype=np.float64), tol=tol, callback=callback,
+                          which="LR" if positive else "LM", fallback=fallback)  # fmt: skip
+        lam, v = ks.value, ks.vector
         res = float("nan")
         if v is not None:
-            rho = float(lam[0].real)
-            res = float(np.linalg.norm(mv(v) - rho * v) / max(abs(rho) * np.linalg.norm(v), 1e-300))
-        where = "the dense" if dense is not None else "the matrix-free"
-        how = (
-            f"ARPACK eigs on {where} operator ({dim} unknowns, tol {tol:g}, {count[0]} "
-            f"applications, relative residual {res:.0e})"
-        )
-        return float(abs(lam[0])), v, how, count[0]
-    raise FedTheoryError(
-        f"ARPACK did not converge on the {dim}-dimensional operator (tol {tol:g}); "
-        "the exact rate could not be computed"
+            res = float(np.linalg.norm(mv(v) - lam * v) / max(abs(lam) * np.linalg.norm(v), 1e-300))
+    where = "the dense" if dense is not None else "the matrix-free"
+    how = (
+        f"Krylov-Schur on {where} operator ({dim} unknowns, tol {tol:g}, {count[0]} "
+        f"applications, relative residual {res:.0e})"
     )
+    return float(abs(lam)), v, how, count[0]
 
 
 def solve_fixed_point(
-    apply: Any, rhs: np.ndarray, *, dense: np.ndarray | None = None, x0: Any = None
+    apply: Any,
+    rhs: np.ndarray,
+    *,
+    dense: np.ndarray | None = None,
+    x0: Any = None,
+    callback: Any = None,
 ) -> tuple[np.ndarray, str]:
     """Solve x = A(x) + rhs, i.e. (I - A) x = rhs: dense LU when ``dense`` is given, GMRES on
-    the matrix-free operator otherwise (relative residual 1e-13)."""
+    the matrix-free operator otherwise (relative residual 1e-13; ``callback(iterations, None,
+    residual)`` after every GMRES iteration)."""
     dim = rhs.size
     if dense is not None:
         return np.linalg.solve(np.eye(dim) - dense, rhs), f"dense solve ({dim} unknowns)"
     op = LinearOperator((dim, dim), matvec=lambda v: v - apply(v), dtype=np.float64)
     count = [0]
+    scale = max(float(np.linalg.norm(rhs)), 1e-300)
 
-    def cb(_: Any) -> None:
+    def cb(residual: Any) -> None:
         count[0] += 1
+        if callback is not None:
+            callback(count[0], None, float(residual) / scale)
 
     with threadpool_limits(limits=1, user_api="blas"):
         x, info = gmres(op, rhs, x0=x0, rtol=1e-13, atol=0.0, restart=80, maxiter=400,
@@ -279,15 +291,26 @@ class AffineSystem:
         self.beta_v = np.ascontiguousarray(b[:, :, du:])
         self.bbar = np.einsum("k,kab->kab", self.m1, b).reshape(C, N, self.m, self.m).sum(0)
         self._ms_dense: np.ndarray | None = None
-        # The blocked strategy (:meth:`_ms_parts_blocked`): L0u^T as a sparse matrix when it is
-        # sparse, and the u-column blocks [Auu_T; Buv_T] stacked for one batched product.
+        # The upper strategy (:meth:`_ms_upper`): L0u^T as a sparse matrix when it is sparse,
+        # the generators transposed, and, per pair (channel k, client j) with client(k) <= j,
+        # the blocks that map the v rows of G_k P to the (v_client(k), v_j) block of the
+        # quadratic term: [Avu_T[k][:, v_j]; Bvv_T[k, j]].
         L0T = np.ascontiguousarray(L0u.T)
         sparse = np.count_nonzero(L0T) <= SPARSE_L0_DENSITY * L0T.size
         self._L0T = sps.csr_array(L0T) if sparse else L0T
         self._L0 = sps.csr_array(L0u) if sparse else L0u
-        self._RU = np.ascontiguousarray(
-            np.concatenate([self.Auu_T, self.Buv_T], axis=1) if dv else self.Auu_T
-        )
+        self._beta_T = np.ascontiguousarray(_swap(b))
+        iu, ju = np.triu_indices(N)
+        self._pair_i, self._pair_j = iu, ju
+        self._pair_k = (np.arange(C)[:, None] * N + iu[None, :]).reshape(-1)
+        pj = np.tile(ju, C)
+        if dv:
+            A4 = self.Avu_T.reshape(K, du, N, dv)
+            self._pair_B = np.ascontiguousarray(
+                np.concatenate([A4[self._pair_k, :, pj, :], self.Bvv_T[self._pair_k, pj]], axis=1)
+            )  # (pairs, m, dv)
+        self._pair_pj = pj
+        self._embedding: tuple | None = None
 
     # -- embedding ------------------------------------------------------------------------------
     def embed_rows(self, X: np.ndarray) -> np.ndarray:
@@ -400,16 +423,20 @@ class AffineSystem:
         self._add_rows(Z, Rk)
         return Z, X
 
-    def _ms_parts_blocked(self, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_ms_parts` for one symmetric P (n, n), the same sums in another order.
+    def _ms_upper(self, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Z, X) with triu(T(P)) = triu(Z) + triu(X^T) for one symmetric P (n, n): the terms of
+        :meth:`_ms_parts`, with the quadratic term only on and above the block diagonal.
 
-        The strategy every eigensolver application uses (tested against :meth:`_ms_parts` to
-        1e-12 relative): L0 is applied as a sparse matrix when it is sparse; the cross term is
-        accumulated from E[alpha_k] Y_k without a (K, m, n) temporary; the quadratic term's
-        u columns are one batched product with [Auu_T; Buv_T] and its v_l columns add
-        Y_k^{v_l} Bvv_T[k, l] per client l, where each product reads a strided block of Y in
-        place. On the 003 Figure 4 FOCUS state (n = 850, K = 16) one application takes
-        about 60% of the time of :meth:`_ms_parts` with one BLAS thread.
+        The strategy every eigensolver application uses (tested against :meth:`_ms_parts`). L0
+        is applied as a sparse matrix when it is sparse; Y_k = beta_k P_(loc k) (the local rows
+        of G_k P) once; the cross term X = sum_k E[alpha_k] G_k P L0^T from Y; the quadratic
+        term sum_kl E[alpha_k alpha_l] G_k P G_l^T in three parts: its u rows from
+        W_l = sum_k E[alpha_k alpha_l] Y_k^u (one product with the moment matrix) times
+        beta_l^T on the local columns of l (one batched product), and its (v_i, v_j) blocks
+        for i <= j only (the lower ones are their transposes), one batched product over the
+        pairs (channel k of client i, client j): N (N + 1) / 2 blocks instead of N^2. On the
+        003 Figure 4 FOCUS state (n = 850, K = 16) this is about 400 MFLOP an application,
+        half of the full operator's.
         """
         du, dv, N, K, C, m, n = self.du, self.dv, self.N, self.K, self.C, self.m, self.n
         L0, L0T, m1 = self._L0, self._L0T, self.m1
@@ -438,29 +465,38 @@ class AffineSystem:
             X[du:] = (w * Y.reshape(C, N, m, n)[:, :, du:]).sum(0).reshape(N * dv, n)
             X[du:, :du] = (w * YL.reshape(C, N, m, du)[:, :, du:]).sum(0).reshape(N * dv, du)
         Z += X
-        # Quadratic terms sum_kl E[alpha_k alpha_l] G_k P G_l^T: u columns, then v_l columns.
-        Ru = Y @ self._RU  # (K, m, du)
-        if C > 1:
-            Ru = Ru.reshape(C, N, m, du).sum(0)
-        Z[:du, :du] += Ru[:, :du].sum(0)
+        # Quadratic term, u rows: W_l = sum_k m2_kl Y_k^u on the local columns of l.
+        W = (self.m2.T @ Y[:, :du, :].reshape(K, du * n)).reshape(K, du, n)
+        Wloc = np.empty((K, du, m))
+        Wloc[:, :, :du] = W[:, :, :du]
+        if dv:
+            Wloc[:, :, du:] = W[:, :, du:].reshape(K, du, N, dv)[np.arange(K), :, self.jk, :]
+        R = Wloc @ self._beta_T  # (K, du, m): columns u and v_client(l)
+        Z[:du, :du] += R[:, :, :du].sum(0)
         if not dv:
             return Z, X
-        Z[du:, :du] += Ru[:, du:].reshape(N * dv, du)
-        Rv = Y[:, :, :du] @ self.Avu_T  # (K, m, N dv)
-        R4 = Rv.reshape(K, m, N, dv)
-        for j in range(N):  # N client blocks, each one batched product over the K channels
-            R4[:, :, j, :] += Y[:, :, du + j * dv : du + (j + 1) * dv] @ self.Bvv_T[:, j]
+        Ruv = R[:, :, du:].reshape(C, N, du, dv).sum(0) if C > 1 else R[:, :, du:]
+        Z[:du, du:] += Ruv.transpose(1, 0, 2).reshape(du, N * dv)
+        # (v_i, v_j) blocks, i <= j: [Y_k^v on u, Y_k^v on v_j] times the pair's block.
+        pk, pj = self._pair_k, self._pair_pj
+        G = np.concatenate(
+            [Y[pk, du:, :du], Y[:, du:, du:].reshape(K, dv, N, dv)[pk, :, pj, :]], axis=2
+        )
+        blocks = G @ self._pair_B  # (pairs, dv, dv)
         if C > 1:
-            Rv = Rv.reshape(C, N, m, N * dv).sum(0)
-        Z[:du, du:] += Rv[:, :du].sum(0)
-        Z[du:, du:] += Rv[:, du:].reshape(N * dv, N * dv)
+            blocks = blocks.reshape(C, -1, dv, dv).sum(0)
+        Z[du:, du:].reshape(N, dv, N, dv)[self._pair_i, :, self._pair_j, :] += blocks
         return Z, X
 
     def ms_full(self, P: np.ndarray) -> np.ndarray:
         """T(P) = E[M_S P M_S^T] on the full coordinates, P symmetric (..., n, n)."""
-        Z, X = self._ms_parts_blocked(P) if P.ndim == 2 else self._ms_parts(P)
-        Z += _swap(X)
-        return Z
+        if P.ndim > 2:
+            Z, X = self._ms_parts(P)
+            Z += _swap(X)
+            return Z
+        Z, X = self._ms_upper(P)
+        U = np.triu(Z) + np.triu(X.T)
+        return U + np.triu(U, 1).T
 
     def ms_apply(self, P: np.ndarray) -> np.ndarray:
         """T on the reduced coordinates: R T(E P E^T) R^T (input symmetrized)."""
@@ -511,14 +547,47 @@ class AffineSystem:
         P.put(lo, v)
         return P.reshape(self.n_r, self.n_r)
 
+    def _embedded_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flat positions, in an n x n array, of the reduced upper triangle (keep_a, keep_b),
+        a <= b, and of its mirror image (keep is increasing, so they lie on and above, and on
+        and below, the diagonal)."""
+        if self._embedding is None:
+            iu = np.triu_indices(self.n_r)
+            rows, cols = self.keep[iu[0]], self.keep[iu[1]]
+            shape = (self.n, self.n)
+            self._embedding = (np.ravel_multi_index((rows, cols), shape),
+                               np.ravel_multi_index((cols, rows), shape))  # fmt: skip
+        return self._embedding
+
+    def embed_packed(self, v: np.ndarray) -> np.ndarray:
+        """E P E^T (n x n) for the symmetric P whose packed upper triangle is ``v``: P written
+        at the kept coordinates, the tied rows u_T = Lu u_F + Lv sum_j v_j filled in."""
+        if not self.red.tied.size:
+            return self.unpack(v)
+        red, du, dv, N, n = self.red, self.du, self.dv, self.N, self.n
+        up, lo = self._embedded_positions()
+        P = np.empty((n, n))
+        flat = P.reshape(-1)
+        flat.put(up, v)
+        flat.put(lo, v)
+        P[red.tied, :] = 0.0
+        P[:, red.tied] = 0.0
+        Rt = red.Lu @ P[red.free] + red.Lv @ P[du:].reshape(N, dv, n).sum(0)  # (r, n)
+        P[red.tied, :] = Rt
+        P[:, red.tied] = Rt.T
+        P[np.ix_(red.tied, red.tied)] = (
+            Rt[:, red.free] @ red.Lu.T + Rt[:, du:].reshape(-1, N, dv).sum(1) @ red.Lv.T
+        )
+        return P
+
     def ms_vech(self, v: np.ndarray) -> np.ndarray:
         """T on the packed upper triangles of symmetric matrices: T maps symmetric matrices to
         symmetric ones, so its spectral radius is that of this half-size operator, and Krylov
-        vectors half as long halve the eigensolver's orthogonalization work."""
-        if self.red.tied.size:
-            return self.pack(self.ms_apply(self.unpack(v)))
-        Z, X = self._ms_parts_blocked(self.unpack(v))  # triu(Z + X^T) = triu(Z) + tril(X)^T
-        up, lo = self._triu()
+        vectors half as long halve the eigensolver's orthogonalization work. One application:
+        :meth:`embed_packed`, :meth:`_ms_upper`, and the reduced upper triangle of
+        Z + X^T taken from triu(Z) and tril(X) in one pass each."""
+        Z, X = self._ms_upper(self.embed_packed(v))
+        up, lo = self._embedded_positions()
         return Z.reshape(-1).take(up) + X.reshape(-1).take(lo)
 
     # -- stationary second moment ---------------------------------------------------------------
