@@ -75,7 +75,7 @@ from fedtheory.algorithms.base import (
 from fedtheory.backend import get_namespace, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.problems.base import client_matmul
-from fedtheory.validation import check_int, check_local_steps, check_positive
+from fedtheory.validation import check_local_steps, check_positive
 
 Array = Any
 
@@ -318,7 +318,7 @@ def local_steps(
         K < 1, lr <= 0, a mask of the wrong shape, prox_mu > 0 without an anchor, or a
         ``strategy`` that does not apply to the call.
     """
-    K = check_int("the number of local steps K", K, minimum=1)
+    K = check_local_steps(K)  # every strategy runs K steps (or K products) one after another
     lr = check_positive("the local step size", lr)
     prox_mu = check_positive("the proximal weight mu", prox_mu, allow_zero=True)
     xp = get_namespace(X)
@@ -447,7 +447,6 @@ def _every_row_steps(call: LocalCall) -> Array:
 
 def _stepwise(call: LocalCall, *, subset: bool) -> Array:
     problem, K, lr, xp, rng = call.problem, call.K, call.lr, call.xp, call.rng
-    check_local_steps(K)  # the K steps run one after the other: refused when they cannot end
     prox_mu, correction, mix, compute = call.prox_mu, call.correction, call.mix, call.compute
     anchor = call.anchor
     shape, d = (call.X.shape[0], call.X.shape[1]), call.X.shape[2]
