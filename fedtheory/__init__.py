@@ -26,11 +26,15 @@ SimulationResult: focus, Uniform participation, 2 seeds (root seed 0) x 20 round
 import importlib
 
 from fedtheory._version import __version__
-from fedtheory.backend import get_backend, get_namespace, to_numpy
 from fedtheory.errors import AssumptionError, BackendUnavailableError, FedTheoryError
 
-#: Top-level name -> the module that defines it (imported on first access, PEP 562).
+#: Top-level name -> the module that defines it (imported on first access, PEP 562; even NumPy
+#: waits: the ``fedtheory`` command starts from here, and Ctrl-C during its imports is then one
+#: line, :mod:`fedtheory.__main__`).
 _LAZY = {
+    "get_backend": "fedtheory.backend",
+    "get_namespace": "fedtheory.backend",
+    "to_numpy": "fedtheory.backend",
     "simulate": "fedtheory.simulation",
     "SimulationResult": "fedtheory.simulation",
     "spectral_gap": "fedtheory.graphs",
@@ -68,7 +72,4 @@ __all__ = [
     "BackendUnavailableError",
     "FedTheoryError",
     "__version__",
-    "get_backend",
-    "get_namespace",
-    "to_numpy",
 ]

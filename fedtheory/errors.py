@@ -13,6 +13,17 @@ class AssumptionError(FedTheoryError):
     (e.g. "W is not column stochastic: column 3 sums to 0.97")."""
 
 
+class SettingError(AssumptionError):
+    """A setting that is invalid where it is used, although it could only be evaluated there
+    (a bound spec's step size ``lr = "-1/L_f"`` is negative on every instance): bad input,
+    never a property of one instance to skip."""
+
+
+class SizeError(AssumptionError):
+    """Work refused before it starts: its estimate (memory, time, a count of tasks or workers)
+    exceeds a limit; the message gives the estimate, the limit and how to proceed."""
+
+
 class NotInterpolableError(AssumptionError):
     """Interpolation data that no function of the class fits: an interpolation inequality of
     the class fails (or holds only with equality) for one client's ordered pair of data rows.

@@ -48,6 +48,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import wait
@@ -64,7 +65,7 @@ try:
 except ImportError:  # pragma: no cover - not on Unix
     resource = None  # type: ignore[assignment]
 from fedtheory.io import progress as progress_bar
-from fedtheory.validation import available_cores
+from fedtheory.validation import available_cores, worker_count
 
 #: Environment of every local worker process: one BLAS / OpenMP thread each.
 WORKER_ENV = {
@@ -84,6 +85,51 @@ NO_WORKER_ENV = ("MALLOC_TRIM_THRESHOLD_",)
 CONNECT_TIMEOUT = "20s"
 
 
+def _start_shielded(target: Callable[[], None]) -> None:
+    """Run ``target`` (which starts worker processes) so that the processes it starts ignore
+    Ctrl-C, while this thread still acts on Ctrl-C within 0.1 s.
+
+    A terminal sends Ctrl-C (SIGINT) to the whole process group: each Dask worker printed its
+    own KeyboardInterrupt traceback. A process started while SIGINT is ignored keeps ignoring it
+    (the disposition survives ``exec``, and Python then installs no KeyboardInterrupt handler),
+    so ``target`` runs in a helper thread while SIGINT is ignored and blocked; blocked, Linux
+    keeps it pending instead of dropping it, and this thread finds it with
+    :func:`signal.sigpending`, collects it and raises KeyboardInterrupt. Elsewhere (not the main
+    thread, no ``sigpending``) ``target`` simply runs here.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "sigpending"
+    ):
+        target()
+        return
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        thread = threading.Thread(target=target, daemon=True, name="fedtheory-start")
+        thread.start()  # inherits the block: so do the threads it starts
+        while thread.is_alive():
+            # sigpending, not sigtimedwait: that returned a struct of garbage (no SIGINT sent)
+            # in 1 of 6 starts of a one-worker cluster (tests/cli/test_cli_sweep.py)
+            thread.join(0.1)
+            if signal.SIGINT in signal.sigpending():
+                signal.sigwait({signal.SIGINT})  # collect it, so it is not delivered later
+                raise KeyboardInterrupt
+    finally:
+        signal.signal(signal.SIGINT, old_handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _worker_processes(cluster: Any) -> list:
+    """The local worker processes of a Dask LocalCluster (its nannies' processes; an empty list
+    where Dask keeps them otherwise)."""
+    out = []
+    for nanny in getattr(cluster, "workers", {}).values():
+        proc = getattr(getattr(getattr(nanny, "process", None), "process", None), "_process", None)
+        if proc is not None and hasattr(proc, "terminate"):
+            out.append(proc)
+    return out
+
+
 def sweep_module(module: str) -> ModuleType:
     """Import a module of the optional sweep extra (dask, zarr, xarray), or say in one line how
     to install it (:func:`fedtheory.extras.import_extra`)."""
@@ -97,14 +143,17 @@ class Engine:
     ----------
     workers : int, optional
         Local worker processes (default: the cores this process may use,
-        :func:`~fedtheory.validation.available_cores`), one thread and one BLAS thread each. Not
-        with ``scheduler``.
+        :func:`~fedtheory.validation.available_cores`), one thread and one BLAS thread each;
+        never more than ``tasks`` nor two per core (:func:`~fedtheory.validation.worker_count`:
+        ``--workers 1000`` on two cores starts four). Not with ``scheduler``.
     scheduler : str, optional
         Address of a running Dask scheduler (``tcp://host:8786``); its workers run the tasks
         and must be able to import fedtheory.
     allowed_failures : int
         How many times a task may lose its worker before it counts as failed (local cluster
         only; a running scheduler keeps its own setting).
+    tasks : int, optional
+        How many tasks the engine will run (caps the local workers).
 
     Examples
     --------
@@ -118,6 +167,7 @@ class Engine:
         workers: int | None = None,
         scheduler: str | None = None,
         allowed_failures: int = 3,
+        tasks: int | None = None,
     ) -> None:
         if workers is not None and scheduler is not None:
             raise FedTheoryError("give workers or a scheduler address, not both")
@@ -129,7 +179,9 @@ class Engine:
             raise FedTheoryError(f"workers must be a whole number, got {workers!r}")
         if workers is not None and workers < 1:
             raise FedTheoryError(f"workers must be >= 1, got {workers}")
-        self.workers = None if scheduler is not None else int(workers or available_cores())
+        self.workers = (
+            None if scheduler is not None else worker_count(workers or available_cores(), tasks)
+        )
         self.scheduler = scheduler
         self.allowed_failures = int(allowed_failures)
         self.client: Any = None
@@ -180,34 +232,49 @@ class Engine:
             "distributed.scheduler.allowed-failures": self.allowed_failures,
             "distributed.worker.profile.enabled": False,  # no dashboard reads its samples
         }
-        try:
-            with dask.config.set(config):
-                self._cluster = dd.LocalCluster(
+        box: dict[str, Any] = {}
+
+        def start() -> None:
+            try:
+                box["cluster"] = dd.LocalCluster(
                     n_workers=self.workers,
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
                     silence_logs=logging.ERROR,
                 )
+            except BaseException as exc:  # handed to the main thread
+                box["error"] = exc
+
+        try:
+            with dask.config.set(config):
+                _start_shielded(start)
         finally:
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+        if "error" in box:
+            raise box["error"]
+        self._cluster = box["cluster"]
         self.client = dd.Client(self._cluster)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, kind: Any, *exc: Any) -> None:
+        self.close(interrupted=kind is not None and issubclass(kind, KeyboardInterrupt))
 
-    def close(self) -> None:
-        """Close the client and, when this engine started it, the local cluster."""
+    def close(self, *, interrupted: bool = False) -> None:
+        """Close the client and, when this engine started it, the local cluster; after Ctrl-C
+        (``interrupted``) its worker processes are stopped at once, not asked to finish."""
         if self.client is not None:
-            self.client.close()
+            self.client.close(timeout=1 if interrupted else None)
             self.client = None
         if self._cluster is not None:
-            self._cluster.close()
+            if interrupted:
+                for proc in _worker_processes(self._cluster):
+                    proc.terminate()
+            self._cluster.close(timeout=2 if interrupted else None)
             self._cluster = None
 
     def map(
@@ -303,7 +370,8 @@ def map_tasks(
 
     ``fedtheory sweep`` and ``fedtheory verify --scheduler`` run their tasks this way.
     """
-    with Engine(workers=workers, scheduler=scheduler) as engine:
+    items = list(items)
+    with Engine(workers=workers, scheduler=scheduler, tasks=len(items)) as engine:
         yield from engine.map(
             fn, items, progress=progress, desc=desc, describe=describe, retries=retries
         )
@@ -357,7 +425,8 @@ def fork_map(
         A function of one item; its result must pickle.
     items : iterable
     workers : int
-        Children at once (>= 1).
+        Children at once (>= 1; no more than the items nor two per core,
+        :func:`~fedtheory.validation.worker_count`).
     on_start : callable, optional
         ``on_start(position)`` just before an item starts.
     describe : callable, optional
@@ -378,6 +447,7 @@ def fork_map(
     if isinstance(workers, bool) or int(workers) != workers or workers < 1:
         raise FedTheoryError(f"workers must be a whole number >= 1, got {workers!r}")
     items = list(items)
+    workers = worker_count(workers, len(items))  # never more than the items, nor 2 per core
     what = describe or repr
     if workers == 1 or len(items) <= 1 or not can_fork():
         for i, item in enumerate(items):

@@ -280,7 +280,7 @@ def test_read_array_names_the_path_for_every_bad_file(tmp_path, monkeypatch):
     for name, why in [
         ("folder", "is a folder"),
         ("empty.txt", "holds no numbers"),
-        ("words.txt", "could not convert"),
+        ("words.txt", "line 1, field 2 is 'abc', not a number"),
         ("junk.bin", "neither .npy nor text"),
         ("arch.npz", "an .npz archive"),
         ("obj.npy", "cannot read"),

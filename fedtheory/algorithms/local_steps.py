@@ -75,7 +75,7 @@ from fedtheory.algorithms.base import (
 from fedtheory.backend import get_namespace, to_numpy
 from fedtheory.errors import AssumptionError
 from fedtheory.problems.base import client_matmul
-from fedtheory.validation import check_int, check_positive
+from fedtheory.validation import check_local_steps, check_positive
 
 Array = Any
 
@@ -318,7 +318,7 @@ def local_steps(
         K < 1, lr <= 0, a mask of the wrong shape, prox_mu > 0 without an anchor, or a
         ``strategy`` that does not apply to the call.
     """
-    K = check_int("the number of local steps K", K, minimum=1)
+    K = check_local_steps(K)  # every strategy runs K steps (or K products) one after another
     lr = check_positive("the local step size", lr)
     prox_mu = check_positive("the proximal weight mu", prox_mu, allow_zero=True)
     xp = get_namespace(X)

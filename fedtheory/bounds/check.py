@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from fedtheory.analysis.exact.oracle import ROUND_SECONDS
 from fedtheory.analysis.rates import fit_linear_rate, fit_power_law
 from fedtheory.analysis.stats import Effect, jackknife_interval, mean_interval
 from fedtheory.bounds.evaluate import (
@@ -33,10 +34,17 @@ from fedtheory.bounds.evaluate import (
 from fedtheory.bounds.instances import Instance, named_instance
 from fedtheory.bounds.search import DEFAULT_SEARCH, coverage, coverage_text, pattern_theta
 from fedtheory.bounds.search import search as class_search
-from fedtheory.bounds.spec import QUANTITIES, BoundSpec, load_spec
+from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec, load_spec
 from fedtheory.errors import AssumptionError, FedTheoryError
 from fedtheory.simulation import simulate
-from fedtheory.validation import available_cores, check_int, check_seed
+from fedtheory.validation import (
+    available_cores,
+    check_duration,
+    check_int,
+    check_memory,
+    check_seed,
+    worker_count,
+)
 
 __all__ = [
     "DEFAULT_SEARCH",
@@ -360,6 +368,7 @@ def check(
             "nothing to check: give an instance (problem, problem_file) or a [class] to search"
         )
     _check_symbols(spec)
+    _check_cost(spec, int(has_named) + search + (search // 4 if refine else 0))
     if spec.p is not None and spec.instance_class is not None and search:
         if any(n != len(spec.p) for n in spec.clients):
             raise AssumptionError(f"p has {len(spec.p)} entries but clients is "
@@ -377,6 +386,7 @@ def check(
     if search:
         if workers is None:
             workers = max(1, min(available_cores(), 2, search // 50))
+        workers = worker_count(workers, search)
         found, spent = class_search(spec, search, seed, workers, ascend=refine)
         info.update(spent, workers=workers)
         evals.extend(found)
@@ -384,11 +394,46 @@ def check(
 
 
 def _check_symbols(spec: BoundSpec) -> None:
-    used = {str(s) for e in (spec.bound_expr, *spec.condition_exprs, spec.lr_expr)
-            for s in e.free_symbols}  # fmt: skip
+    used = {n for e in (spec.bound_expr, *spec.condition_exprs, spec.lr_expr) for n in e.names}
     if "rho" in used and spec.topology is None:
         raise AssumptionError("the bound uses rho, which needs a graph: add topology = "
                               "\"ring\" (or another family) to the spec")  # fmt: skip
+
+
+#: Seconds per local step and instance the exact oracle takes at the least: measured 29 us per
+#: step with FOCUS, the cheapest (4 clients, dimension 3, K = 30000, ``time.process_time`` on
+#: the 2-core machine); FedAvg-type algorithms, whose response to gradient noise grows with K^2,
+#: take longer.
+ORACLE_STEP_SECONDS = 2e-5
+
+
+def _check_cost(spec: BoundSpec, instances: int) -> None:
+    """Refuse a check whose least duration exceeds the time limit
+    (:func:`~fedtheory.validation.check_duration`), and announce a long one: ``instances``
+    oracle calls with the largest K local steps, :data:`ORACLE_STEP_SECONDS` per step (and, for a
+    quantity after R rounds, R rounds of the exact transient,
+    :data:`~fedtheory.analysis.exact.oracle.ROUND_SECONDS` each); and one
+    whose largest class instance does not fit in memory (the oracle checks its own arrays)."""
+    K = max(spec.local_steps)
+    if spec.instance_class is not None and spec.instance_class.dim:
+        # the oracle runs the round on a batch of at least N d basis states (the server model
+        # has d coordinates) of N clients of dimension d: 4 such float64 arrays at the least,
+        # more than a draw's rotations and matrices (N d^2)
+        N, d = max(spec.clients), max(spec.instance_class.dim)
+        check_memory(
+            f"the exact oracle on a class instance of {N} clients of dimension {d}",
+            4.0 * 8 * N * N * d * d,
+            hint="fewer clients or a smaller dimension",
+        )
+    seconds, what = instances * K * ORACLE_STEP_SECONDS, f"up to K = {K} local steps"
+    if spec.quantity in AFTER_ROUNDS:  # and the transient's R rounds, one after the other
+        seconds += instances * spec.rounds * ROUND_SECONDS
+        what += f" and R = {spec.rounds} rounds"
+    check_duration(
+        f"the check of {instances} instance(s) with {what}",
+        seconds,
+        hint="fewer local steps K or rounds, or a smaller --search",
+    )
 
 
 def _measured(spec: BoundSpec, ev: Evaluation, measure_seeds: int | None,
@@ -481,6 +526,8 @@ def _finish(spec, evals, measured, info, out_dir, name, t0, notes=()) -> BoundCh
     argmax = implied.get("argmax") if implied is not None else None
     if _by_oracle(spec, evals, [worst, argmax, *_ambiguous(spec, pool)]):
         pool, implied, worst, violated = verdict(spec, evals, spec.tolerance)
+    if not pool:
+        _nothing_evaluated(spec, evals)
     files: dict[str, dict] = {}
     if out_dir is not None:
         stem = name or (Path(spec.path).stem if spec.path else "bound")
@@ -495,6 +542,26 @@ def _finish(spec, evals, measured, info, out_dir, name, t0, notes=()) -> BoundCh
     cov = coverage(spec, evals) if info.get("draws") else {}
     return BoundCheck(spec, bool(violated), worst, evals, implied, named, info, files,
                       time.perf_counter() - t0, cov, list(notes), shape_fit(spec, evals))  # fmt: skip
+
+
+def _nothing_evaluated(spec: BoundSpec, evals: list[Evaluation]) -> None:
+    """No instance meets the condition with a defined bound: refuse when that is the spec's
+    doing (the bound is not finite, or no instance could be evaluated at all), so that a
+    mistake is never reported as "nothing to check"."""
+    met = [e for e in evals if e.condition_met]
+    if met:
+        e = met[0]
+        raise AssumptionError(
+            f"the bound {spec.bound!r} is not finite at {e.label} (it evaluates to {e.stated} in "
+            f"float64 there, with eta = {e.eta:.6g}) nor on any of the {len(met)} instance(s) "
+            "that meet the condition: nothing to compare the exact value with"
+        )
+    failed = [e for e in evals if not e.constants]
+    if evals and len(failed) == len(evals):
+        raise AssumptionError(
+            f"no instance could be evaluated (the first: {failed[0].label}): check the spec's "
+            "setting"
+        )
 
 
 def _instance_of(e: Evaluation, spec: BoundSpec) -> Instance:

@@ -33,7 +33,6 @@ from fedtheory.analysis.exact import exact_mse_curve, exact_rates
 from fedtheory.bounds.constants import instance_constants
 from fedtheory.bounds.instances import Draw, Instance
 from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec
-from fedtheory.errors import AssumptionError
 
 #: Largest horizon of the exact transient behind ``rounds_to``.
 MAX_ROUNDS = 20000
@@ -324,11 +323,7 @@ def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True, tol: float
     multiplies the spec's step (how a shape's constant moves with eta).
     """
     consts = dict(constants) if constants is not None else constants_of(spec, inst)
-    try:
-        eta = spec.step_size(consts) * lr_scale
-    except AssumptionError:
-        return Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
-                          inst.sizes(), inst.label, consts, defined=False, instance=inst)  # fmt: skip
+    eta = spec.step_size(consts, inst.label) * lr_scale  # invalid input where not > 0: raised
     consts["eta"] = eta
     value, how = exact if exact is not None else exact_value(spec, inst, eta, verify=verify,
                                                               tol=tol)  # fmt: skip

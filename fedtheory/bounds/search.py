@@ -49,7 +49,7 @@ from fedtheory.bounds.constants import constant_gradients, instance_constants
 from fedtheory.bounds.evaluate import SCREEN_TOL, Evaluation, constants_of, evaluate, judge
 from fedtheory.bounds.instances import Draw, draw_instance, fixes_optima
 from fedtheory.bounds.spec import BoundSpec
-from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, SizeError
 from fedtheory.parallel import fork_all
 
 #: Random draws of the default search (``fedtheory bound --search``).
@@ -114,9 +114,14 @@ def _draw(spec: BoundSpec, seed: int, i: int) -> Draw:
 
 
 def _safe_evaluate(spec: BoundSpec, draw: Draw) -> Evaluation:
+    """:func:`evaluate` on a class draw; a numerical failure of the oracle on this draw is
+    recorded as "not evaluated", while an invalid setting (:class:`SettingError`) and work
+    refused by its size (:class:`SizeError`) are the spec's and stop the check."""
     inst = draw.instance(spec)
     try:
         ev = evaluate(spec, inst, verify=False, tol=SCREEN_TOL)
+    except (SettingError, SizeError):
+        raise
     except FedTheoryError as exc:  # e.g. ARPACK did not converge on a degenerate draw
         ev = Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
                         inst.sizes(), f"{inst.label} (not evaluated: {exc})", {},

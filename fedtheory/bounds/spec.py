@@ -30,8 +30,13 @@ options and symbols are refused naming the accepted ones. ``algorithm`` may name
 algorithm, ``"my_algos.py:fednova"`` (a path relative to the spec file) or ``"module:NAME"``:
 loading the spec imports that file, which runs its code (docs/own-algorithm.md).
 
-Expressions are parsed by sympy (``^`` is a power, as typed from a PDF) after a check that every
-name in them is an accepted constant or one of :data:`FUNCTIONS`, so a spec cannot call Python.
+Expressions are read by :func:`~fedtheory.bounds.expressions.parse_expression`, which builds
+their sympy tree itself from a checked syntax tree and evaluates them in float64: no text of a
+spec is ever evaluated as Python (``^`` is a power, as typed from a PDF).
+
+Every check of a setting is made once, by the constructor (``BoundSpec(...)`` and
+:meth:`BoundSpec.from_dict` alike): an invalid setting is refused naming it, before any instance
+is drawn.
 """
 
 from __future__ import annotations
@@ -40,21 +45,18 @@ import math
 import os
 import re
 import textwrap
-import tomllib
-from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
-import sympy
-from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
 from fedtheory.algorithms.registry import SHARED_SETTINGS, configure, resolve_algorithm
 from fedtheory.analysis.exact import check_affine
 from fedtheory.bounds.constants import CONSTANTS, LR_CONSTANTS
-from fedtheory.errors import AssumptionError, FedTheoryError, UnknownOptionError
-from fedtheory.io import check_input_file
+from fedtheory.bounds.expressions import FUNCTIONS, Expression, parse_expression
+from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, UnknownOptionError
+from fedtheory.io import read_toml
 from fedtheory.participation import model_names
 from fedtheory.simulation.settings import SETTINGS, defaults
 
@@ -83,22 +85,6 @@ AFTER_ROUNDS = {
 FUNCTION_CLASSES = ("quadratic", "smooth-strongly-convex")
 #: Quantities that are per-round factors: compared in rounds (log(stated) / log(exact)).
 RATE_QUANTITIES = ("mean_square_rate", "mean_rate")
-
-#: Functions an expression may call (sympy's), besides the arithmetic operators.
-FUNCTIONS: dict[str, Any] = {
-    "sqrt": sympy.sqrt,
-    "log": sympy.log,
-    "exp": sympy.exp,
-    "min": sympy.Min,
-    "max": sympy.Max,
-    "Min": sympy.Min,
-    "Max": sympy.Max,
-    "abs": sympy.Abs,
-    "Abs": sympy.Abs,
-    "ceiling": sympy.ceiling,
-    "floor": sympy.floor,
-    "pi": sympy.pi,
-}
 
 #: Participation models a bound may name: those whose law the exact oracle knows (the
 #: registry's ``exact_law``).
@@ -238,8 +224,10 @@ CLASS_KEYS: dict[str, SpecKey] = {
 #: The keys ``[class]`` must give (and ``dim`` for quadratic clients).
 CLASS_REQUIRED = ("L", "mu")
 _CLASS_KEYS = tuple(CLASS_KEYS)
+_TEXT_KEYS = ("algorithm", "quantity", "bound", "participation", "aggregation", "empty", "title",
+              "source", "stated", "problem", "problem_file", "topology", "constant")  # fmt: skip
+_OPTIONAL_TEXT_KEYS = ("problem", "problem_file", "topology", "constant")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_FORBIDDEN = re.compile(r"__|[;\[\]{}'\"\\@:`$#!?]|\blambda\b|\.[A-Za-z_]")
 
 
 def _ints(name: str, value: Any, minimum: int = 1) -> tuple[int, ...] | None:
@@ -251,12 +239,21 @@ def _ints(name: str, value: Any, minimum: int = 1) -> tuple[int, ...] | None:
         raise AssumptionError(f"{name} must be an integer or a non-empty list of integers")
     out = []
     for v in vals:
-        if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v:
+        whole = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        if not (whole and int(v) == v):
             raise AssumptionError(f"{name} must be an integer or a list of integers, got {v!r}")
         if int(v) < minimum:
             raise AssumptionError(f"{name} must be >= {minimum}, got {v}")
         out.append(int(v))
     return tuple(out)
+
+
+def _int(name: str, value: Any, minimum: int = 1) -> int | None:
+    """One integer (not a list)."""
+    if isinstance(value, list | tuple):
+        raise AssumptionError(f"{name} must be an integer, got {value!r}")
+    out = _ints(name, value, minimum)
+    return None if out is None else out[0]
 
 
 def _float(name: str, value: Any, *, positive: bool = False, allow_zero: bool = True) -> float:
@@ -270,46 +267,12 @@ def _float(name: str, value: Any, *, positive: bool = False, allow_zero: bool = 
     return v
 
 
-def parse_expression(text: Any, allowed: tuple[str, ...], what: str) -> sympy.Expr:
-    """Parse ``text`` as a sympy expression (or relation) whose names are all in ``allowed``
-    (or :data:`FUNCTIONS`).
-
-    Raises
-    ------
-    AssumptionError
-        Not a string or number, an empty string, a character that is not arithmetic (``;``,
-        brackets, quotes, attribute access), an unknown name (the message lists the accepted
-        ones), or text sympy cannot parse.
-    """
-    if isinstance(text, bool) or not isinstance(text, str | int | float):
-        raise AssumptionError(f"{what} must be a string (or a number), got {text!r}")
-    src = str(text).strip()
-    if not src:
-        raise AssumptionError(f"{what} is empty")
-    if _FORBIDDEN.search(src):
-        raise AssumptionError(
-            f"{what} {src!r} contains characters that are not arithmetic (allowed: names, "
-            "numbers, + - * / ^ ** ( ) , < <= > >= ==)"
-        )
-    unknown = sorted({n for n in _NAME.findall(src) if n not in allowed and n not in FUNCTIONS})
-    unknown = [n for n in unknown if not re.fullmatch(r"e[0-9]*", n)]  # 1e-3's "e" is a number
-    if unknown:
-        raise AssumptionError(
-            f"{what} {src!r} uses unknown symbol(s) {', '.join(unknown)}; accepted: "
-            f"{', '.join(allowed)} and the functions {', '.join(sorted(FUNCTIONS))}"
-        )
-    local = {n: sympy.Symbol(n, real=True) for n in allowed}
-    local.update(FUNCTIONS)
-    glob = {"__builtins__": {}, "Integer": sympy.Integer, "Float": sympy.Float,
-            "Rational": sympy.Rational, "Symbol": sympy.Symbol}  # fmt: skip
-    try:
-        return parse_expr(src, local_dict=local, global_dict=glob,
-                          transformations=(*standard_transformations, convert_xor))  # fmt: skip
-    except (SyntaxError, TypeError, ValueError, AttributeError, NameError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AssumptionError(
-            f"{what} {src!r} is not an expression sympy can read ({first})"
-        ) from None
+def _text(name: str, value: Any, *, optional: bool = True) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise AssumptionError(f"{name} must be a string, got {value!r}")
+    return value
 
 
 def _setting(key: str, value: Any) -> Any:
@@ -335,18 +298,10 @@ def _conditions(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _numeric(expr: sympy.Basic, names: tuple[str, ...]) -> Callable[[dict], float]:
-    """A float64 evaluator of ``expr`` on a dict of constants (NaN where undefined)."""
-    syms = [sympy.Symbol(n, real=True) for n in names]
-    f = sympy.lambdify(syms, expr, modules=["math"])
-
-    def evaluate(values: dict) -> Any:
-        try:
-            return f(*(values.get(n, math.nan) for n in names))
-        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
-            return math.nan
-
-    return evaluate
+def _settle(obj: Any, **values: Any) -> None:
+    """Set the checked values of a frozen dataclass in its ``__post_init__``."""
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
 
 
 @dataclass(frozen=True)
@@ -359,6 +314,9 @@ class InstanceClass:
     x_i* = z + h e_i with h in [0, heterogeneity]. ``functions = "smooth-strongly-convex"``:
     every L-smooth mu-strongly convex f_i (mu = 0: smooth convex), the worst case by
     performance estimation (:mod:`fedtheory.bounds.general`).
+
+    The constructor checks every field (``InstanceClass(dim=3, L=10.0, mu=1.0)`` and
+    :meth:`from_dict` alike).
 
     Attributes
     ----------
@@ -392,6 +350,35 @@ class InstanceClass:
     D2: float | None = None
     zeta2: float | None = None
 
+    def __post_init__(self) -> None:
+        functions = self.functions
+        if functions not in FUNCTION_CLASSES:
+            raise AssumptionError(
+                f"[class] functions must be one of {', '.join(FUNCTION_CLASSES)}, got {functions!r}"
+            )
+        general = functions == "smooth-strongly-convex"
+        dim = _ints("[class] dim", self.dim) if self.dim not in (None, ()) else ()
+        if not dim and not general:
+            raise AssumptionError(f"[class] needs dim (accepted: {', '.join(_CLASS_KEYS)})")
+        L = _float("[class] L", self.L, positive=True, allow_zero=False)
+        mu = _float("[class] mu", self.mu, positive=True, allow_zero=general)
+        if mu > L or (general and mu == L):
+            raise AssumptionError(
+                f"[class] needs mu {'<' if general else '<='} L, got mu = {mu}, L = {L}"
+            )
+        D2 = self.D2
+        if D2 is not None:
+            D2 = _float("[class] D2", D2, positive=True, allow_zero=False)
+        zeta2 = None if self.zeta2 is None else _float("[class] zeta2", self.zeta2, positive=True)
+        het = _float("[class] heterogeneity", self.heterogeneity, positive=True)
+        pr = self.p_range
+        if not (isinstance(pr, list | tuple) and len(pr) == 2):
+            raise AssumptionError(f"[class] p_range must be [low, high], got {pr!r}")
+        lo, hi = (_float("[class] p_range", v) for v in pr)
+        if not 0 < lo <= hi <= 1:
+            raise AssumptionError(f"[class] p_range must satisfy 0 < low <= high <= 1, got {pr}")
+        _settle(self, dim=dim, L=L, mu=mu, heterogeneity=het, p_range=(lo, hi), D2=D2, zeta2=zeta2)
+
     @classmethod
     def from_dict(cls, d: Any) -> InstanceClass:
         if not isinstance(d, dict):
@@ -401,33 +388,10 @@ class InstanceClass:
             raise UnknownOptionError(
                 f"unknown key(s) {', '.join(bad)} in [class]; accepted: {', '.join(_CLASS_KEYS)}"
             )
-        functions = d.get("functions", "quadratic")
-        if functions not in FUNCTION_CLASSES:
-            raise AssumptionError(
-                f"[class] functions must be one of {', '.join(FUNCTION_CLASSES)}, got {functions!r}"
-            )
-        general = functions == "smooth-strongly-convex"
-        for key in ("L", "mu") if general else ("dim", "L", "mu"):
+        for key in ("L", "mu"):  # dim: the constructor says when the class needs it
             if key not in d:
                 raise AssumptionError(f"[class] needs {key} (accepted: {', '.join(_CLASS_KEYS)})")
-        L = _float("[class] L", d["L"], positive=True, allow_zero=False)
-        mu = _float("[class] mu", d["mu"], positive=True, allow_zero=general)
-        if mu > L or (general and mu == L):
-            raise AssumptionError(
-                f"[class] needs mu {'<' if general else '<='} L, got mu = {mu}, L = {L}"
-            )
-        het = _float("[class] heterogeneity", d.get("heterogeneity", 1.0), positive=True)
-        pr = d.get("p_range", (0.05, 1.0))
-        if not (isinstance(pr, list | tuple) and len(pr) == 2):
-            raise AssumptionError(f"[class] p_range must be [low, high], got {pr!r}")
-        lo, hi = (_float("[class] p_range", v) for v in pr)
-        if not 0 < lo <= hi <= 1:
-            raise AssumptionError(f"[class] p_range must satisfy 0 < low <= high <= 1, got {pr}")
-        D2 = None if "D2" not in d else _float("[class] D2", d["D2"], positive=True,
-                                                allow_zero=False)  # fmt: skip
-        zeta2 = None if "zeta2" not in d else _float("[class] zeta2", d["zeta2"], positive=True)
-        dim = _ints("[class] dim", d["dim"]) if "dim" in d else ()
-        return cls(dim, L, mu, het, (lo, hi), functions, D2, zeta2)
+        return cls(**{"dim": (), **d})
 
     def to_dict(self) -> dict:
         out = {"functions": self.functions, "dim": list(self.dim), "L": self.L, "mu": self.mu,
@@ -444,8 +408,11 @@ class InstanceClass:
 class BoundSpec:
     """A stated bound and the setting it is stated for (see the module docstring).
 
-    Build it with :meth:`from_dict` (a parsed TOML table) or :func:`load_spec` (a file); the
-    constructor takes the same keys as keywords (``class`` is ``instance_class``).
+    Build it with :meth:`from_dict` (a parsed TOML table), :func:`load_spec` (a file) or the
+    constructor, which takes the same keys as keywords (``class`` is ``instance_class``, a
+    table or an :class:`InstanceClass`) and makes every check (:meth:`from_dict` adds only the
+    refusal of unknown and missing keys, and the loading of a user's algorithm).
+
     ``algorithm`` is a registry name (:meth:`from_dict` loads a user's ``FILE.py:NAME``,
     :func:`~fedtheory.algorithms.registry.resolve_algorithm`); ``algorithm_source`` is how
     another process names it (the absolute ``FILE.py:NAME``: the search's worker processes and
@@ -484,9 +451,9 @@ class BoundSpec:
     title: str = ""
     source: str = ""
     stated: str = ""
+    path: str | None = field(default=None, compare=False)
     options: dict = field(default_factory=dict, hash=False)
     algorithm_source: str | None = field(default=None, compare=False)
-    path: str | None = field(default=None, compare=False)
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
@@ -503,50 +470,18 @@ class BoundSpec:
         for key in REQUIRED:
             if key not in d:
                 raise AssumptionError(f"the bound spec needs {key!r}")
-        kw: dict[str, Any] = {"path": path}
+        kw = {("instance_class" if k == "class" else k): v for k, v in d.items()}
         if not isinstance(d["algorithm"], str):
             raise AssumptionError(f"algorithm must be a string, got {d['algorithm']!r}")
         base = os.path.dirname(os.path.abspath(path)) if path is not None else None
         found = resolve_algorithm(d["algorithm"], base_dir=base)  # a user's file is imported
         kw["algorithm"], kw["algorithm_source"] = found.name, found.source
-        if "options" in d:
-            if not isinstance(d["options"], dict):
-                raise AssumptionError(f"[options] must be a table, got {d['options']!r}")
-            kw["options"] = dict(d["options"])
-        for key in ("participation", "quantity", "aggregation", "empty", "title",
-                    "source", "stated", "problem", "problem_file", "topology", "constant",
-                    "bound"):  # fmt: skip
-            if key in d:
-                if not isinstance(d[key], str):
-                    raise AssumptionError(f"{key} must be a string, got {d[key]!r}")
-                kw[key] = d[key]
-        kw["lr"] = d["lr"] if isinstance(d["lr"], str) else repr(_float("lr", d["lr"]))
-        kw["clients"] = _ints("clients", d.get("clients"))
-        kw["clients_per_round"] = _ints("clients_per_round", d.get("clients_per_round"))
-        if "local_steps" in d:
-            kw["local_steps"] = _ints("local_steps", d["local_steps"])
-        if "p" in d:
-            if not isinstance(d["p"], list | tuple) or not d["p"]:
-                raise AssumptionError(f"p must be a list of probabilities, got {d['p']!r}")
-            kw["p"] = tuple(_float("p", v, positive=True) for v in d["p"])
-        for key in ("replace", "markov_a", "markov_b", "start"):
-            if key in d:
-                kw[key] = _setting(key, d[key])
-        kw["condition"] = _conditions(d.get("condition"))
-        for key in ("constant_value", "global_lr", "prox_mu"):
-            if key in d:
-                kw[key] = _float(key, d[key])
-        for key in ("epsilon", "tolerance", "noise"):
-            if key in d:
-                kw[key] = _float(key, d[key], positive=True)
-        for key in ("seeds", "rounds"):
-            if key in d:
-                kw[key] = _ints(key, d[key])[0]
-        if "class" in d:
-            kw["instance_class"] = InstanceClass.from_dict(d["class"])
-        return cls(**kw)
+        if isinstance(kw.get("instance_class"), dict):
+            kw["instance_class"] = InstanceClass.from_dict(kw["instance_class"])
+        return cls(**kw, path=path)
 
     def __post_init__(self) -> None:
+        self._check_fields()
         check_affine(self.algorithm)  # an unknown name, or why it has no exact rate
         shared = sorted(k for k in self.options if k in SHARED_SETTINGS)
         if shared:
@@ -577,7 +512,7 @@ class BoundSpec:
                     f"constant {self.constant!r} must be a new name (not one of the instance's "
                     f"constants {', '.join(CONSTANTS)})"
                 )
-            if self.constant not in {str(s) for s in self.bound_expr.free_symbols}:
+            if self.constant not in self.bound_expr.names:
                 raise AssumptionError(
                     f"the free constant {self.constant!r} does not appear in the bound"
                 )
@@ -588,6 +523,62 @@ class BoundSpec:
         # Parse everything now: a typo is refused before any computation.
         _ = self.bound_expr, self.condition_exprs, self.lr_expr
 
+    def _check_fields(self) -> None:
+        """Each field's type and range (the one place they are checked), normalized: lists
+        become tuples, numbers floats or ints, ``lr`` text."""
+        for key in _TEXT_KEYS:
+            _text(key, getattr(self, key), optional=key in _OPTIONAL_TEXT_KEYS)
+        lr = self.lr if isinstance(self.lr, str) else repr(_float("lr", self.lr))
+        p = self.p
+        if p is not None:
+            if not isinstance(p, list | tuple) or not p:
+                raise AssumptionError(f"p must be a list of probabilities, got {p!r}")
+            p = tuple(_float(f"p[{i}]", v) for i, v in enumerate(p))
+            for i, v in enumerate(p):
+                if not 0 < v <= 1:
+                    raise AssumptionError(
+                        f"p[{i}] = {v} is outside (0, 1]: a probability of taking part (a client "
+                        "with p = 0 never takes part)"
+                    )
+        opt = {
+            k: None if getattr(self, k) is None else _float(k, getattr(self, k))
+            for k in ("constant_value", "global_lr", "prox_mu")
+        }
+        if opt["global_lr"] is not None and not opt["global_lr"] > 0:
+            raise AssumptionError(f"global_lr must be > 0, got {self.global_lr!r}")
+        if opt["prox_mu"] is not None and opt["prox_mu"] < 0:
+            raise AssumptionError(f"prox_mu must be >= 0, got {self.prox_mu!r}")
+        if not isinstance(self.options, dict):
+            raise AssumptionError(f"[options] must be a table, got {self.options!r}")
+        cls_ = self.instance_class
+        if isinstance(cls_, dict):
+            cls_ = InstanceClass.from_dict(cls_)
+        elif cls_ is not None and not isinstance(cls_, InstanceClass):
+            raise AssumptionError(f"[class] must be a table, got {cls_!r}")
+        declared = {k: None if getattr(self, k) is None else _setting(k, getattr(self, k))
+                    for k in ("replace", "markov_a", "markov_b", "start")}  # fmt: skip
+        local_steps = _ints("local_steps", self.local_steps)
+        if local_steps is None:
+            raise AssumptionError("local_steps must be an integer or a list of integers")
+        _settle(
+            self,
+            options=dict(self.options),
+            **declared,
+            lr=lr,
+            p=p,
+            **opt,
+            instance_class=cls_,
+            local_steps=local_steps,
+            clients=_ints("clients", self.clients),
+            clients_per_round=_ints("clients_per_round", self.clients_per_round),
+            condition=_conditions(self.condition),
+            epsilon=_float("epsilon", self.epsilon, positive=True),
+            tolerance=_float("tolerance", self.tolerance, positive=True),
+            noise=_float("noise", self.noise, positive=True),
+            seeds=_int("seeds", self.seeds),
+            rounds=_int("rounds", self.rounds),
+        )
+
     # -- parsed expressions -----------------------------------------------------------------
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -595,66 +586,54 @@ class BoundSpec:
         return (*CONSTANTS, *((self.constant,) if self.constant else ()))
 
     @cached_property
-    def bound_expr(self) -> sympy.Expr:
-        expr = parse_expression(self.bound, self.symbols, "the bound")
-        if isinstance(expr, sympy.logic.boolalg.Boolean | sympy.core.relational.Relational):
-            raise AssumptionError(f"the bound {self.bound!r} must be a value, not a relation")
-        return expr
+    def bound_expr(self) -> Expression:
+        """The bound (a value: a single constant such as ``D2`` is one)."""
+        return parse_expression(self.bound, self.symbols, "the bound")
 
     @cached_property
-    def condition_exprs(self) -> tuple[sympy.Basic, ...]:
-        out = []
-        for text in self.condition:
-            e = parse_expression(text, self.symbols, "the condition")
-            if not isinstance(e, sympy.core.relational.Relational | sympy.logic.boolalg.Boolean):
-                raise AssumptionError(
-                    f"the condition {text!r} must be an inequality (e.g. eta <= 1/L_f)"
-                )
-            out.append(e)
-        return tuple(out)
-
-    @cached_property
-    def lr_expr(self) -> sympy.Expr:
-        return parse_expression(self.lr, LR_CONSTANTS, "lr")
-
-    @cached_property
-    def _evaluators(self) -> tuple[Callable, tuple[Callable, ...], Callable]:
-        names = self.symbols
-        return (
-            _numeric(self.bound_expr, names),
-            tuple(_numeric(c, names) for c in self.condition_exprs),
-            _numeric(self.lr_expr, LR_CONSTANTS),
+    def condition_exprs(self) -> tuple[Expression, ...]:
+        """The inequalities of ``condition`` (each a comparison, or several joined by and)."""
+        return tuple(
+            parse_expression(t, self.symbols, "the condition", kind="condition")
+            for t in self.condition
         )
 
-    def step_size(self, constants: dict) -> float:
+    @cached_property
+    def lr_expr(self) -> Expression:
+        """The step size, an expression of the constants other than eta."""
+        return parse_expression(self.lr, LR_CONSTANTS, "lr")
+
+    def step_size(self, constants: dict, where: str = "this instance") -> float:
         """eta for an instance's constants (``lr`` evaluated).
 
         Raises
         ------
-        AssumptionError
-            When it is not a finite positive number there.
+        SettingError
+            When it is not a finite positive number there: the step size is invalid input,
+            never a property of the instance to skip.
         """
-        eta = float(self._evaluators[2](constants))
+        eta = self.lr_expr(constants)
         if not (math.isfinite(eta) and eta > 0):
-            raise AssumptionError(f"lr = {self.lr!r} gives eta = {eta} on this instance")
+            raise SettingError(
+                f"lr = {self.lr!r} gives eta = {eta} on {where}: a step size must be a finite "
+                "number > 0"
+            )
         return eta
 
     def stated_value(self, constants: dict, c: float | None = None) -> float:
-        """The bound evaluated on ``constants`` (with the free constant ``c``), as a float."""
+        """The bound evaluated on ``constants`` (with the free constant ``c``), in float64 (inf
+        on overflow, NaN where undefined)."""
         vals = dict(constants)
         if self.constant is not None:
             vals[self.constant] = self.constant_value if c is None else c
-        try:
-            return float(self._evaluators[0](vals))
-        except TypeError:  # a complex number (e.g. sqrt of a negative value)
-            return math.nan
+        return self.bound_expr(vals)
 
     def condition_met(self, constants: dict, c: float | None = None) -> bool:
         """Whether every inequality of ``condition`` holds on ``constants``."""
         vals = dict(constants)
         if self.constant is not None:
             vals[self.constant] = self.constant_value if c is None else c
-        return all(bool(f(vals) is True or f(vals) == 1) for f in self._evaluators[1])
+        return all(cond(vals) for cond in self.condition_exprs)
 
     @property
     def functions(self) -> str:
@@ -710,13 +689,7 @@ def load_spec(path: str | os.PathLike) -> BoundSpec:
         Not TOML (the message names the line), or any error of :meth:`BoundSpec.from_dict`.
     """
     given = os.fsdecode(os.fspath(path))
-    p = check_input_file(given)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise FedTheoryError(f"{given} is not a text file; expected a TOML bound spec") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise FedTheoryError(f"{given} is not valid TOML: {exc}") from None
+    data = read_toml(given, what="a TOML bound spec")
     try:
         return BoundSpec.from_dict(data, path=given)
     except FedTheoryError as exc:
@@ -801,7 +774,7 @@ def _toml(value: Any) -> str:
 def key_help(width: int = 100) -> str:
     """The spec's keys, the ``[class]`` keys, the constants and the functions, as
     ``fedtheory bound --help`` lists them (from :data:`KEYS`, :data:`CLASS_KEYS`,
-    :data:`~fedtheory.bounds.constants.CONSTANTS` and :data:`FUNCTIONS`)."""
+    :data:`~fedtheory.bounds.constants.CONSTANTS` and :data:`~fedtheory.bounds.expressions.FUNCTIONS`)."""
 
     def block(title: str, table: dict[str, str]) -> list[str]:
         pad = max(map(len, table)) + 2

@@ -84,6 +84,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Whether the last :func:`main` ended on Ctrl-C (the ``fedtheory`` command then exits at once,
+#: :mod:`fedtheory.__main__`).
+interrupted = False
+
+
 def fail(message: str) -> int:
     """Print one line naming what is wrong and return the error exit status."""
     print(f"fedtheory: error: {message}", file=sys.stderr)
@@ -91,15 +96,18 @@ def fail(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global interrupted
+    interrupted = False
     argv = sys.argv[1:] if argv is None else list(argv)
     # The first word that is not an option names the subcommand (the top level has only
     # --help and --version); anything else builds the whole parser, for its help or its error.
     command = next((a for a in argv if not a.startswith("-")), None)
-    # A command imports what it uses here (verify: the claim catalog, seconds on a loaded
-    # machine): a log hears of it after 10 s, a quick start says nothing.
-    with working(f"fedtheory {command}: starting", announce=False):
-        parser = build_parser(command)
     try:
+        # A command imports what it uses here (verify: the claim catalog, seconds on a loaded
+        # machine): a log hears of it after 10 s, a quick start says nothing; Ctrl-C there is
+        # one line too.
+        with working(f"fedtheory {command}: starting", announce=False):
+            parser = build_parser(command)
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
@@ -116,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"no such file: {exc.filename}")
     except OSError as exc:
         return fail(f"{exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the work is stopped; the files it wrote cleaned up on the way
+        interrupted = True
         return fail("interrupted")
     except MemoryError as exc:  # a safety net: sizes beyond memory are refused up front
         return fail(f"out of memory{': ' + str(exc) if str(exc) else ''}")

@@ -21,6 +21,7 @@ assumption (the CLI turns them into one line and exit status 2).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -95,16 +96,54 @@ def write_json(obj: Any, args: argparse.Namespace) -> None:
         emit_json(obj, args.json)
 
 
+#: The flags of every subcommand that name an output file (``out`` only where it is a file:
+#: ``simulate --out OUT.npz``).
+OUTPUT_FLAGS = ("json", "html", "markdown", "out", "plot", "plot_families")
+
+
+def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(flag, path) of every output file or ``-`` the command line names."""
+    out = []
+    for name in OUTPUT_FLAGS:
+        path = getattr(args, name, None)
+        if isinstance(path, str) and not (name == "out" and getattr(args, "command", "") == "nn"):
+            out.append(("--" + name.replace("_", "-"), path))
+    return out
+
+
+def _same_output(a: str, b: str) -> bool:
+    """Whether two output paths name one file (through links and ``..``; /dev/null aside)."""
+    if os.devnull in (a, b):
+        return False
+    ra, rb = os.path.realpath(a), os.path.realpath(b)
+    if ra == rb:
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links
+    except OSError:
+        return False
+
+
 def check_outputs(args: argparse.Namespace) -> None:
-    """Refuse a bad output path before any computation: ``--json``/``--html`` files and
-    ``--plot``/``--plot-families`` figures (format from the suffix), wherever a subcommand has
-    them (an hour's run must not end on "cannot write ..."); two outputs to stdout (``--json -
-    --html -``) would run together, and are refused too."""
-    to_stdout = [f"--{n}" for n in ("json", "html") if getattr(args, n, None) == "-"]
+    """Refuse a bad output path before any computation: ``--json``/``--html``/``--markdown``
+    files and ``--plot``/``--plot-families`` figures (format from the suffix), wherever a
+    subcommand has them (an hour's run must not end on "cannot write ..."); two outputs to
+    stdout (``--json - --markdown -``) would run together, and two outputs naming one file
+    (``--json same.out --html same.out``) would keep only the last: both are refused too."""
+    outputs = _outputs(args)
+    to_stdout = [flag for flag, path in outputs if path == "-"]
     if len(to_stdout) > 1:
         raise FedTheoryError(
             f"{' and '.join(to_stdout)} would both write to stdout: give one of them a file"
         )
+    files = [(flag, path) for flag, path in outputs if path != "-"]
+    for i, (flag, path) in enumerate(files):
+        for other, path2 in files[i + 1 :]:
+            if _same_output(path, path2):
+                raise FedTheoryError(
+                    f"{flag} {path} and {other} {path2} name the same file: one would overwrite "
+                    "the other; give each its own file"
+                )
     for name in ("json", "html", "markdown"):
         path = getattr(args, name, None)
         if isinstance(path, str) and path != "-":

@@ -46,7 +46,7 @@ from fedtheory.problems import BUILTIN_PROBLEMS, make_problem
 from fedtheory.simulation import simulate
 from fedtheory.simulation.settings import SETTINGS, readers
 from fedtheory.simulation.spec import PARTICIPATION_SETTINGS
-from fedtheory.validation import available_cores
+from fedtheory.validation import available_cores, check_int
 
 #: The quantiles of the per-seed final error in the summary of ``--json FILE`` / ``--out``.
 QUANTILES = ("min", "25%", "median", "75%", "max")
@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         print(_listing())
         return 0
     require_settings(args, "algorithm", "rounds", "local_steps", "lr")
+    check_int("--rounds R", args.rounds, minimum=1)  # a run of no round computes nothing
     if args.out is not None:
         check_output_path(args.out)
     if args.problem_file is None and args.problem is None:

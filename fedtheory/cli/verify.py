@@ -119,8 +119,8 @@ def figures_folder(args) -> Path | None:
 
 
 def _check_regimes(only: str | None, results: list) -> None:
-    """A regime asked for by ``--only C2/bogus`` that its claim does not report is bad input
-    (claims know their regimes only once they ran, so this comes after the run)."""
+    """A regime asked for that its claim did not report in this run is bad input (an undeclared
+    one, ``--only C2/bogus``, is refused before the run by :func:`fedtheory.verify.select`)."""
     asked = [n.strip().upper() for n in (only or "").split(",") if "/" in n]
     found = {r.id.upper() for r in results}
     crashed = {r.id.upper() for r in results if not r.ran}  # a crash has no regimes to check

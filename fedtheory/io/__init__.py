@@ -52,6 +52,7 @@ from fedtheory.io.reading import (
     check_input_file,
     read_array,
     read_npz,
+    read_toml,
 )
 from fedtheory.io.stamps import (
     git_commit,
@@ -92,6 +93,7 @@ __all__ = [
     "pyplot",
     "read_array",
     "read_npz",
+    "read_toml",
     "renamed",
     "save_figure",
     "temporary_directory",

@@ -1,11 +1,12 @@
 """The one reader of users' array files (``.npy``, ``.npz``, text), told apart by their first
-bytes, validated with one line naming the file.
+bytes, validated with one line naming the file; and of their TOML specs (:func:`read_toml`).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import tomllib
 import warnings
 import zipfile
 from pathlib import Path
@@ -52,6 +53,45 @@ def check_input_file(path: str | os.PathLike) -> Path:
     return p
 
 
+#: Largest TOML spec read (bytes): a spec is a few hundred bytes, a sweep's lists a few more.
+MAX_TOML_BYTES = 1 << 20
+
+
+def read_toml(path: str | os.PathLike, *, what: str = "a TOML spec") -> dict[str, Any]:
+    """The table of a user's TOML file (a bound spec, a sweep spec): data, never code.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file (``filename`` is ``path`` as given).
+    FedTheoryError
+        A folder, a file larger than :data:`MAX_TOML_BYTES`, not UTF-8 text, not valid TOML
+        (the message names the line), or arrays and tables nested too deeply for the reader.
+    """
+    given = os.fsdecode(os.fspath(path))
+    p = check_input_file(given)
+    size = p.stat().st_size
+    if size > MAX_TOML_BYTES:
+        raise FedTheoryError(
+            f"{given} has {size} bytes, more than the {MAX_TOML_BYTES} {what} may have"
+        )
+    try:
+        with open(p, "rb") as fh:  # a pipe (<(...)) is read too, up to the same size
+            data = fh.read(MAX_TOML_BYTES + 1)
+    except OSError as exc:
+        raise FedTheoryError(f"cannot read {given}: {exc.strerror or exc}") from None
+    if len(data) > MAX_TOML_BYTES:
+        raise FedTheoryError(f"{given} is longer than the {MAX_TOML_BYTES} bytes {what} may have")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise FedTheoryError(f"{given} is not a text file; expected {what}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FedTheoryError(f"{given} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise FedTheoryError(f"{given} nests arrays or tables too deeply to be {what}") from None
+
+
 def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool = False) -> Any:
     """An array from a user's file: ``.npy``, numeric text (``.csv`` comma separated, else
     whitespace; ``#`` comments), or with ``sparse=True`` a ``scipy.sparse.save_npz`` archive.
@@ -87,9 +127,16 @@ def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool 
                 raise FedTheoryError(
                     f"cannot read {what} from {given}: not a scipy.sparse.save_npz archive ({exc})"
                 ) from None
+        delimiter = "," if p.suffix.lower() == ".csv" else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
-            arr = np.loadtxt(p, delimiter="," if p.suffix.lower() == ".csv" else None, ndmin=1)
+            try:
+                arr = np.loadtxt(p, delimiter=delimiter, ndmin=1)
+            except ValueError:
+                why = _text_problem(p, delimiter)
+                if why is None:
+                    raise
+                raise FedTheoryError(f"cannot read {what} from {given}: {why}") from None
     except FedTheoryError:
         raise
     except UnicodeDecodeError:
@@ -104,6 +151,32 @@ def read_array(path: str | os.PathLike, *, what: str = "an array", sparse: bool 
     if arr.size == 0:
         raise FedTheoryError(f"cannot read {what} from {given}: the file holds no numbers")
     return arr
+
+
+def _text_problem(path: Path, delimiter: str | None) -> str | None:
+    """Where numeric text goes wrong, in the file's own line numbers: a field that is not a
+    number, or a line with another count of numbers than the first (None: nothing found)."""
+    width, first = None, 0
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            text = line.split("#", 1)[0].strip()
+            if not text:
+                continue
+            fields = [f.strip() for f in text.split(delimiter)]
+            for k, f in enumerate(fields, start=1):
+                try:
+                    float(f)
+                except ValueError:
+                    return f"line {number}, field {k} is {f[:40]!r}, not a number"
+            if width is None:
+                width, first = len(fields), number
+            elif len(fields) != width:
+                n = len(fields)
+                return (
+                    f"line {number} has {n} number{'s' * (n != 1)}, line {first} has {width}: "
+                    "every row of a matrix has the same length"
+                )
+    return None
 
 
 def read_npz(path: str | os.PathLike, *, what: str = "an .npz archive") -> dict[str, np.ndarray]:

@@ -764,8 +764,12 @@ class Trace(ParticipationModel):
         """Load a trace from ``.npy`` or a text file (``.csv``/``.txt``, one row per round)."""
         given = os.fsdecode(os.fspath(path))
         arr = read_array(given, what="an R x N trace")
-        if arr.ndim == 1:  # one round
-            arr = arr[None, :]
+        if arr.ndim == 1:  # one round of N clients, or N rounds of one client?
+            raise AssumptionError(
+                f"the trace {given} holds one row or one column ({arr.size} values): an R x N "
+                "trace has a row per round and a column per client; write a single round as a "
+                "1 x N array (np.save(path, mask[None, :]))"
+            )
         return cls(_check_mask(f"the trace {given}", arr), cycle=cycle)
 
     @property

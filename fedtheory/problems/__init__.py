@@ -6,7 +6,7 @@ where they are known. :mod:`fedtheory.problems.interpolated` checks, saves and r
 counterexamples over smooth strongly convex clients (interpolation data).
 """
 
-from fedtheory.problems.base import Problem
+from fedtheory.problems.base import Problem, check_problem
 from fedtheory.problems.catalog import BUILTIN_PROBLEMS, make_problem
 from fedtheory.problems.interpolated import (
     InterpolatedProblem,
@@ -37,6 +37,7 @@ from fedtheory.problems.quadratic import (
 from fedtheory.problems.registry import ProblemInfo, problem_info, register_problem
 
 __all__ = [
+    "check_problem",
     "BUILTIN_PROBLEMS",
     "make_problem",
     "InterpolatedProblem",

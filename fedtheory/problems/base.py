@@ -40,6 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from fedtheory.backend import get_namespace
+from fedtheory.errors import AssumptionError
 
 
 @runtime_checkable
@@ -78,6 +79,24 @@ class Problem(Protocol):
 
     def full_grad(self, x: Any) -> Any:
         """grad f(x) = (1/N) sum_i grad f_i(x) for ``x`` of shape ``(..., d)``."""
+
+
+def check_problem(problem: Any, name: str = "problem") -> Any:
+    """``problem`` when it has what every run reads of a :class:`Problem` (``n_clients``,
+    ``dim``, ``grads``).
+
+    Raises
+    ------
+    AssumptionError
+        Anything else (``None``, a path, an array), naming what was given and how to make one.
+    """
+    if not all(hasattr(problem, k) for k in ("n_clients", "dim", "grads")):
+        what = type(problem).__name__ if problem is not None else "None"
+        raise AssumptionError(
+            f"{name} must be a problem (make_problem('quadratic'), random_quadratic(...), "
+            f"ProblemFile(path), ...), got {what}"
+        )
+    return problem
 
 
 class DeviceCache:

@@ -25,6 +25,7 @@ from fedtheory.validation import (
     as_real_array,
     check_finite,
     check_int,
+    check_local_steps,
     check_memory,
     check_positive,
     check_seed,
@@ -161,6 +162,7 @@ class QuadraticProblem:
         key = ("kmap", float(lr), int(K), xp, dt)
         cached = self._dev._cache.get(key)
         if cached is None:
+            check_local_steps(K, "the map of")  # K products, one after the other
             H = self.H.astype(np.float64)
             d = self.dim
             eye = np.eye(d)

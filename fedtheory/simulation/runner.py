@@ -58,6 +58,7 @@ from fedtheory.io import dumps
 from fedtheory.io import progress as progress_bar
 from fedtheory.parallel import fork_all
 from fedtheory.participation import ParticipationModel
+from fedtheory.problems import check_problem
 from fedtheory.simulation.metrics import (
     DIMENSION_ATTRS,
     MODEL_DIM,
@@ -84,6 +85,7 @@ from fedtheory.validation import (
     check_finite,
     check_int,
     check_memory,
+    worker_count,
 )
 
 Array = Any
@@ -550,6 +552,14 @@ def _draws(
         masks = draw_participation(model, R, seqs)
     else:
         masks = check_draws(spec.draws, (S, R, N), counts=model.counts)
+        empty = np.argwhere(~(masks > 0).any(axis=-1))
+        if empty.size and model.empty_probability() == 0:
+            s, r = (int(i) for i in empty[0])
+            raise AssumptionError(
+                f"draws[{s}, {r}] has no participant, which {type(model).__name__} participation "
+                "never draws (a round nobody takes part in is a draw of Bernoulli "
+                "participation with empty='skip', or of a trace)"
+            )
     weights = np.asarray(model.weights(masks, spec.aggregation), dtype=dt)
     step_masks = None
     if algorithm.needs_step_masks:
@@ -974,7 +984,8 @@ def simulate(
         differently in the last bit.
     workers : int or None
         Run the seed blocks in this many forked processes at once (None: one per core this
-        process may use, :func:`~fedtheory.validation.available_cores`). The blocks are the same
+        process may use, :func:`~fedtheory.validation.available_cores`; never more than the
+        blocks nor two per core, :func:`~fedtheory.validation.worker_count`). The blocks are the same
         as with one process, so are the numbers, bit for bit; only the wall time changes (1.6-1.7x
         on two cores at 1000 seeds of figure4_problem, benchmarks/bench_simulator.py). A run
         of one block, a GPU backend, a platform without ``fork`` and a process that may not
@@ -1008,7 +1019,18 @@ def simulate(
             check_int(f"seed_ids[{k}]", i, minimum=0, maximum=MAX_SEED_ID)
             for k, i in enumerate(seed_ids)
         ]
+        if not seed_ids:
+            raise AssumptionError("seed_ids is empty: give at least one seed id")
+        first = {}
+        for k, i in enumerate(seed_ids):
+            if i in first:
+                raise AssumptionError(
+                    f"seed_ids[{first[i]}] and seed_ids[{k}] are both {i}: each seed id names one "
+                    "random stream, and a repeat would count one run twice in every statistic"
+                )
+            first[i] = k
         n_seeds = len(seed_ids)
+    check_problem(problem)
     N, d = int(problem.n_clients), int(problem.dim)
     itemsize = resolve_dtype(dtype).itemsize
     # The participation model, built once from the flat settings: it sizes the blocks and every
@@ -1024,7 +1046,7 @@ def simulate(
         else:
             seed_block = default_seed_block(N, d, itemsize, _per_round(part, N))
     seed_block = check_int("seed_block", seed_block, minimum=1)
-    workers = available_cores() if workers is None else check_int("workers", workers, minimum=1)
+    workers = worker_count(available_cores() if workers is None else workers)
     check_run_memory(
         seeds=n_seeds, rounds=check_int("the number of rounds R", rounds, minimum=0),
         n_clients=N, dim=d, itemsize=itemsize, block=seed_block, workers=workers,

@@ -52,6 +52,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -62,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from fedtheory._version import __version__
+from fedtheory.backend import get_backend
 from fedtheory.errors import FedTheoryError
 from fedtheory.parallel import Engine, map_tasks, sweep_module
 from fedtheory.simulation.metrics import MODEL_DIM
@@ -118,7 +120,7 @@ def estimate(spec: Spec, dim: int) -> dict:
     memory: :data:`~fedtheory.sweep.store.TASK_BYTES` per task and a slab of the store read at
     once while it is verified)."""
     S, R = spec.values["seeds"], spec.values["rounds"]
-    points = spec.n_tasks // len(spec.seed_blocks())
+    points = math.prod(spec.grid_shape)
     per_seed = sum(
         np.dtype(var.dtype).itemsize * {"round": R + 1, MODEL_DIM: dim, None: 1}[var.extra]
         for var in VARIABLES.values()
@@ -139,7 +141,7 @@ def _check_size(spec: Spec, dim: int, store: Path, max_tasks: int) -> dict:
     size = estimate(spec, dim)
     grid = " x ".join(map(str, spec.grid_shape)) or "1"
     what = (
-        f"the sweep of {size['tasks']} tasks ({grid} grid points x {len(spec.seed_blocks())} "
+        f"the sweep of {size['tasks']} tasks ({grid} grid points x {spec.n_seed_blocks} "
         f"seed blocks; a store of up to {size['files']} chunk files, "
         f"{format_bytes(size['store_bytes'])})"
     )
@@ -239,7 +241,9 @@ def run(
     path = Path(store).expanduser().absolute()
     spec = _as_spec(spec).on_store(stored_spec(path))  # more seeds: the store's block kept
     max_tasks = check_int("max_tasks", max_tasks, minimum=1)
-    engine = Engine(workers=workers, scheduler=scheduler)  # checks the arguments, starts nothing
+    engine = Engine(workers=workers, scheduler=scheduler, tasks=spec.n_tasks)  # starts nothing
+    if scheduler is None and spec.values.get("backend"):  # local workers have this machine's
+        get_backend(spec.values["backend"])  # backends: one missing is refused before Dask
     if spec.n_tasks > max_tasks:  # before the grid's problems are built: refused at once
         _check_size(spec, 0, path, max_tasks)
     checked = check_spec(spec)

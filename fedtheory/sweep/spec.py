@@ -47,7 +47,6 @@ import itertools
 import json
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -57,6 +56,7 @@ import numpy as np
 
 from fedtheory.algorithms.registry import info, reference_file, resolve_algorithm
 from fedtheory.errors import FedTheoryError
+from fedtheory.io import read_toml
 from fedtheory.problems import BUILTIN_PROBLEMS
 from fedtheory.simulation.settings import SETTINGS, Setting
 
@@ -287,7 +287,12 @@ class Spec:
     @property
     def n_tasks(self) -> int:
         """The number of tasks: grid points x seed blocks (without building them)."""
-        return math.prod(self.grid_shape) * len(self.seed_blocks())
+        return math.prod(self.grid_shape) * self.n_seed_blocks
+
+    @property
+    def n_seed_blocks(self) -> int:
+        """The number of seed blocks, ceil(seeds / seed_block) (without building them)."""
+        return -(-self.values["seeds"] // self.values["seed_block"])
 
     def seed_blocks(self) -> list[tuple[int, ...]]:
         """Seeds 0..S-1 cut into consecutive blocks of ``seed_block`` (the last may be shorter)."""
@@ -482,15 +487,9 @@ def load_spec(path: str | os.PathLike) -> Spec:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = read_toml(path, what="a sweep spec")
     except FileNotFoundError as exc:
         raise FedTheoryError(f"no such spec file: {path}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FedTheoryError(f"cannot read the spec {path}: {exc}") from exc
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise FedTheoryError(f"{path} is not valid TOML: {exc}") from exc
     return normalize(raw, base_dir=path.resolve().parent, source=str(path))
 
 

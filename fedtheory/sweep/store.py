@@ -63,6 +63,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import tempfile
 import time
 import uuid
@@ -383,6 +384,41 @@ def _coordinate(key: str, values: tuple) -> np.ndarray:
     return np.array(values)
 
 
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFLNK: "a symbolic link", stat.S_IFCHR: "a device",
+          stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket"}  # fmt: skip
+
+
+def check_entries(path: Path) -> None:
+    """Refuse a store that holds anything but regular files and folders, told by ``lstat``
+    (a link is not followed, a FIFO not opened): zarr would block opening a FIFO or a device
+    where a chunk belongs, and read or repair through a link.
+
+    Raises
+    ------
+    StoreError
+        Naming the first such entry and what it is.
+    """
+    todo = [path]
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue  # unreadable: the read that needs it says so
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                todo.append(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False):
+                try:
+                    kind = _KINDS.get(stat.S_IFMT(entry.stat(follow_symlinks=False).st_mode))
+                except OSError:
+                    kind = None
+                raise StoreError(
+                    f"the store {path} holds {Path(entry.path).relative_to(path)}, "
+                    f"{kind or 'not a regular file'}, where only files and folders belong: "
+                    "remove it (a store's chunks and metadata are files it writes itself)"
+                )
+
+
 def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
@@ -510,10 +546,21 @@ class StoreLock:
         """Take the lock, or raise :class:`StoreInUseError` naming the driver that holds it."""
         if fcntl is None:
             return self
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, flags, 0o644)  # a link planted in its place is not followed
         except OSError as exc:
+            if self.path.is_symlink():
+                raise StoreError(
+                    f"cannot lock the store: its lock file {self.path} is a symbolic link (never "
+                    "written through): remove it"
+                ) from None
             raise StoreError(f"cannot lock the store: {exc.strerror or exc}: {self.path}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(
+                f"cannot lock the store: its lock file {self.path} is not a regular file: remove it"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -605,6 +652,8 @@ class SweepStore:
         if path.exists() and not path.is_dir():
             raise FedTheoryError(f"the store {path} exists and is not a directory")
         created, keep_dir = False, path.is_dir()
+        if os.path.lexists(path / "zarr.json"):
+            check_entries(path)
         if not path.is_dir() or not any(path.iterdir()):
             created = _create(path, spec, dim)
         elif not (path / "zarr.json").is_file():
@@ -888,6 +937,8 @@ def check_store(path: str | os.PathLike, *, read_incomplete: bool = True) -> Sto
     """
     zarr = sweep_module("zarr")
     path = Path(path).expanduser().absolute()
+    if os.path.lexists(path / "zarr.json"):
+        check_entries(path)
     if not (path / "zarr.json").is_file():
         raise FedTheoryError(f"no sweep store at {path} (no zarr.json)")
     out = StoreCheck(str(path))
@@ -958,8 +1009,11 @@ def open_dataset(path: str | os.PathLike, *, verify: bool = True) -> Any:
                 "it to repair it (fedtheory sweep SPEC --store DIR); fedtheory sweep --check DIR "
                 "lists every task"
             )
-    elif not (path / "zarr.json").is_file():
-        raise FedTheoryError(f"no sweep store at {path} (no zarr.json)")
+    else:
+        if os.path.lexists(path / "zarr.json"):
+            check_entries(path)
+        if not (path / "zarr.json").is_file():
+            raise FedTheoryError(f"no sweep store at {path} (no zarr.json)")
     try:
         ds = xr.open_zarr(path)
     except Exception as exc:

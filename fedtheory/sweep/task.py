@@ -26,6 +26,7 @@ from fedtheory.simulation import simulate
 from fedtheory.simulation.spec import PARTICIPATION_SETTINGS, BuiltParticipation
 from fedtheory.simulation.spec import build_participation as build
 from fedtheory.sweep.spec import KEYS, RUN_DIM, Spec, Task
+from fedtheory.validation import check_local_steps
 
 #: Keys of a spec that go to :func:`simulate` as algorithm configuration, unchanged: the
 #: registry's shared settings.
@@ -151,7 +152,9 @@ def check_spec(spec: Spec) -> SpecCheck:
     Raises
     ------
     FedTheoryError
-        The first combination that cannot be built, with the grid values that make it.
+        The first combination that cannot be built, with the grid values that make it; a
+        number of local steps K whose pass takes longer than the time limit
+        (:func:`~fedtheory.validation.check_local_steps`).
     """
     structural = (
         "problem",
@@ -164,6 +167,11 @@ def check_spec(spec: Spec) -> SpecCheck:
     # the axes that set a structural key (or an algorithm's own settings) run over all their
     # points; the others stay at their first point: only these keys can fail here
     axes = spec.axes
+    steps = [v for a in axes if "local_steps" in a.keys for v in a.values("local_steps")]
+    if not isinstance(spec.values.get("local_steps"), tuple | type(None)):
+        steps.append(spec.values["local_steps"])
+    for K in steps:  # a task's pass of K steps runs one after the other: sized before Dask
+        check_local_steps(K)
     involved = [a.name == RUN_DIM or any(k in structural for k in a.keys) for a in axes]
     base = {k: v for k, v in spec.values.items() if k in KEYS and not isinstance(v, tuple)}
     for a, inv in zip(axes, involved, strict=True):

@@ -3,9 +3,12 @@
 A check receives a :class:`Context` (tier, seeds, where to draw figures) and returns an
 :class:`~fedtheory.verify.result.Outcome` or a list of them (one per regime: ``C2/uniform``).
 A claim declares where it is registered what it needs to run: the lowest tier that runs it
-(``tier="full"``: heavy studies that only ``fedtheory verify --full`` runs) and the optional
-extras it imports (``needs=("nn",)``: MNIST-1D); the runner records "not run" with the reason
-instead of calling a check that cannot run (:mod:`fedtheory.verify.runner`).
+(``tier="full"``: heavy studies that only ``fedtheory verify --full`` runs), the optional
+extras it imports (``needs=("nn",)``: MNIST-1D) and the regimes it reports
+(``regimes=("full", "uniform", "arbitrary")``: ``C2/uniform``); the runner records "not run"
+with the reason instead of calling a check that cannot run, refuses ``--only C2/bogus`` before
+anything runs, and records a claim that reports an undeclared regime as a crash
+(:mod:`fedtheory.verify.runner`).
 
 Each claim's cost, the CPU seconds its check took per tier, is measured by
 ``benchmarks/bench_verify.py --update``, which writes :data:`COSTS_FILE`; the runner starts the
@@ -65,6 +68,9 @@ class Claim:
         The lowest tier that runs the claim (``"full"``: only ``fedtheory verify --full``).
     needs : tuple of str
         Optional extras (:data:`fedtheory.extras.EXTRAS`) the check imports.
+    regimes : tuple of str
+        The regimes the check reports (``sub`` of its outcomes; its rows ``C2/uniform``); empty
+        for a claim of one row.
     """
 
     id: str
@@ -73,6 +79,7 @@ class Claim:
     check: Callable[[Context], Any] = field(repr=False)
     tier: str = QUICK
     needs: tuple[str, ...] = ()
+    regimes: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
@@ -109,12 +116,14 @@ def measured_costs() -> dict:
 
 REGISTRY: dict[str, Claim] = {}
 _ID = re.compile(r"^[A-Z]+[0-9]+$")
+_REGIME = re.compile(r"^[^,/\s]+$")
 
 
 def claim(claim_id: str, *, source: str, stated: str, tier: str = QUICK,
-          needs: tuple[str, ...] = ()) -> Callable:  # fmt: skip
+          needs: tuple[str, ...] = (), regimes: tuple[str, ...] = ()) -> Callable:  # fmt: skip
     """Decorator registering ``check`` under ``claim_id`` (e.g. ``"G1"``); ``tier="full"`` for
-    a claim only the thorough tier runs, ``needs`` for the optional extras it imports."""
+    a claim only the thorough tier runs, ``needs`` for the optional extras it imports,
+    ``regimes`` for the regimes it reports (``C2/uniform``: ``"uniform"``)."""
     if not _ID.match(claim_id):
         raise ValueError(f"claim id {claim_id!r} is not of the form G1, C2, ...")
     if tier not in (QUICK, FULL):
@@ -123,10 +132,18 @@ def claim(claim_id: str, *, source: str, stated: str, tier: str = QUICK,
     if unknown:
         raise ValueError(f"claim {claim_id} needs unknown extras {unknown}: known {list(EXTRAS)}")
 
+    regimes = tuple(regimes)
+    bad = [r for r in regimes if not _REGIME.match(r)]
+    if bad or len(set(regimes)) != len(regimes):
+        raise ValueError(
+            f"claim {claim_id}: regimes must be distinct names without ',', '/' or "
+            f"spaces, got {list(regimes)}"
+        )
+
     def deco(check: Callable[[Context], Any]) -> Callable[[Context], Any]:
         if claim_id in REGISTRY:
             raise ValueError(f"claim {claim_id} is registered twice")
-        REGISTRY[claim_id] = Claim(claim_id, source, stated, check, tier, tuple(needs))
+        REGISTRY[claim_id] = Claim(claim_id, source, stated, check, tier, tuple(needs), regimes)
         return check
 
     return deco

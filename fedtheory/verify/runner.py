@@ -37,8 +37,9 @@ def select(only: str | Iterable[str] | None = None) -> list[Claim]:
     Raises
     ------
     FedTheoryError
-        An unknown id (naming it and the known ones), a list that names no claim (","), or a
-        regime left empty ("C2/"): refused before any claim runs, not after minutes of it.
+        An unknown id (naming it and the known ones), a list that names no claim (","), a
+        regime left empty ("C2/") or one the claim does not declare ("C2/bogus"): refused before
+        any claim runs, not after minutes of it.
     """
     claims = all_claims()
     if not only:
@@ -62,6 +63,14 @@ def select(only: str | Iterable[str] | None = None) -> list[Claim]:
             f"unknown claim id {', '.join(unknown)}{did_you_mean(unknown[0], known)}: known ids "
             f"are {', '.join(c.id for c in claims)}"
         )
+    for n in names:
+        cid, _, regime = n.partition("/")
+        c = REGISTRY.get(cid.upper())
+        if regime and c is not None and regime.upper() not in {r.upper() for r in c.regimes}:
+            reports = ", ".join(f"{c.id}/{r}" for r in c.regimes) or f"only {c.id} (no regimes)"
+            raise FedTheoryError(
+                f"unknown regime {n}{did_you_mean(regime, c.regimes)}: {c.id} reports {reports}"
+            )
     return [c for c in claims if c.id in wanted]
 
 
@@ -113,6 +122,12 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
         bad = [type(o).__name__ for o in outcomes if not isinstance(o, Outcome)]
         if bad or not outcomes:
             raise TypeError(f"claim {claim.id} returned {bad or 'nothing'}, not Outcome objects")
+        undeclared = [o.sub for o in outcomes if o.sub and o.sub not in claim.regimes]
+        if undeclared:  # what --only checks before the run must be what the check reports
+            raise TypeError(
+                f"claim {claim.id} reported regime(s) {', '.join(undeclared)} that its "
+                f"registration does not declare (regimes={claim.regimes!r})"
+            )
     except MissingExtraError as exc:  # an optional extra the check found missing: not run
         return [ClaimResult(id=claim.id, stated=claim.stated, measured="-", verdict=NOT_RUN,
                             ran=False, reason=str(exc), seconds=time.perf_counter() - t0,

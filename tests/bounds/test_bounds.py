@@ -221,7 +221,7 @@ def test_ratio_reads_rates_in_rounds():
     "change, message",
     [
         ({"bound": "1 - eta*lambda_min"}, "unknown symbol(s) lambda_min; accepted: eta, K"),
-        ({"bound": "__import__('os')"}, "not arithmetic"),
+        ({"bound": "__import__('os')"}, "calls __import__, which is not one of the functions"),
         ({"bogus": 1}, "unknown key(s) bogus"),
         ({"quantity": "speed"}, "quantity 'speed'"),
         ({"algorithm": "fedadam"}, "not affine"),

@@ -26,7 +26,7 @@ from fedtheory.errors import FedTheoryError, StoreError, StoreInUseError
 from fedtheory.sweep import Engine, check, normalize
 from fedtheory.sweep import open as open_sweep
 from fedtheory.sweep import run as run_sweep
-from fedtheory.sweep.store import LOCK_FILE, STORE_FORMAT, checksums
+from fedtheory.sweep.store import LOCK_FILE, STORE_FORMAT, StoreLock, checksums
 from fedtheory.validation import max_memory
 
 xr = pytest.importorskip("xarray")
@@ -307,6 +307,63 @@ def test_one_driver_per_store_and_a_killed_driver_leaves_no_lock(engine, referen
         holder.stdout.close()
     assert (path / LOCK_FILE).is_file()  # the file stays; its lock went with the process
     assert _resume(engine, path)["tasks_skipped"] == 8
+
+
+def test_a_link_planted_as_the_lock_is_refused_and_never_written_through(engine, reference,
+                                                                         tmp_path, capsys):  # fmt: skip
+    """``ln -s victim.txt STORE/.fedtheory-lock``, then a sweep: the victim used to be emptied."""
+    path = _copy(reference, tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (path / LOCK_FILE).unlink(missing_ok=True)
+    (path / LOCK_FILE).symlink_to(victim)
+    with pytest.raises(StoreError, match=f"holds {LOCK_FILE}, a symbolic link"):
+        _resume(engine, path)
+    assert victim.read_text() == "precious\n"
+    code = main(["sweep", "--no-progress", str(_spec_file(tmp_path)), "--store", str(path),
+                 "--scheduler", engine.address])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "symbolic link" in err[0]
+    assert victim.read_text() == "precious\n" and (path / LOCK_FILE).is_symlink()
+    with pytest.raises(StoreError, match="is a symbolic link .never written through"):
+        StoreLock(path).acquire()  # the lock itself opens without following a link
+    assert victim.read_text() == "precious\n"
+    (path / LOCK_FILE).unlink()
+    os.mkfifo(path / LOCK_FILE)  # a FIFO in its place: refused too, never blocked on
+    with pytest.raises(StoreError, match=f"holds {LOCK_FILE}, a FIFO"):
+        _resume(engine, path)
+
+
+def _alarm(seconds: int):
+    """Fail (not hang) a block that takes longer than ``seconds``."""
+
+    def ring(*_):
+        raise AssertionError(f"blocked for more than {seconds} s")
+
+    signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+
+
+@pytest.mark.parametrize("where", ["error/c/1/0/1/0", "zarr.json", "lr/c/0"])
+def test_a_fifo_in_the_store_is_refused_by_check_open_and_resume(engine, reference, tmp_path,
+                                                                   capsys, where):  # fmt: skip
+    """A FIFO where a chunk or the metadata belongs used to hang ``sweep --check``, ``open``
+    and the resume (zarr opened it and waited for a writer)."""
+    path = _copy(reference, tmp_path)
+    (path / where).unlink()
+    os.mkfifo(path / where)
+    _alarm(60)
+    try:
+        for call in (lambda: check(path), lambda: open_sweep(path),
+                     lambda: open_sweep(path, verify=False), lambda: _resume(engine, path)):  # fmt: skip
+            with pytest.raises(StoreError, match=f"holds {where}, a FIFO, where only files"):
+                call()
+        code = main(["sweep", "--check", str(path)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and "a FIFO" in err[0]
+    finally:
+        signal.alarm(0)
+    assert (path / where).exists()  # refused, not removed: the user's to look at
 
 
 def _spec_file(tmp_path: Path) -> Path:

@@ -37,7 +37,7 @@ from fedtheory.algorithms.registry import make_algorithm
 from fedtheory.analysis.exact.layouts import NotAffineError, StateLayout, state_layout
 from fedtheory.backend import get_backend, to_numpy
 from fedtheory.errors import AssumptionError, FedTheoryError
-from fedtheory.validation import check_finite, check_int, check_positive
+from fedtheory.validation import check_finite, check_int, check_memory, check_positive
 
 #: Default relative tolerance of :func:`verify_round_model`.
 VERIFY_RTOL = 1e-9
@@ -348,9 +348,17 @@ def extract_round_model(
     H, h = quadratic_data(problem)
     N, d = H.shape[:2]
     layout = state_layout(algorithm, N, d)
-    run = _Runner(algorithm, layout, H, h, get_backend(backend))
     du, dv = layout.du, layout.dv
     m, n = du + dv, du + N * dv
+    # the round runs on a batch of N m basis states of N clients each (state, gradients, step
+    # and output: 4 arrays), and the model holds (n x n) matrices (the identity, L0)
+    check_memory(
+        f"reading {algorithm.name}'s round on {N} clients of dimension {d} ({N * m} basis "
+        f"states, {n} coordinates)",
+        8.0 * (4.0 * N * m * N * max(d, 1) + 2.0 * n * n),
+        hint="fewer clients or a smaller dimension",
+    )
+    run = _Runner(algorithm, layout, H, h, get_backend(backend))
 
     # L0: nobody participates, h = 0, every coordinate on the seed axis.
     eye = np.eye(n)
@@ -395,6 +403,12 @@ def extract_round_model(
         calls = probe.noisy_calls
         q = calls * d
         resp = []
+        check_memory(
+            f"the response to gradient noise of {calls} gradient calls per round ({N} clients, "
+            f"dimension {d})",
+            3.0 * 8 * calls * N * q * N * d,
+            hint="fewer local steps K (each is a gradient call), fewer clients or dimensions",
+        )
         mask_q = np.repeat(np.eye(N, dtype=bool), q, axis=0)
         offsets = np.zeros((calls, N, q, N, d))
         for j in range(N):  # seed (j, t, a): unit offset e_a on client j at its call t

@@ -71,6 +71,13 @@ def _seeds(ctx: Context) -> int:
     return ctx.pick(12, 30)
 
 
+#: A3's regimes: each algorithm on each graph (``A3/afga-ring``).
+A3_REGIMES = tuple(f"{alg}-{topo}" for alg in ("afga", "hafed") for topo in ("complete", "ring"))
+#: The algorithms of A8 and A12, one regime each (named by their display names).
+A8_ALGORITHMS = ("cafga", "hafed")
+A12_ALGORITHMS = ("afga", "hafed")
+
+
 @claim(
     "A1",
     source="000 Sec. 3.2",
@@ -169,6 +176,7 @@ def _a2_figure(ctx: Context, sweep: dict) -> str | None:
     source="004 Sec. 3; Wang et al. 2022b",
     stated="the dilemma of local steps: under heterogeneous partial participation, more local "
     "steps hurt FedAMSGrad (rate sqrt(K)/sqrt(RM), K exponent +1/2 at most)",
+    regimes=("dilemma", "rate"),
 )
 def a2(ctx: Context):
     """FedAMSGrad (schedule eta = c sqrt(K M), eta_l = c_l / sqrt(R K^2)), uniform 5 of 50
@@ -306,6 +314,7 @@ def a2(ctx: Context):
     source="000 Cor. 4.7; 004 Cor. 5.11",
     stated="AFGA/HA-Fed ~ 1/sqrt(RKM) when the spectral-gap condition holds (an upper bound "
     "in K: a K^(-1/2) + b)",
+    regimes=A3_REGIMES,
 )
 def a3(ctx: Context):
     """AFGA (000 Thm 4.6 / Cor. 4.7: eta = c N sqrt(K)/M, eta_l = c_l/sqrt(R K^2)) and HA-Fed
@@ -546,6 +555,7 @@ def _rate_row(ctx: Context, alg: str, topo: str, *, variable: str, values: tuple
     "A7",
     source="000 Thm D.3",
     stated="CAFGA ~ 1/sqrt(R K m) when rho_max <= m/(m+n) (an upper bound in K: a K^(-1/2) + b)",
+    regimes=("complete", "ring"),
 )
 def a7(ctx: Context):
     """CAFGA (000 Alg. 2; Thm D.3; schedule 000 App. D eq. 33: eta = c n sqrt(K/m),
@@ -593,6 +603,7 @@ CLUSTER_TOPOLOGIES = ("complete", "complete-random", "torus", "random", "ring")
     source="000 Fig. 1b; 004 Fig. 2b",
     stated="a smaller cluster rho_max converges faster (CAFGA; HA-Fed)",
     tier=FULL,
+    regimes=tuple(display_name(a) for a in A8_ALGORITHMS),
 )
 def a8(ctx: Context):
     """CAFGA (000 Fig. 1b) and HA-Fed (004 Fig. 2b) at K = 8, R = 200 in 000 Setting 2 (N = 50,
@@ -609,7 +620,7 @@ def a8(ctx: Context):
     above 0 at every c, ``fails`` when it lies below 0 at every c, ``inconclusive`` otherwise.
     """
     out = []
-    for alg in ("cafga", "hafed"):
+    for alg in A8_ALGORITHMS:
         o = rho_trend(ctx, alg, CLUSTER_TOPOLOGIES)
         o.sub = display_name(alg)
         o.stated = f"{display_name(alg)}: a smaller cluster rho_max converges faster"
@@ -627,6 +638,7 @@ A12_MS, A12_M0 = (5, 10, 20, 25), 5
     source="000 Cor. 4.7; 004 Cor. 5.11, Rem. 5.9, Fig. 2a",
     stated="AFGA/HA-Fed ~ 1/sqrt(R K M): more participating clients help (an upper bound in M: "
     "a M^(-1/2) + b); 004 Rem. 5.9: at rho_max = 0 partial participation of HA-Fed equals full",
+    regimes=(*(display_name(a) for a in A12_ALGORITHMS), "HA-Fed-rem5.9"),
 )
 def a12(ctx: Context):
     """The M of 000 Cor. 4.7 (AFGA) and 004 Cor. 5.11 (HA-Fed; Fig. 2a: "a larger

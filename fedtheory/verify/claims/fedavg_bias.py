@@ -108,6 +108,7 @@ def f1(ctx: Context):
     "F2",
     source="003 Thm 2",
     stated="non-uniform participation: the floor tends to ||x_q* - x*|| > 0 as eta -> 0",
+    regimes=("floor",),
 )
 def f2(ctx: Context):
     """FedAvg, weighted sampling of 3 of 10 without replacement (p: the Figure 4 recipe), K = 2,
@@ -185,6 +186,7 @@ def f2(ctx: Context):
     "F3",
     source="003 Cor. 1-3",
     stated="uniform, K = 1: floor shrinks with eta; identical f_i: exact convergence",
+    regimes=("uniform-K1", "identical"),
 )
 def f3(ctx: Context):
     """Two parts. Uniform 3 of 10, K = 1, eta in {0.3, 0.1, 0.03}: criterion, the fitted

@@ -155,6 +155,7 @@ def _fixed_point_error(ex) -> float:
     "C1",
     source="003 Thm 1",
     stated="FOCUS converges exactly at a linear rate with constant step under any participation",
+    regimes=(*REGIMES_C1, "rate"),
 )
 def c1(ctx: Context):
     """Per participation regime (full, uniform 4/16, weighted 4/16, Bernoulli and Markov with
@@ -303,6 +304,7 @@ def _exact_c2(regime: str, full: bool) -> tuple[str, dict]:
     "C2",
     source="003 Fig. 4",
     stated="FOCUS beats FedAvg, SCAFFOLD, FedAU, MIFA, Scaffnew in all three regimes",
+    regimes=tuple(REGIMES),
 )
 def c2(ctx: Context):
     """The paper's Figure 4 problem, step sizes and K = 3, 500 rounds, in each regime (full,
@@ -336,7 +338,7 @@ def c2(ctx: Context):
     pl = plan(ctx, (20, 100), (50, 400), comparisons=len(C2_BASELINES))
     unit = "rounds to 1e-10 (baseline - FOCUS)"
     out = []
-    for regime in ("full", "uniform", "arbitrary"):
+    for regime in REGIMES:
         if regime == "full":
             hits = rounds_to_tolerance(regime, ("focus", *C2_BASELINES))
             effects = {b: Effect.exact(hits[b][0] - hits["focus"][0], unit) for b in C2_BASELINES}
@@ -479,6 +481,7 @@ def _running_min_exponent(g2: np.ndarray, Rs: np.ndarray) -> Effect:
     "C4",
     source="003 Thm 1 (PL, non-convex)",
     stated="linear rate under PL; min_r ||grad f(x_r)||^2 = O(1/R) for smooth non-convex f",
+    regimes=("PL", "nonconvex"),
 )
 def c4(ctx: Context):
     """FOCUS, uniform 3 of 10 clients, K = 3, eta = 1/(2 K N L).
@@ -613,6 +616,7 @@ def _loglog_slope(x, y) -> float:
     "C5",
     source="003 Thm 3-5",
     stated="SG-FOCUS converges linearly to a floor that grows with eta and the noise variance",
+    regimes=("vanishing", "eta", "noise", "floor"),
 )
 def c5(ctx: Context):
     """SG-FOCUS on a heterogeneous quadratic (N = 10, d = 5, condition 10, problem seed 0) with
@@ -779,6 +783,7 @@ def _c7_problem(h: float):
     source="003 Thm 1 remark, Table 1",
     stated="FOCUS needs no bounded heterogeneity (exact linear convergence at every "
     "heterogeneity scale); FedAvg's floor grows with it",
+    regimes=("focus", "fedavg"),
 )
 def c7(ctx: Context):
     """003's remark after Theorem 1 and Table 1 (FOCUS needs no bounded-heterogeneity

@@ -24,6 +24,11 @@ def _birkhoff(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
     return W
 
 
+def setting_regime(setting) -> str:
+    """G5's regime of a paper setting: "000 Setting 1" -> ``000-S1``, "004 default" -> ``004``."""
+    return setting.name.replace(" Setting ", "-S").replace(" default", "").replace(" ", "-")
+
+
 @claim(
     "G1",
     source="000 Sec. 6.2; 004 Sec. 6",
@@ -196,6 +201,7 @@ def g4(ctx: Context):
     source="000 Thm 4.6, D.3; 004 Cor 5.11",
     stated="the papers' experiments (ring topology by default) meet their theorems' "
     "spectral-gap conditions",
+    regimes=tuple(setting_regime(s) for s in PAPER_SETTINGS),
 )
 def g5(ctx: Context):
     """For each setting of docs/reference-values.md (``PAPER_SETTINGS``), the graph toolkit's
@@ -282,7 +288,7 @@ def g5(ctx: Context):
                 for t, r in rows.items()
             },
         }
-        sub = setting.name.replace(" Setting ", "-S").replace(" default", "").replace(" ", "-")
+        sub = setting_regime(setting)
         stated = f"{setting.name} ({setting.source}) with the ring meets " + " and ".join(
             n for n, *_ in checks
         )

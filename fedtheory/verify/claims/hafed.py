@@ -44,6 +44,7 @@ def _ks(ctx: Context) -> tuple[int, ...]:
     stated="HA-Fed under full participation ~ 1/sqrt(T tau N), with a smaller non-dominant "
     "term than FedAMSGrad's when rho_max = 0",
     tier=FULL,
+    regimes=("rate", "term"),
 )
 def a10(ctx: Context):
     """HA-Fed under full participation (004 Algorithm 1, Thm 5.6) with Remark 5.7's schedule

@@ -82,6 +82,7 @@ def _gate(verdict: str, names, means: dict, setting: str = "000-S2") -> tuple[st
     source="000 Tables 1-3",
     stated="MLP, Dirichlet 0.6, 50 clients, 10%: ordering CAFGA > AFGA > FedAMSGrad > FedAvg",
     needs=("nn",),
+    regimes=tuple(f"{display_name(a)}-vs-{display_name(b)}" for a, b in N1_PAIRS),
 )
 def n1(ctx: Context):
     """``run_n1`` (MNIST-1D generated locally, MLP 40-64-64-10, Dirichlet(0.6) over 50 clients,
@@ -234,6 +235,7 @@ N2_ALPHAS = {"iid": None, "0.6": 0.6, "0.3": 0.3}
     stated="more heterogeneous data (Dirichlet 0.3 < 0.6 < i.i.d.) slows AFGA and CAFGA",
     tier=FULL,
     needs=("nn",),
+    regimes=("AFGA", "CAFGA"),
 )
 def n2(ctx: Context):
     """000 Sec. 6.2 / Fig. 2 on MNIST-1D: AFGA and CAFGA in Setting 2 (50 clients, 5 per round,
@@ -311,6 +313,7 @@ N3_BASELINES = ("fedadam", "scaffold", "fedprox", "feddyn")
     "tuned",
     tier=FULL,
     needs=("nn",),
+    regimes=("AFGA", "CAFGA"),
 )
 def n3(ctx: Context):
     """000 Table 1 (CIFAR-10, Setting 2: AFGA 80.02, CAFGA 82.10 against FedAdam 78.46, SCAFFOLD
@@ -381,6 +384,7 @@ def final_train_loss(res) -> np.ndarray:
     stated="HA-Fed reaches a lower training loss and a higher test accuracy than FedAMSGrad",
     tier=FULL,
     needs=("nn",),
+    regimes=("loss", "accuracy"),
 )
 def n4(ctx: Context):
     """004 Fig. 1 (CIFAR-100, ResNet-18 and ConvMixer: HA-Fed "achieves faster convergence

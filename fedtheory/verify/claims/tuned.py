@@ -239,6 +239,7 @@ def _gossip_matters(
     source="000 Tables 4-5",
     stated="gossip alone can hurt, gossip + re-sampling helps, clustering helps more; the "
     "communication-adapted variant comes close",
+    regimes=tuple(A5_ROWS),
 )
 def a5(ctx: Context):
     """The ablation of 000 Table 4 and the adapted variant of Table 5 (AFGA(a): gossip only
@@ -505,6 +506,7 @@ A9_ROWS = {
     source="000 Table 5, Sec. 6.3",
     stated="the communication-adapted AFGA and CAFGA come close to the originals but need more "
     "rounds to the target",
+    regimes=tuple(A9_ROWS),
 )
 def a9(ctx: Context):
     """000 Sec. 6.3 / Table 5 on A5's problem (:data:`A5_SETTING`: the heterogeneous quadratic
@@ -675,6 +677,7 @@ A6_TUNING_IDS = {"quick": (1000, 1001), "full": (1000, 1001, 1002, 1003)}
     source="000 App. B.1.1, Table 7",
     stated="with 1.8 s / 18 s transfers, AFGA and CAFGA reach high accuracy in less "
     "communication time than FedAMSGrad",
+    regimes=("AFGA", "CAFGA"),
 )
 def a6(ctx: Context):
     """Simulated time to *stay* at the target in 000's Setting 1 (N = 100, M = 5, C = 5,
