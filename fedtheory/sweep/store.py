@@ -489,8 +489,12 @@ def _differences(path: Path, skeleton: Path, *, exact: bool = False) -> list[str
 
 
 def _read_root(path: Path) -> tuple[dict | None, str]:
-    """The attributes of the store's ``zarr.json`` (None when it is not JSON), and its text."""
+    """The attributes of the store's ``zarr.json`` (None when it is not JSON), and its text.
+    Anything there but a regular file (a FIFO would block the read) is refused as
+    :func:`check_entries` refuses it."""
     try:
+        if not stat.S_ISREG(os.lstat(path / "zarr.json").st_mode):
+            check_entries(path)
         text = (path / "zarr.json").read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise StoreError(f"cannot read {path / 'zarr.json'}: {exc.strerror or exc}") from None
