@@ -32,27 +32,40 @@ import sys
 import time
 
 SEARCH_SPEC = {
-    "algorithm": "focus", "participation": "bernoulli", "clients": [4, 6, 8],
-    "local_steps": [1, 2, 3], "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
+    "algorithm": "focus",
+    "participation": "bernoulli",
+    "clients": [4, 6, 8],
+    "local_steps": [1, 2, 3],
+    "lr": "1/(4*K*N*L)",
+    "quantity": "mean_square_rate",
     "bound": "1 - eta*mu_f*K*N/2",
     "class": {"dim": [2, 3, 4], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
-}  # fmt: skip
+}
 #: The shipped FOCUS shape on a class the size of Figure 4 (issue 37's measurement).
 PAPER_CHANGES = {"clients": 16, "clients_per_round": 4, "class": {"dim": 10, "L": 4.05, "mu": 1.0}}
 #: The corner cases of tests/bounds/test_search.py (CORNER_GD, CORNER_RARE).
 CORNERS = {
     "gd-1.005": {
-        "algorithm": "fedavg", "participation": "full", "clients": 4, "local_steps": 1,
-        "lr": "1.005/L_f", "quantity": "mean_square_rate", "bound": "(1 - eta*mu_f)**2",
+        "algorithm": "fedavg",
+        "participation": "full",
+        "clients": 4,
+        "local_steps": 1,
+        "lr": "1.005/L_f",
+        "quantity": "mean_square_rate",
+        "bound": "(1 - eta*mu_f)**2",
         "class": {"dim": 3, "L": 10.0, "mu": 1.0},
     },
     "rare-extreme": {
-        "algorithm": "focus", "participation": "bernoulli", "clients": [4, 5, 6],
-        "local_steps": [1, 2], "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
+        "algorithm": "focus",
+        "participation": "bernoulli",
+        "clients": [4, 5, 6],
+        "local_steps": [1, 2],
+        "lr": "1/(4*K*N*L)",
+        "quantity": "mean_square_rate",
         "bound": "1 - 0.06*eta*mu_f*K*N",
         "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
     },
-}  # fmt: skip
+}
 
 _SEARCH = """
 import json, time, sys
@@ -108,8 +121,14 @@ def _run(code: str, *args: str, threads: str = "1", tree: str | None = None) -> 
         env["PYTHONPATH"] = os.path.abspath(tree)
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([sys.executable, "-c", code, *args], env=env, check=True,
-                         capture_output=True, text=True, cwd=tree or None).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tree or None,
+    ).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = json.loads(out.strip().splitlines()[-1])
     res.update(
@@ -127,15 +146,19 @@ def _paper(vs: str | None) -> dict:
     if vs:
         out["baseline"] = _run(_PAPER, arg, tree=vs)
     a = out["this"]
-    print(f"default search, focus-thm1-rate at N=16 M=4 d=10: {a['cpu']:.1f} s CPU, "
-          f"{a['seconds']:.1f} s wall, {a['instances']} instances, implied c {a['implied']:.4g} "
-          f"(target <= 60 s CPU: {'PASS' if a['cpu'] <= 60 else 'FAIL'}) "
-          f"[load {a['load_before']:.2f} -> {a['load_after']:.2f}]")  # fmt: skip
+    print(
+        f"default search, focus-thm1-rate at N=16 M=4 d=10: {a['cpu']:.1f} s CPU, "
+        f"{a['seconds']:.1f} s wall, {a['instances']} instances, implied c {a['implied']:.4g} "
+        f"(target <= 60 s CPU: {'PASS' if a['cpu'] <= 60 else 'FAIL'}) "
+        f"[load {a['load_before']:.2f} -> {a['load_after']:.2f}]"
+    )
     if vs:
         b = out["baseline"]
-        print(f"  baseline {vs}: {b['cpu']:.1f} s CPU, {b['seconds']:.1f} s wall, "
-              f"{b['instances']} instances, implied c {b['implied']:.4g}; CPU ratio this / "
-              f"baseline {a['cpu'] / b['cpu']:.2f} [load {b['load_before']:.2f}]")  # fmt: skip
+        print(
+            f"  baseline {vs}: {b['cpu']:.1f} s CPU, {b['seconds']:.1f} s wall, "
+            f"{b['instances']} instances, implied c {b['implied']:.4g}; CPU ratio this / "
+            f"baseline {a['cpu'] / b['cpu']:.2f} [load {b['load_before']:.2f}]"
+        )
     return out
 
 
@@ -148,19 +171,26 @@ def _corners(vs: str | None) -> dict:
             found = sum(r["violated"] for r in runs)
             cpu = [r["cpu"] for r in runs]
             out[f"{side}:{name}"] = {"found": found, "cpu": cpu, "runs": runs}
-            print(f"{side} corner {name}: violation found at {found} of seeds 0-9; CPU per "
-                  f"check {min(cpu):.1f}-{max(cpu):.1f} s (median {sorted(cpu)[5]:.1f}) [load "
-                  f"{runs[0]['load_before']:.2f} -> {runs[-1]['load_after']:.2f}]")  # fmt: skip
+            print(
+                f"{side} corner {name}: violation found at {found} of seeds 0-9; CPU per "
+                f"check {min(cpu):.1f}-{max(cpu):.1f} s (median {sorted(cpu)[5]:.1f}) [load "
+                f"{runs[0]['load_before']:.2f} -> {runs[-1]['load_after']:.2f}]"
+            )
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--paper", action="store_true",
-                    help="the default search on the N=16, M=4, d=10 FOCUS class")  # fmt: skip
+    ap.add_argument(
+        "--paper", action="store_true", help="the default search on the N=16, M=4, d=10 FOCUS class"
+    )
     ap.add_argument("--corners", action="store_true", help="the corner cases at seeds 0-9")
-    ap.add_argument("--vs", default=None, metavar="DIR",
-                    help="also run --paper and --corners in this checkout, side by side")  # fmt: skip
+    ap.add_argument(
+        "--vs",
+        default=None,
+        metavar="DIR",
+        help="also run --paper and --corners in this checkout, side by side",
+    )
     ap.add_argument("--skip-figure4", action="store_true", help="skip the Figure 4 rates")
     ap.add_argument("--all", action="store_true", help="also Figure 4's weighted rate")
     ap.add_argument("--json", default=None, help="also write the numbers as JSON")
@@ -174,14 +204,18 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.paper or args.corners):
         s = _run(_SEARCH, json.dumps(SEARCH_SPEC), "0")
         out["search"] = s
-        print(f"default search, FOCUS Bernoulli N<=8 d<=4 K<=3: {s['cpu']:.1f} s CPU "
-              f"({s['seconds']:.1f} s wall) for {s['instances']} instances (target <= 60 s: "
-              f"{'PASS' if s['cpu'] <= 60 else 'FAIL'}); violated {s['violated']} "
-              f"[load {s['load_before']:.2f} -> {s['load_after']:.2f}]")  # fmt: skip
+        print(
+            f"default search, FOCUS Bernoulli N<=8 d<=4 K<=3: {s['cpu']:.1f} s CPU "
+            f"({s['seconds']:.1f} s wall) for {s['instances']} instances (target <= 60 s: "
+            f"{'PASS' if s['cpu'] <= 60 else 'FAIL'}); violated {s['violated']} "
+            f"[load {s['load_before']:.2f} -> {s['load_after']:.2f}]"
+        )
         sm = _run(_SMALL)
         out["small"] = sm
-        print(f"one small instance (FOCUS N=4 d=3 K=2 uniform 2/4): {sm['ms']:.1f} ms "
-              f"[load {sm['load_before']:.2f}]")  # fmt: skip
+        print(
+            f"one small instance (FOCUS N=4 d=3 K=2 uniform 2/4): {sm['ms']:.1f} ms "
+            f"[load {sm['load_before']:.2f}]"
+        )
     if not (args.skip_figure4 or args.paper or args.corners):
         cases = [("uniform", "1.5e-4", 0.8244)]
         if args.all:
@@ -190,11 +224,13 @@ def main(argv: list[str] | None = None) -> int:
             for threads in ("1", "2"):
                 f = _run(_FIG4, regime, eta, threads=threads)
                 out[f"figure4_{regime}_threads{threads}"] = f
-                print(f"Figure 4 FOCUS {regime} eta {eta}, OPENBLAS_NUM_THREADS={threads}: "
-                      f"{f['seconds']:.1f} s, rate {f['rate']:.6f} (known {known}: "
-                      f"{'ok' if round(f['rate'], 4) == known else 'DIFFERS'}; target <= 30 s: "
-                      f"{'PASS' if f['seconds'] <= 30 else 'FAIL'}) [load "
-                      f"{f['load_before']:.2f} -> {f['load_after']:.2f}]")  # fmt: skip
+                print(
+                    f"Figure 4 FOCUS {regime} eta {eta}, OPENBLAS_NUM_THREADS={threads}: "
+                    f"{f['seconds']:.1f} s, rate {f['rate']:.6f} (known {known}: "
+                    f"{'ok' if round(f['rate'], 4) == known else 'DIFFERS'}; target <= 30 s: "
+                    f"{'PASS' if f['seconds'] <= 30 else 'FAIL'}) [load "
+                    f"{f['load_before']:.2f} -> {f['load_after']:.2f}]"
+                )
     out["total_seconds"] = time.perf_counter() - t0
     if args.json:
         with open(args.json, "w") as fh:

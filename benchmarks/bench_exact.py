@@ -110,8 +110,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r.mean_square_rate:14.10f} {r.mean_rate**2:12.8f} {r.state_dim:4d} "
                 f"{cpu:7.1f} {wall:7.1f}  {how}"
             )
-            row = {"regime": regime, "algorithm": alg, "lr": eta, "seconds": wall,
-                   "cpu_seconds": cpu, **r.to_dict()}  # fmt: skip
+            row = {
+                "regime": regime,
+                "algorithm": alg,
+                "lr": eta,
+                "seconds": wall,
+                "cpu_seconds": cpu,
+                **r.to_dict(),
+            }
             out["rates"].append(row)
             if alg in ("focus", "scaffold") and regime != "full":
                 verdicts.append((f"{alg} {regime}", cpu))
@@ -119,12 +125,16 @@ def main(argv: list[str] | None = None) -> int:
                 out["floors"].append(row)
             elif r.fixed_point is not None:
                 err = np.linalg.norm(r.fixed_point - prob.x_star) / np.sqrt(xs2)
-                print(f"{'':14s} {'':9s} fixed point shared by every round, ||x_fp - x*||/||x*|| "
-                      f"= {err:.1e}")  # fmt: skip
+                print(
+                    f"{'':14s} {'':9s} fixed point shared by every round, ||x_fp - x*||/||x*|| "
+                    f"= {err:.1e}"
+                )
     print()
     print("FedAvg floors lim E||x_r - x*||^2 (exact stationary second moment):")
-    print(f"{'regime':14s} {'E||x-x*||^2':>13s} {'/||x*||^2':>11s} {'bias^2':>11s} "
-          f"{'variance':>11s} {'sqrt rel':>9s}")  # fmt: skip
+    print(
+        f"{'regime':14s} {'E||x-x*||^2':>13s} {'/||x*||^2':>11s} {'bias^2':>11s} "
+        f"{'variance':>11s} {'sqrt rel':>9s}"
+    )
     for row in out["floors"]:
         mse = row["stationary_mse"]
         print(
@@ -133,21 +143,33 @@ def main(argv: list[str] | None = None) -> int:
         )
     if not args.no_bisect:
         print()
-        print(f"largest stable step (mean-square rate < 1; bisection to {args.rtol:g}, "
-              f"eigensolver tol {args.bisect_tol:g}):")  # fmt: skip
-        print(f"{'regime':14s} {'algorithm':9s} {'eta_max':>10s} {'paper eta':>9s} "
-              f"{'ratio':>6s} {'bracket':>24s} {'evals':>5s} {'time s':>7s}")  # fmt: skip
+        print(
+            f"largest stable step (mean-square rate < 1; bisection to {args.rtol:g}, "
+            f"eigensolver tol {args.bisect_tol:g}):"
+        )
+        print(
+            f"{'regime':14s} {'algorithm':9s} {'eta_max':>10s} {'paper eta':>9s} "
+            f"{'ratio':>6s} {'bracket':>24s} {'evals':>5s} {'time s':>7s}"
+        )
         for regime, (model, eta) in regimes(prob).items():
             for alg in ALGORITHMS:
-                s = largest_stable_lr(prob, alg, model, lr_start=eta, local_steps=K,
-                                      rtol=args.rtol, tol=args.bisect_tol)  # fmt: skip
+                s = largest_stable_lr(
+                    prob,
+                    alg,
+                    model,
+                    lr_start=eta,
+                    local_steps=K,
+                    rtol=args.rtol,
+                    tol=args.bisect_tol,
+                )
                 print(
                     f"{regime:14s} {alg:9s} {s.lr:10.4g} {eta:9.2g} {s.lr / eta:6.2f} "
                     f"[{s.lo:.5g}, {s.hi:.5g}]".ljust(24)
                     + f" {s.evaluations:5d} {s.seconds:7.1f}"
                 )
-                out["stable"].append({"regime": regime, "algorithm": alg, "paper_lr": eta,
-                                      **s.to_dict()})  # fmt: skip
+                out["stable"].append(
+                    {"regime": regime, "algorithm": alg, "paper_lr": eta, **s.to_dict()}
+                )
     load1 = os.getloadavg()
     print()
     ok = all(cpu <= TARGET_CPU_S for _, cpu in verdicts)
@@ -157,8 +179,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{TARGET_CPU_S:.0f} s): {'MET' if cpu <= TARGET_CPU_S else 'NOT MET'}"
         )
     print(f"[BLAS threads {_blas_threads()}, load average {load0[0]:.2f} -> {load1[0]:.2f}]")
-    out.update(verdicts=verdicts, target_cpu_seconds=TARGET_CPU_S, passed=ok,
-               blas_threads=_blas_threads(), load_average=[load0[0], load1[0]])  # fmt: skip
+    out.update(
+        verdicts=verdicts,
+        target_cpu_seconds=TARGET_CPU_S,
+        passed=ok,
+        blas_threads=_blas_threads(),
+        load_average=[load0[0], load1[0]],
+    )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(jsonable(out), fh, indent=1)

@@ -87,8 +87,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 3])
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--hidden", nargs="+", default=["64,64", "16"],
-                    help="hidden widths of each model, comma-separated (default: 64,64 and 16)")  # fmt: skip
+    ap.add_argument(
+        "--hidden",
+        nargs="+",
+        default=["64,64", "16"],
+        help="hidden widths of each model, comma-separated (default: 64,64 and 16)",
+    )
     ap.add_argument("--json", default=None, help="write the table as JSON to this path")
     args = ap.parse_args(argv)
     data = federated_mnist1d(N_CLIENTS, alpha=0.6, seed=0)
@@ -108,10 +112,14 @@ def main(argv=None) -> int:
             row = bench(s, args.repeat, prob, prob_gpu)
             row["model"] = f"MLP{prob.model.sizes}"
             rows.append(row)
-    print(f"one local step for all {N_CLIENTS} clients, minibatch {BATCH} per client, float64, "
-          "best of the repeats")  # fmt: skip
-    hdr = (f"{'model':>22} {'seeds':>5} {'P':>6} {'batched ms':>11} {'loop ms':>9} "
-           f"{'loop/batched':>12}")  # fmt: skip
+    print(
+        f"one local step for all {N_CLIENTS} clients, minibatch {BATCH} per client, float64, "
+        "best of the repeats"
+    )
+    hdr = (
+        f"{'model':>22} {'seeds':>5} {'P':>6} {'batched ms':>11} {'loop ms':>9} "
+        f"{'loop/batched':>12}"
+    )
     if gpu:
         hdr += f" {'cupy ms':>8} {'numpy/cupy':>10}"
     print(hdr)

@@ -34,10 +34,16 @@ def _case(label: str, fn: Any, repeat: int) -> dict:
     w = out if not isinstance(out, dict) else out["worst"][1]
     value = out["value"] if isinstance(out, dict) else out.value
     return {
-        "case": label, "value": value, "gram": w.sizes.gram,
-        "constraints": w.sizes.constraints, "cpu_seconds": min(secs), "repeat": repeat,
-        "solver": w.solver, "load_before": load, "load_after": os.getloadavg()[0],
-    }  # fmt: skip
+        "case": label,
+        "value": value,
+        "gram": w.sizes.gram,
+        "constraints": w.sizes.constraints,
+        "cpu_seconds": min(secs),
+        "repeat": repeat,
+        "solver": w.solver,
+        "load_before": load,
+        "load_after": os.getloadavg()[0],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,27 +60,61 @@ def main(argv: list[str] | None = None) -> int:
     from fedtheory.participation import make_participation  # noqa: PLC0415 (after --help)
 
     cases = [
-        ("FedAvg N=2 K=3 R=4, zeta2=100", lambda: worst_after_rounds(
-            "fedavg", 2, 4, mu=MU, L=L, D2=1.0, zeta2=100.0, lr=0.05, local_steps=3,
-            cross_check=True)),
-        ("FedAvg floor N=2 K=2, zeta2=1", lambda: worst_floor(
-            "fedavg", 2, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2, cross_check=True)),
-        ("FOCUS W(5)/W(4) N=2 K=2", lambda: rate_estimate(
-            "focus", 2, 5, mu=MU, L=L, zeta2=0.0, lr=0.05, local_steps=2, cross_check=True)),
-        ("FedAvg uniform 2/4 R=1 K=2", lambda: worst_after_rounds(
-            "fedavg", 4, 1, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2,
-            participation=make_participation("uniform", 4, 2), cross_check=True)),
-    ]  # fmt: skip
+        (
+            "FedAvg N=2 K=3 R=4, zeta2=100",
+            lambda: worst_after_rounds(
+                "fedavg",
+                2,
+                4,
+                mu=MU,
+                L=L,
+                D2=1.0,
+                zeta2=100.0,
+                lr=0.05,
+                local_steps=3,
+                cross_check=True,
+            ),
+        ),
+        (
+            "FedAvg floor N=2 K=2, zeta2=1",
+            lambda: worst_floor(
+                "fedavg", 2, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2, cross_check=True
+            ),
+        ),
+        (
+            "FOCUS W(5)/W(4) N=2 K=2",
+            lambda: rate_estimate(
+                "focus", 2, 5, mu=MU, L=L, zeta2=0.0, lr=0.05, local_steps=2, cross_check=True
+            ),
+        ),
+        (
+            "FedAvg uniform 2/4 R=1 K=2",
+            lambda: worst_after_rounds(
+                "fedavg",
+                4,
+                1,
+                mu=MU,
+                L=L,
+                zeta2=1.0,
+                lr=0.05,
+                local_steps=2,
+                participation=make_participation("uniform", 4, 2),
+                cross_check=True,
+            ),
+        ),
+    ]
     rows = []
     for label, fn in cases:
         r = _case(label, fn, args.repeat)
         rows.append(r)
         cc = r["solver"]["cross_check"] or {}
-        print(f"{label:32s} value {r['value']:.8g}  Gram {r['gram']:3d}  constraints "
-              f"{r['constraints']:4d}  {r['cpu_seconds']:6.2f} CPU s  "
-              f"[{r['solver']['name']} {r['solver']['status']}; {cc.get('name')} "
-              f"{cc.get('status')} {cc.get('value')}] [load {r['load_before']:.2f} -> "
-              f"{r['load_after']:.2f}]")  # fmt: skip
+        print(
+            f"{label:32s} value {r['value']:.8g}  Gram {r['gram']:3d}  constraints "
+            f"{r['constraints']:4d}  {r['cpu_seconds']:6.2f} CPU s  "
+            f"[{r['solver']['name']} {r['solver']['status']}; {cc.get('name')} "
+            f"{cc.get('status')} {cc.get('value')}] [load {r['load_before']:.2f} -> "
+            f"{r['load_after']:.2f}]"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1, default=str)

@@ -43,8 +43,17 @@ TARGET = 15.0
 
 def one(problem, alg: str, m: int, rounds: int, seeds: int, block: int | None):
     t0 = time.perf_counter()
-    res = simulate(problem, alg, "uniform", clients_per_round=m, rounds=rounds, seeds=seeds,
-                   lr=0.05, local_steps=3, seed_block=block)  # fmt: skip
+    res = simulate(
+        problem,
+        alg,
+        "uniform",
+        clients_per_round=m,
+        rounds=rounds,
+        seeds=seeds,
+        lr=0.05,
+        local_steps=3,
+        seed_block=block,
+    )
     return time.perf_counter() - t0, res
 
 
@@ -56,10 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--algorithms", nargs="+", default=["fedavg", "focus"])
     a = ap.parse_args(argv)
-    print(f"bench_scaling: load average {os.getloadavg()[0]:.2f}; d = {a.dim}, R = {a.rounds}, "
-          f"K = 3, {a.seeds} seeds, best of {a.repeat} interleaved repeats")  # fmt: skip
-    print("| algorithm | N | M | block (default) | block (by state) | ms / seed-run default | "
-          "ms / seed-run by state | by state / default |")  # fmt: skip
+    print(
+        f"bench_scaling: load average {os.getloadavg()[0]:.2f}; d = {a.dim}, R = {a.rounds}, "
+        f"K = 3, {a.seeds} seeds, best of {a.repeat} interleaved repeats"
+    )
+    print(
+        "| algorithm | N | M | block (default) | block (by state) | ms / seed-run default | "
+        "ms / seed-run by state | by state / default |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     best: dict = {}
     ok = True
@@ -80,15 +93,20 @@ def main(argv: list[str] | None = None) -> int:
             d_ms, s_ms = min(times["default"]), min(times["by state"])
             best[alg, n] = d_ms
             dflt = default_seed_block(n, a.dim, 8, m)
-            print(f"| {alg} | {n} | {m} | {dflt} | {blocks['by state']} | {d_ms:.1f} | "
-                  f"{s_ms:.1f} | {s_ms / d_ms:.2f}x |", flush=True)  # fmt: skip
+            print(
+                f"| {alg} | {n} | {m} | {dflt} | {blocks['by state']} | {d_ms:.1f} | "
+                f"{s_ms:.1f} | {s_ms / d_ms:.2f}x |",
+                flush=True,
+            )
     print()
     for alg in a.algorithms:
         r = best[alg, 1600] / best[alg, 160]
         per_part = (best[alg, 10000] / 100) / (best[alg, 1600] / 400)
-        print(f"- {alg}: (1600, 400) / (160, 40) per seed-run = {r:.1f}x, target <= {TARGET:.0f}x: "
-              f"{'MET' if r <= TARGET else 'NOT MET'}; per round and participant, "
-              f"(10000, 100) / (1600, 400) = {per_part:.2f}")  # fmt: skip
+        print(
+            f"- {alg}: (1600, 400) / (160, 40) per seed-run = {r:.1f}x, target <= {TARGET:.0f}x: "
+            f"{'MET' if r <= TARGET else 'NOT MET'}; per round and participant, "
+            f"(10000, 100) / (1600, 400) = {per_part:.2f}"
+        )
     # Proportional to the participants: the same M = 100 and blocks of 3 seeds, ten times the
     # clients. 1 is a round's cost set by its participants alone, 10 by its clients.
     for alg in a.algorithms:
@@ -97,9 +115,11 @@ def main(argv: list[str] | None = None) -> int:
             prob = random_quadratic(n, a.dim, seed=0)
             one(prob, alg, 100, 2, 2, 3)
             per[n] = min(one(prob, alg, 100, a.rounds, a.seeds, 3)[0] for _ in range(a.repeat))
-        print(f"- {alg}: M = 100, blocks of 3 seeds: N = 10000 / N = 1000 per seed-run = "
-              f"{per[10000] / per[1000]:.2f} (1: proportional to the participants, 10: to the "
-              "clients)")  # fmt: skip
+        print(
+            f"- {alg}: M = 100, blocks of 3 seeds: N = 10000 / N = 1000 per seed-run = "
+            f"{per[10000] / per[1000]:.2f} (1: proportional to the participants, 10: to the "
+            "clients)"
+        )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"- peak resident memory of this process: {peak:.0f} MB")
     print(f"- every default row within 1e-12 of its by-state row: {'yes' if ok else 'NO'}")

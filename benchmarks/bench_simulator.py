@@ -141,9 +141,18 @@ def make_settings(workdir: Path) -> dict[str, Setting]:
         part, m = ("uniform", 5) if name == "afga" else ("cluster", 2)
         K = 24 if name == "afga" else 48
         out[name] = Setting(
-            name, prob, name, part, m, lr, K, 50, extra=extra, gossip_nnz=3 * N,
+            name,
+            prob,
+            name,
+            part,
+            m,
+            lr,
+            K,
+            50,
+            extra=extra,
+            gossip_nnz=3 * N,
             problem_args=["--problem-file", str(path)],
-        )  # fmt: skip
+        )
     return out
 
 
@@ -278,9 +287,12 @@ def loop_hafed(st: Setting, draws: dict, rounds: int) -> tuple[np.ndarray, list]
 
 
 LOOPS = {
-    "focus": loop_focus, "fedavg": loop_fedavg, "scaffold": loop_scaffold, "afga": loop_afga,
+    "focus": loop_focus,
+    "fedavg": loop_fedavg,
+    "scaffold": loop_scaffold,
+    "afga": loop_afga,
     "hafed": loop_hafed,
-}  # fmt: skip
+}
 
 
 # --- measuring -----------------------------------------------------------------------------
@@ -371,9 +383,14 @@ def main(argv: list[str] | None = None) -> int:
 
         def library(st: Setting = st, S: int = 1, R: int = R, workers: int = 1) -> Any:
             res = simulate(
-                st.problem, st.algorithm, st.model(), seeds=S, backend=args.backend,
-                workers=workers, **st.kwargs(R),
-            )  # fmt: skip
+                st.problem,
+                st.algorithm,
+                st.model(),
+                seeds=S,
+                backend=args.backend,
+                workers=workers,
+                **st.kwargs(R),
+            )
             return res.x_final[0], res.error[0]
 
         def command(
@@ -454,13 +471,19 @@ def main(argv: list[str] | None = None) -> int:
             rate = r.seeds / r.wall
             table.append(
                 dict(
-                    setting=name, implementation=r.kind, seeds=r.seeds, wall_s=r.wall,
-                    cpu_s=r.cpu, ms_per_seed_run=1e3 * r.wall / r.seeds, seed_runs_per_s=rate,
+                    setting=name,
+                    implementation=r.kind,
+                    seeds=r.seeds,
+                    wall_s=r.wall,
+                    cpu_s=r.cpu,
+                    ms_per_seed_run=1e3 * r.wall / r.seeds,
+                    seed_runs_per_s=rate,
                     vs_loop=rate / (1.0 / loop.wall),
                     vs_loop_cpu=(r.seeds / r.cpu) / (1.0 / loop.cpu),
-                    gflops=flops * rate / 1e9, peak_pct=100 * flops * rate / peak,
+                    gflops=flops * rate / 1e9,
+                    peak_pct=100 * flops * rate / peak,
                 )
-            )  # fmt: skip
+            )
 
     proc = platform.processor() or platform.machine()
     print(
@@ -556,10 +579,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(
-                {"gemm_peak_flops": peak, "load_average": [load0, load1], "rows": table,
-                 "verdicts": verdicts, "correct": not failed},
-                fh, indent=2,
-            )  # fmt: skip
+                {
+                    "gemm_peak_flops": peak,
+                    "load_average": [load0, load1],
+                    "rows": table,
+                    "verdicts": verdicts,
+                    "correct": not failed,
+                },
+                fh,
+                indent=2,
+            )
     shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
 

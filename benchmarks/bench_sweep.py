@@ -104,12 +104,19 @@ def main(argv: list[str] | None = None) -> int:
     ratio = one_wall / sweep_wall
     cpu_ratio = one_cpu / (max(worker_cpu) + start_up)
     load_end = os.getloadavg()
-    print(f"# {len(tasks)} tasks: figure4, 3 algorithms x 2 lr x 4 K, {args.seeds} seeds, "
-          f"{args.rounds} rounds")  # fmt: skip
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"OPENBLAS_NUM_THREADS={blas_env} for the one-process row")  # fmt: skip
-    print("# load average (1/5/15 min): {} at start, {} at end".format(
-        *("/".join(f"{x:.2f}" for x in la) for la in (load_start, load_end))))  # fmt: skip
+    print(
+        f"# {len(tasks)} tasks: figure4, 3 algorithms x 2 lr x 4 K, {args.seeds} seeds, "
+        f"{args.rounds} rounds"
+    )
+    print(
+        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"OPENBLAS_NUM_THREADS={blas_env} for the one-process row"
+    )
+    print(
+        "# load average (1/5/15 min): {} at start, {} at end".format(
+            *("/".join(f"{x:.2f}" for x in la) for la in (load_start, load_end))
+        )
+    )
     print("| run | wall s | CPU s |")
     print("|---|---|---|")
     print(f"| one process | {one_wall:.2f} | {one_cpu:.2f} |")

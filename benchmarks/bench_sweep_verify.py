@@ -36,18 +36,32 @@ from fedtheory.sweep.task import TaskResult
 
 def build(path: Path, points: int, seeds: int, rounds: int) -> None:
     """A complete store of synthetic results (one task per grid point)."""
-    spec = normalize({"problem": "quadratic", "algorithm": "fedavg", "local_steps": 1,
-                      "lr": [1e-4 * (i + 1) for i in range(points)], "rounds": rounds,
-                      "seeds": seeds})  # fmt: skip
+    spec = normalize(
+        {
+            "problem": "quadratic",
+            "algorithm": "fedavg",
+            "local_steps": 1,
+            "lr": [1e-4 * (i + 1) for i in range(points)],
+            "rounds": rounds,
+            "seeds": seeds,
+        }
+    )
     rng = np.random.default_rng(0)
     with SweepStore.open_or_create(path, spec, 20) as st:
         for task in spec.tasks():
             n = len(task.seed_ids)
-            st.write(task, TaskResult(
-                error=rng.random((n, rounds + 1)), x_final=rng.random((n, 20)),
-                diverged=np.zeros(n, bool), diverged_at=np.full(n, -1),
-                diverging=np.zeros(n, bool), diverging_at=np.full(n, -1), wall_time=0.0,
-            ))  # fmt: skip
+            st.write(
+                task,
+                TaskResult(
+                    error=rng.random((n, rounds + 1)),
+                    x_final=rng.random((n, 20)),
+                    diverged=np.zeros(n, bool),
+                    diverged_at=np.full(n, -1),
+                    diverging=np.zeros(n, bool),
+                    diverging_at=np.full(n, -1),
+                    wall_time=0.0,
+                ),
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,8 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             xr.open_zarr(store).load()
             times["read"].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"store: {args.points} tasks x {args.seeds} seeds x {args.rounds + 1} rounds, "
-          f"{size / 2**20:.1f} MiB on disk; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"store: {args.points} tasks x {args.seeds} seeds x {args.rounds + 1} rounds, "
+        f"{size / 2**20:.1f} MiB on disk; load average {os.getloadavg()[0]:.2f}"
+    )
     for k, v in med.items():
         print(f"{k:7s} median {v:.3f} s over {args.repeat}")
     print(f"verify / read: {med['verify'] / med['read']:.2f}")

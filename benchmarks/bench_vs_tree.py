@@ -152,9 +152,14 @@ def _env(tree: Path) -> dict:
 def child(tree: Path, code: str, *args: str, timeout: float = 3600) -> dict:
     """Run ``code`` in a fresh ``python -S`` with ``tree`` imported; its last JSON line."""
     done = subprocess.run(
-        [sys.executable, "-S", "-c", code, *map(str, args)], env=_env(tree), cwd="/",
-        capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
+        [sys.executable, "-S", "-c", code, *map(str, args)],
+        env=_env(tree),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"child on {tree} failed:\n{done.stderr[-2000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -169,10 +174,14 @@ def _load() -> str:
 
 def bench_exact(trees: dict, args: argparse.Namespace) -> list[dict]:
     rows = []
-    print("\nexact mean-square rates on 003 Figure 4 (CPU s of one exact_rates call, "
-          "each tree at its default tolerance)")  # fmt: skip
-    print(f"{'case':24s} {'tree':5s} {'rate':>16s} {'apps':>5s} {'residual':>9s} "
-          f"{'CPU s':>7s} {'wall s':>7s}")  # fmt: skip
+    print(
+        "\nexact mean-square rates on 003 Figure 4 (CPU s of one exact_rates call, "
+        "each tree at its default tolerance)"
+    )
+    print(
+        f"{'case':24s} {'tree':5s} {'rate':>16s} {'apps':>5s} {'residual':>9s} "
+        f"{'CPU s':>7s} {'wall s':>7s}"
+    )
     for case, (alg, part, lr) in EXACT_CASES.items():
         if case not in args.cases:
             continue
@@ -180,23 +189,29 @@ def bench_exact(trees: dict, args: argparse.Namespace) -> list[dict]:
         for name, tree in trees.items():
             r = child(tree, CHILD_EXACT, alg, part, lr, args.tol)
             got[name] = r
-            print(f"{case:24s} {name:5s} {r['value']:16.12f} {r['applications'] or 0:5d} "
-                  f"{r['residual'] or float('nan'):9.1e} {r['cpu']:7.1f} {r['wall']:7.1f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{case:24s} {name:5s} {r['value']:16.12f} {r['applications'] or 0:5d} "
+                f"{r['residual'] or float('nan'):9.1e} {r['cpu']:7.1f} {r['wall']:7.1f}",
+                flush=True,
+            )
         a, b = got["this"], got["base"]
         diff = abs(a["value"] - b["value"])
         ok = a["cpu"] <= TARGET_CPU_S and diff <= VALUE_ATOL
-        print(f"{'':24s} ratio base/this CPU {b['cpu'] / a['cpu']:.2f}x, |rate difference| "
-              f"{diff:.1e}: {'MET' if ok else 'NOT MET'} (<= {TARGET_CPU_S:g} s CPU, "
-              f"<= {VALUE_ATOL:g})")  # fmt: skip
+        print(
+            f"{'':24s} ratio base/this CPU {b['cpu'] / a['cpu']:.2f}x, |rate difference| "
+            f"{diff:.1e}: {'MET' if ok else 'NOT MET'} (<= {TARGET_CPU_S:g} s CPU, "
+            f"<= {VALUE_ATOL:g})"
+        )
         rows.append({"case": case, "this": a, "base": b, "difference": diff, "met": ok})
     return rows
 
 
 def bench_operator(trees: dict, args: argparse.Namespace) -> list[dict]:
     rows = []
-    print("\nmean-square operator on packed symmetric matrices: CPU ms per application, best of "
-          f"{args.reps} x 10")  # fmt: skip
+    print(
+        "\nmean-square operator on packed symmetric matrices: CPU ms per application, best of "
+        f"{args.reps} x 10"
+    )
     for case, (alg, part, lr) in EXACT_CASES.items():
         got = {
             name: child(tree, CHILD_OP, alg, part, lr, args.reps) for name, tree in trees.items()
@@ -204,8 +219,10 @@ def bench_operator(trees: dict, args: argparse.Namespace) -> list[dict]:
         a, b = got["this"], got["base"]
         x, y = (np.asarray(g["checksum"]) for g in (a, b))
         diff = float(np.abs(x - y).max() / np.abs(y).max())
-        print(f"{case:24s} this {a['ms']:6.1f} ms  base {b['ms']:6.1f} ms  base/this "
-              f"{b['ms'] / a['ms']:.2f}x; results equal to {diff:.0e} relative")  # fmt: skip
+        print(
+            f"{case:24s} this {a['ms']:6.1f} ms  base {b['ms']:6.1f} ms  base/this "
+            f"{b['ms'] / a['ms']:.2f}x; results equal to {diff:.0e} relative"
+        )
         rows.append({"case": case, "this_ms": a["ms"], "base_ms": b["ms"], "difference": diff})
     return rows
 
@@ -213,8 +230,10 @@ def bench_operator(trees: dict, args: argparse.Namespace) -> list[dict]:
 def bench_simulator(trees: dict, args: argparse.Namespace) -> list[dict]:
     rows = []
     modes = ["0", "1"] if args.consensus else ["0"]
-    print(f"\nsimulator: ms per seed-run, {args.seeds} seeds x {args.rounds} rounds, one process, "
-          f"best of {args.reps} (wall; CPU alongside)")  # fmt: skip
+    print(
+        f"\nsimulator: ms per seed-run, {args.seeds} seeds x {args.rounds} rounds, one process, "
+        f"best of {args.reps} (wall; CPU alongside)"
+    )
     for alg in ("fedavg", "focus", "scaffold"):
         for cons in modes:
             best: dict = {}
@@ -226,10 +245,13 @@ def bench_simulator(trees: dict, args: argparse.Namespace) -> list[dict]:
             a, b = best["this"], best["base"]
             label = f"{alg}{' + consensus' if cons == '1' else ''}"
             same = a["final_error"] == b["final_error"]
-            print(f"{label:22s} this {a['ms_per_seed_run']:6.3f} ms (CPU {a['cpu_ms_per_seed_run']:.3f})"
-                  f"  base {b['ms_per_seed_run']:6.3f} ms (CPU {b['cpu_ms_per_seed_run']:.3f})"
-                  f"  base/this {b['ms_per_seed_run'] / a['ms_per_seed_run']:.2f}x wall, "
-                  f"{b['cpu'] / a['cpu']:.2f}x CPU; final errors equal: {same}", flush=True)  # fmt: skip
+            print(
+                f"{label:22s} this {a['ms_per_seed_run']:6.3f} ms (CPU {a['cpu_ms_per_seed_run']:.3f})"
+                f"  base {b['ms_per_seed_run']:6.3f} ms (CPU {b['cpu_ms_per_seed_run']:.3f})"
+                f"  base/this {b['ms_per_seed_run'] / a['ms_per_seed_run']:.2f}x wall, "
+                f"{b['cpu'] / a['cpu']:.2f}x CPU; final errors equal: {same}",
+                flush=True,
+            )
             rows.append({"algorithm": alg, "consensus": cons == "1", "this": a, "base": b})
     return rows
 
@@ -238,8 +260,10 @@ def bench_stability(trees: dict, args: argparse.Namespace) -> dict:
     print("\nstability map (the figure's configuration, one process)")
     got = {name: child(tree, CHILD_STAB) for name, tree in trees.items()}
     a, b = got["this"], got["base"]
-    print(f"{'curve':22s} {'this s':>7s} {'base s':>7s} {'eta_max this':>13s} {'eta_max base':>13s} "
-          f"{'max |rate diff|':>15s}")  # fmt: skip
+    print(
+        f"{'curve':22s} {'this s':>7s} {'base s':>7s} {'eta_max this':>13s} {'eta_max base':>13s} "
+        f"{'max |rate diff|':>15s}"
+    )
     worst = 0.0
     for key, ca in a["curves"].items():
         cb = b["curves"][key]
@@ -250,26 +274,40 @@ def bench_stability(trees: dict, args: argparse.Namespace) -> dict:
         )
         diff = max((abs(ra[e] - rb[e]) for e in common), default=float("nan"))
         worst = max(worst, diff) if diff == diff else worst
-        print(f"{key:22s} {ca['seconds']:7.1f} {cb['seconds']:7.1f} {ca['eta_max']:13.6g} "
-              f"{cb['eta_max']:13.6g} {diff:15.1e}")  # fmt: skip
-    print(f"all curves: this {a['cpu']:.1f} s CPU ({a['wall']:.1f} s wall), base {b['cpu']:.1f} s "
-          f"CPU ({b['wall']:.1f} s wall): {b['cpu'] / a['cpu']:.2f}x; largest rate difference at a "
-          f"common step {worst:.1e}")  # fmt: skip
+        print(
+            f"{key:22s} {ca['seconds']:7.1f} {cb['seconds']:7.1f} {ca['eta_max']:13.6g} "
+            f"{cb['eta_max']:13.6g} {diff:15.1e}"
+        )
+    print(
+        f"all curves: this {a['cpu']:.1f} s CPU ({a['wall']:.1f} s wall), base {b['cpu']:.1f} s "
+        f"CPU ({b['wall']:.1f} s wall): {b['cpu'] / a['cpu']:.2f}x; largest rate difference at a "
+        f"common step {worst:.1e}"
+    )
     return {"this": a, "base": b, "largest_difference": worst}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the other checkout (its fedtheory/ inside)")
-    ap.add_argument("--workloads", nargs="+", default=["exact", "simulator"],
-                    choices=("exact", "operator", "simulator", "stability"))  # fmt: skip
+    ap.add_argument(
+        "--workloads",
+        nargs="+",
+        default=["exact", "simulator"],
+        choices=("exact", "operator", "simulator", "stability"),
+    )
     ap.add_argument("--tol", default="default", help="eigensolver tolerance of both trees")
     ap.add_argument("--reps", type=int, default=3, help="simulator repeats (best kept)")
     ap.add_argument("--seeds", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=500)
     ap.add_argument("--consensus", action="store_true", help="also time with consensus recorded")
-    ap.add_argument("--cases", nargs="+", default=list(EXACT_CASES), choices=list(EXACT_CASES),
-                    metavar="CASE", help="exact: the cases to run (default: all four)")  # fmt: skip
+    ap.add_argument(
+        "--cases",
+        nargs="+",
+        default=list(EXACT_CASES),
+        choices=list(EXACT_CASES),
+        metavar="CASE",
+        help="exact: the cases to run (default: all four)",
+    )
     ap.add_argument("--json", default=None, help="also write the numbers as JSON")
     args = ap.parse_args(argv)
     trees = {"this": HERE, "base": Path(args.base).resolve()}

@@ -104,13 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     n = sum(1 for _, line in stamps if line is not None)
     times = [0.0] + [t for t, _ in stamps]
     longest = max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
-    print(f"{' '.join(cmd)}: exit {code}, {n} lines in {stamps[-1][0]:.1f} s, longest gap "
-          f"{longest:.1f} s")  # fmt: skip
+    print(
+        f"{' '.join(cmd)}: exit {code}, {n} lines in {stamps[-1][0]:.1f} s, longest gap "
+        f"{longest:.1f} s"
+    )
     for gap, i in found:
         before = stamps[i - 1][1] if i > 0 else "(start)"
         after = stamps[i][1] if stamps[i][1] is not None else "(end)"
-        print(f"  {gap:6.1f} s silent at {stamps[i][0] - gap:7.1f} s: after {before!r}, "
-              f"before {after!r}")  # fmt: skip
+        print(
+            f"  {gap:6.1f} s silent at {stamps[i][0] - gap:7.1f} s: after {before!r}, "
+            f"before {after!r}"
+        )
     print(f"{len(found)} gap(s) over {args.max_gap:g} s")
     if code:
         return code

@@ -26,8 +26,15 @@ from pathlib import Path
 #: Debian's chromium.
 CHROMIUM = "/usr/bin/chromium"
 #: Headless, no sandbox (root in CI), nothing fetched in the background.
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: The first screen of a laptop.
 VIEWPORT = {"width": 1280, "height": 900}
 
@@ -56,20 +63,28 @@ def inspect(report: str | Path, screenshot: str | Path | None = None) -> dict:
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(Path(report).resolve().as_uri(), wait_until="load")
             images = page.eval_on_selector_all(
-                "img", "els => els.map(e => ({id: e.id, alt: e.alt, complete: e.complete, "
-                "width: e.naturalWidth, visible: e.checkVisibility()}))")  # fmt: skip
+                "img",
+                "els => els.map(e => ({id: e.id, alt: e.alt, complete: e.complete, "
+                "width: e.naturalWidth, visible: e.checkVisibility()}))",
+            )
             opened = page.eval_on_selector_all("details.claim[open]", "els => els.map(e => e.id)")
             findings = page.eval_on_selector_all("ul.findings li a", "els => els.map(e => e.text)")
             first = page.evaluate(
                 "() => { const h = window.innerHeight; return Array.from("
                 "document.querySelectorAll('h1, h2, li, summary')).filter(e => "
-                "e.getBoundingClientRect().top < h).map(e => e.innerText) }")  # fmt: skip
+                "e.getBoundingClientRect().top < h).map(e => e.innerText) }"
+            )
             if screenshot is not None:
                 page.screenshot(path=str(screenshot))
         finally:
             browser.close()
-    return {"errors": errors, "images": images, "open": opened, "findings": findings,
-            "first_screen": first}  # fmt: skip
+    return {
+        "errors": errors,
+        "images": images,
+        "open": opened,
+        "findings": findings,
+        "first_screen": first,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

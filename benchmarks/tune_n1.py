@@ -59,17 +59,17 @@ AXES: dict[str, list[Axis]] = {
     **{a: _ADAPTIVE for a in ("fedamsgrad", "fedadam", "afga", "cafga", "hafed")},
 }
 #: Fixed, not tuned: the SGD server's step (000 Sec. 6).
-FIXED: dict[str, dict] = {a: {"global_lr": 1.0} for a in ("fedavg", "scaffold", "fedprox",
-                                                           "feddyn")}  # fmt: skip
+FIXED: dict[str, dict] = {
+    a: {"global_lr": 1.0} for a in ("fedavg", "scaffold", "fedprox", "feddyn")
+}
 #: Neighbouring values next to the chosen one differ by at most this ratio (the grids' step is
 #: 3.3: an optimum between two grid values would otherwise be missed by up to that factor).
 REFINE = 1.5
 #: Which algorithms each setting's claims compare.
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "000-S2": ("fedavg", "fedamsgrad", "afga", "cafga", "fedadam", "scaffold", "fedprox",
-               "feddyn"),
+    "000-S2": ("fedavg", "fedamsgrad", "afga", "cafga", "fedadam", "scaffold", "fedprox", "feddyn"),
     "004": ("fedamsgrad", "hafed"),
-}  # fmt: skip
+}
 
 
 def tune(name: str, setting: str) -> dict:
@@ -80,11 +80,23 @@ def tune(name: str, setting: str) -> dict:
     def score(point: dict) -> float:
         t0 = time.perf_counter()
         hyper = {name: {**FIXED.get(name, {}), **point, **static_options(name, setting)}}
-        res = run_n1([name], seeds=N1_TUNING_SEEDS, seed=N1_TUNING_SEED, eval_every=1,
-                     hyper=hyper, setting=setting, evaluate_on="validation", **size)  # fmt: skip
+        res = run_n1(
+            [name],
+            seeds=N1_TUNING_SEEDS,
+            seed=N1_TUNING_SEED,
+            eval_every=1,
+            hyper=hyper,
+            setting=setting,
+            evaluate_on="validation",
+            **size,
+        )
         acc = float(np.mean(final_accuracy(next(iter(res.results.values())))))
-        print(f"{setting} {name:10s} {point} validation accuracy {acc:.4f} "
-              f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"{setting} {name:10s} {point} validation accuracy {acc:.4f} "
+            f"({time.perf_counter() - t0:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
         return -acc
 
     t = tune_grid(score, AXES[name], refine=REFINE)
@@ -92,17 +104,26 @@ def tune(name: str, setting: str) -> dict:
     out["best"] = {**FIXED.get(name, {}), **t.best}
     out["score"] = -t.score
     out["criterion"] = "mean final validation accuracy over the tuning seeds (higher is better)"
-    out["scores"] = [{"point": p["point"], "validation_accuracy": -p["score"]}
-                     for p in out["scores"]]  # fmt: skip
+    out["scores"] = [
+        {"point": p["point"], "validation_accuracy": -p["score"]} for p in out["scores"]
+    ]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--setting", choices=list(NN_SETTINGS), action="append",
-                        help="settings to tune (default: both)")  # fmt: skip
-    parser.add_argument("--algorithms", nargs="+", metavar="NAME",
-                        help="only these algorithms (default: the setting's)")  # fmt: skip
+    parser.add_argument(
+        "--setting",
+        choices=list(NN_SETTINGS),
+        action="append",
+        help="settings to tune (default: both)",
+    )
+    parser.add_argument(
+        "--algorithms",
+        nargs="+",
+        metavar="NAME",
+        help="only these algorithms (default: the setting's)",
+    )
     args = parser.parse_args(argv)
     record = json.loads(TUNING_FILE.read_text()) if TUNING_FILE.exists() else {"settings": {}}
     record["meta"] = {

@@ -49,11 +49,20 @@ def stability(seeds: list[int], tier: str, only: str | None, workers: int | None
         for r in run_claims(claims, Context(tier=tier, seed=s), quiet=True, workers=workers):
             table.setdefault(r.id, {})[s] = "CRASHED" if r.crashed else r.verdict
         seconds[s] = time.perf_counter() - t0
-        print(f"seed {s}: {seconds[s]:.0f} s (load average {loads[s][0]:.2f})", file=sys.stderr,
-              flush=True)  # fmt: skip
+        print(
+            f"seed {s}: {seconds[s]:.0f} s (load average {loads[s][0]:.2f})",
+            file=sys.stderr,
+            flush=True,
+        )
     flips = [i for i, v in table.items() if {"holds", "fails"} <= set(v.values())]
-    return {"tier": tier, "seeds": seeds, "verdicts": table, "flips": flips, "seconds": seconds,
-            "load_average_at_start": loads}  # fmt: skip
+    return {
+        "tier": tier,
+        "seeds": seeds,
+        "verdicts": table,
+        "flips": flips,
+        "seconds": seconds,
+        "load_average_at_start": loads,
+    }
 
 
 def render(result: dict) -> str:

@@ -60,9 +60,15 @@ def did_you_mean(word: Any, choices: Any) -> str:
 
 
 def lookup(
-    table: Mapping[str, Any], name: Any, what: str, *, error: type = AssumptionError,
-    aliases: Mapping[str, str] | None = None, hint: str = "", sort: bool = False,
-) -> Any:  # fmt: skip
+    table: Mapping[str, Any],
+    name: Any,
+    what: str,
+    *,
+    error: type = AssumptionError,
+    aliases: Mapping[str, str] | None = None,
+    hint: str = "",
+    sort: bool = False,
+) -> Any:
     """The entry of a registry ``table`` called ``name`` (case-insensitive, through ``aliases``),
     or ``error`` naming the choices (in order, or sorted) and the near miss: the one way every
     registry refuses an unknown name (algorithms, participation models, problems)."""

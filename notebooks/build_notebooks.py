@@ -902,7 +902,11 @@ def build(names: list[str] | None = None) -> list[Path]:
         nb = new_notebook(cells=timed(name, nb_cells))
         for i, cell in enumerate(nb.cells):  # stable ids: a rebuild changes only what changed
             cell["id"] = f"{name.split('_')[0]}-{i:03d}"
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
         nb.metadata["language_info"] = {"name": "python"}
         path = HERE / name
         nbformat.write(nb, path)
@@ -920,8 +924,9 @@ def measure(paths: list[Path]) -> dict:
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         with tempfile.TemporaryDirectory() as scratch:  # what the notebook writes goes there
-            NotebookClient(nb, kernel_name="python3", timeout=600,
-                           resources={"metadata": {"path": scratch}}).execute()  # fmt: skip
+            NotebookClient(
+                nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": scratch}}
+            ).execute()
         text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
         times[path.name] = float(text.split("ran in ")[1].split(" s")[0])
         print(f"{path.name}: {times[path.name]:.1f} s")

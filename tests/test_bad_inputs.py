@@ -147,11 +147,20 @@ def test_step_sizes_must_be_finite_and_positive(value):
         lambda: simulate(random_quadratic(3, 2), "fedavg", rounds=2, seed_ids=[-1], lr=0.1),
     ],
     ids=[
-        "erdos-renyi", "rgg", "complete-random", "clustered", "random-weights", "spectral-gap",
-        "settings-table", "participation-sample", "random-quadratic", "random-least-squares",
-        "simulate-seed", "simulate-seed-ids",
+        "erdos-renyi",
+        "rgg",
+        "complete-random",
+        "clustered",
+        "random-weights",
+        "spectral-gap",
+        "settings-table",
+        "participation-sample",
+        "random-quadratic",
+        "random-least-squares",
+        "simulate-seed",
+        "simulate-seed-ids",
     ],
-)  # fmt: skip
+)
 def test_negative_seeds_are_refused_naming_the_seed(call):
     with pytest.raises(AssumptionError, match=r"seed.* must be (an integer )?>= 0"):
         call()
@@ -300,9 +309,9 @@ def test_a_complete_graph_of_100000_nodes_is_answered_in_closed_form(small_memor
 
 
 @pytest.mark.parametrize(
-    ("topology", "n"), [("ring", 50), ("complete", 40), ("torus", 64), ("hypercube", 32),
-                        ("exponential", 64)],
-)  # fmt: skip
+    ("topology", "n"),
+    [("ring", 50), ("complete", 40), ("torus", 64), ("hypercube", 32), ("exponential", 64)],
+)
 def test_closed_form_answers_agree_with_the_matrix(topology, n):
     numeric = topology_gap(topology, n)
     closed = topology_gap(topology, n, method="closed-form")

@@ -76,8 +76,12 @@ def _stamped(proc: subprocess.Popen) -> list[tuple[float, str]]:
 def _slowed(what: str, *argv: str, cwd=None) -> list[tuple[float, str]]:
     proc = subprocess.Popen(
         [sys.executable, "-c", DRIVER, str(SLOW), what, *argv],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=cwd,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=cwd,
+    )
     lines = _stamped(proc)
     assert proc.returncode == 0, "\n".join(line for _, line in lines)
     return lines
@@ -104,8 +108,20 @@ def test_verify_is_never_silent_while_claims_run():
 
 
 def test_rate_says_what_it_computes_while_it_computes():
-    lines = _slowed("rate", "rate", "--problem", "quadratic", "--algorithm", "fedavg",
-                    "--participation", "full", "-K", "2", "--lr", "0.05")  # fmt: skip
+    lines = _slowed(
+        "rate",
+        "rate",
+        "--problem",
+        "quadratic",
+        "--algorithm",
+        "fedavg",
+        "--participation",
+        "full",
+        "-K",
+        "2",
+        "--lr",
+        "0.05",
+    )
     text = [line for _, line in lines]
     unit = "exact rates of fedavg on quadratic (full participation, K = 2, lr = 0.05)"
     assert text[0] == f"{unit} ..."
@@ -116,11 +132,23 @@ def test_rate_says_what_it_computes_while_it_computes():
 
 def test_bound_says_what_it_checks_while_it_checks(tmp_path):
     spec = tmp_path / "gd.toml"
-    spec.write_text("\n".join([
-        'algorithm = "fedavg"', 'participation = "full"', "clients = 3", "local_steps = 1",
-        'lr = "1/L_f"', 'quantity = "mean_square_rate"', 'bound = "(1 - eta*mu_f)**2"',
-        "[class]", "dim = 2", "L = 4.0", "mu = 1.0",
-    ]))  # fmt: skip
+    spec.write_text(
+        "\n".join(
+            [
+                'algorithm = "fedavg"',
+                'participation = "full"',
+                "clients = 3",
+                "local_steps = 1",
+                'lr = "1/L_f"',
+                'quantity = "mean_square_rate"',
+                'bound = "(1 - eta*mu_f)**2"',
+                "[class]",
+                "dim = 2",
+                "L = 4.0",
+                "mu = 1.0",
+            ]
+        )
+    )
     lines = _slowed("bound", "bound", str(spec), "--search", "4", cwd=tmp_path)
     text = [line for _, line in lines]
     unit = "checking gd: a search of 4 draws over the class"
@@ -135,17 +163,24 @@ def test_a_slow_start_is_heard_of_and_a_quick_one_says_nothing():
     beats = [line for line in text if line.startswith("fedtheory verify: starting running ")]
     assert len(beats) >= 2 and max(_gaps(lines, beats[0])) <= LIMIT, text
     env = {k: v for k, v in _env().items() if k != "FEDTHEORY_HEARTBEAT"}  # 10 s: a quick start
-    quick = subprocess.run([sys.executable, "-m", "fedtheory", "spectral", "ring", "-N", "8"],
-                           capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    quick = subprocess.run(
+        [sys.executable, "-m", "fedtheory", "spectral", "ring", "-N", "8"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     assert quick.stderr == ""
 
 
 def test_ctrl_c_stops_the_heartbeat_and_the_command_at_once():
     proc = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, "60", "verify", "verify", "--only", "G1", "--workers",
-         "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(),
-    )  # fmt: skip
+        [sys.executable, "-c", DRIVER, "60", "verify", "verify", "--only", "G1", "--workers", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     first = proc.stderr.readline()
     assert first.startswith("claim 1 of 1 started: G1")
     beat = proc.stderr.readline()  # the claim sleeps: the heartbeat speaks
@@ -227,8 +262,11 @@ def test_the_heartbeat_setting_is_read_or_refused(monkeypatch):
         with pytest.raises(FedTheoryError, match="FEDTHEORY_HEARTBEAT must be a number"):
             heartbeat_seconds()
     assert [duration(s) for s in (4.25, 45, 130, 3600 + 300)] == [
-        "4.2 s", "45 s", "2 min 10 s", "1 h 5 min",
-    ]  # fmt: skip
+        "4.2 s",
+        "45 s",
+        "2 min 10 s",
+        "1 h 5 min",
+    ]
 
 
 def test_verify_estimates_the_time_left_from_the_costs_at_the_runs_own_pace(monkeypatch):

@@ -48,9 +48,16 @@ from fedtheory.validation import (
     worker_count,
 )
 
-BASE = {"algorithm": "fedavg", "clients": 4, "local_steps": 1, "lr": "1/L_f",
-        "quantity": "mean_square_rate", "bound": "(1 - eta*mu_f)**2",
-        "condition": "eta <= 1/L_f", "class": {"dim": 3, "L": 10.0, "mu": 1.0}}  # fmt: skip
+BASE = {
+    "algorithm": "fedavg",
+    "clients": 4,
+    "local_steps": 1,
+    "lr": "1/L_f",
+    "quantity": "mean_square_rate",
+    "bound": "(1 - eta*mu_f)**2",
+    "condition": "eta <= 1/L_f",
+    "class": {"dim": 3, "L": 10.0, "mu": 1.0},
+}
 
 
 def _cli(capsys, *argv) -> tuple[int, str, float]:
@@ -73,10 +80,24 @@ def _toml(d: dict) -> str:
 # --- sizes before work ---------------------------------------------------------------------------
 def test_a_trillion_local_steps_are_refused_at_once_with_the_estimate(capsys):
     """``rate -K 1e12`` and ``simulate -K 1e12 -R 1`` printed nothing for minutes."""
-    for argv in (["rate", "--problem", "figure4", "--algorithm", "fedavg", "-K", 10**12,
-                  "--lr", 1e-4],
-                 ["simulate", "--problem", "figure4", "--algorithm", "fedavg", "-K", 10**12,
-                  "-R", 1, "--lr", 1e-4, "--workers", 1]):  # fmt: skip
+    for argv in (
+        ["rate", "--problem", "figure4", "--algorithm", "fedavg", "-K", 10**12, "--lr", 1e-4],
+        [
+            "simulate",
+            "--problem",
+            "figure4",
+            "--algorithm",
+            "fedavg",
+            "-K",
+            10**12,
+            "-R",
+            1,
+            "--lr",
+            1e-4,
+            "--workers",
+            1,
+        ],
+    ):
         code, line, seconds = _cli(capsys, *argv)
         assert code == 2 and seconds < 10, (line, seconds)
         assert "1000000000000 local steps takes at least about" in line and "limit" in line
@@ -104,8 +125,7 @@ def test_a_memory_limit_in_the_environment_is_a_size_or_refused(monkeypatch):
         available_memory()
 
 
-def test_a_million_local_steps_in_a_bound_spec_are_refused_by_the_checks_estimate(tmp_path,
-                                                                                capsys):  # fmt: skip
+def test_a_million_local_steps_in_a_bound_spec_are_refused_by_the_checks_estimate(tmp_path, capsys):
     spec = tmp_path / "k.toml"
     spec.write_text(_toml({**BASE, "local_steps": 1_000_000}))
     code, line, seconds = _cli(capsys, "bound", spec, "--seeds", 0)
@@ -115,11 +135,15 @@ def test_a_million_local_steps_in_a_bound_spec_are_refused_by_the_checks_estimat
 
 @pytest.mark.parametrize(
     "change, says",
-    [({"clients": 1_000_000}, "class instance of 1000000 clients of dimension 3 needs about"),
-     ({"class": {"dim": 100_000, "L": 10.0, "mu": 1.0}}, "4 clients of dimension 100000"),
-     ({"quantity": "mse_after_rounds", "bound": "D2", "rounds": 10**9},
-      "4 instance(s) with up to K = 1 local steps and R = 1000000000 rounds takes at least")],
-)  # fmt: skip
+    [
+        ({"clients": 1_000_000}, "class instance of 1000000 clients of dimension 3 needs about"),
+        ({"class": {"dim": 100_000, "L": 10.0, "mu": 1.0}}, "4 clients of dimension 100000"),
+        (
+            {"quantity": "mse_after_rounds", "bound": "D2", "rounds": 10**9},
+            "4 instance(s) with up to K = 1 local steps and R = 1000000000 rounds takes at least",
+        ),
+    ],
+)
 def test_huge_bound_sizes_are_refused_by_an_estimate_not_numpys_allocation(change, says):
     t0 = time.process_time()
     with pytest.raises(SizeError, match=re.escape(says)):
@@ -134,8 +158,10 @@ def test_the_exact_transient_is_sized_before_its_rounds(monkeypatch):
 
     prob = random_quadratic(2, 1, seed=0)
     monkeypatch.setenv("FEDTHEORY_TIME_LIMIT", "1")
-    for rounds, says in ((10**12, "the exact transient of 1000000000000 rounds needs about"),
-                         (10**6, "the exact transient of 1000000 rounds takes at least about 20 s")):  # fmt: skip
+    for rounds, says in (
+        (10**12, "the exact transient of 1000000000000 rounds needs about"),
+        (10**6, "the exact transient of 1000000 rounds takes at least about 20 s"),
+    ):
         t0 = time.process_time()
         with pytest.raises(SizeError, match=says):
             exact_mse_curve(prob, "fedavg", rounds=rounds, lr=0.05, local_steps=1)
@@ -164,8 +190,15 @@ def test_the_noise_response_of_many_gradient_calls_is_refused_by_its_memory_esti
 
     prob = random_least_squares(4, 5, 3, seed=0)
     with max_memory("64M"), pytest.raises(SizeError, match="response to gradient noise of 300"):
-        exact_rates(prob, "fedavg", make_participation("full", 4), lr=1e-3, local_steps=300,
-                    noise=0.1, verify=False)  # fmt: skip  # read only where sigma > 0
+        exact_rates(
+            prob,
+            "fedavg",
+            make_participation("full", 4),
+            lr=1e-3,
+            local_steps=300,
+            noise=0.1,
+            verify=False,
+        )  #  read only where sigma > 0
 
 
 def test_worker_counts_are_capped_as_simulate_caps_them():
@@ -190,8 +223,15 @@ def test_a_sweeps_missing_backend_is_refused_before_dask_starts(tmp_path, monkey
 
     monkeypatch.setattr(Engine, "__enter__", started)
     monkeypatch.setattr("fedtheory.backend._cupy_or_none", lambda: None)
-    spec = {"problem": "quadratic", "algorithm": "fedavg", "lr": 0.01, "local_steps": 1,
-            "rounds": 3, "seeds": 2, "backend": "cupy"}  # fmt: skip
+    spec = {
+        "problem": "quadratic",
+        "algorithm": "fedavg",
+        "lr": 0.01,
+        "local_steps": 1,
+        "rounds": 3,
+        "seeds": 2,
+        "backend": "cupy",
+    }
     with pytest.raises(BackendUnavailableError, match="CuPy is not installed"):
         run_sweep(spec, tmp_path / "store", workers=1, progress=False)
     assert not (tmp_path / "store").exists()
@@ -199,13 +239,19 @@ def test_a_sweeps_missing_backend_is_refused_before_dask_starts(tmp_path, monkey
 
 @pytest.mark.parametrize(
     "change, says",
-    [({"seeds": 10**12}, "the sweep of 1 tasks (1 grid points x 1 seed blocks"),
-     ({"seeds": 10**12, "seed_block": 1}, "1000000000000 seed blocks"),
-     ({"local_steps": 10**12}, "a pass of 1000000000000 local steps takes at least about 12 days"),
-     ({"local_steps": [1, 10**12]}, "a pass of 1000000000000 local steps")],
-)  # fmt: skip
-def test_a_sweeps_sizes_are_refused_by_their_estimate_before_dask_starts(change, says, tmp_path,
-                                                                         monkeypatch):  # fmt: skip
+    [
+        ({"seeds": 10**12}, "the sweep of 1 tasks (1 grid points x 1 seed blocks"),
+        ({"seeds": 10**12, "seed_block": 1}, "1000000000000 seed blocks"),
+        (
+            {"local_steps": 10**12},
+            "a pass of 1000000000000 local steps takes at least about 12 days",
+        ),
+        ({"local_steps": [1, 10**12]}, "a pass of 1000000000000 local steps"),
+    ],
+)
+def test_a_sweeps_sizes_are_refused_by_their_estimate_before_dask_starts(
+    change, says, tmp_path, monkeypatch
+):
     """Seeds were cut into blocks (a list of 1e12 seeds: MemoryError, "out of memory") before
     the size was estimated; K was first sized on a Dask worker, after start-up."""
     from fedtheory.sweep import run as run_sweep  # noqa: PLC0415
@@ -214,8 +260,15 @@ def test_a_sweeps_sizes_are_refused_by_their_estimate_before_dask_starts(change,
         raise AssertionError("Dask was started")
 
     monkeypatch.setattr(Engine, "__enter__", started)
-    spec = {"problem": "quadratic", "algorithm": "fedavg", "lr": 0.01, "local_steps": 1,
-            "rounds": 3, "seeds": 2, **change}  # fmt: skip
+    spec = {
+        "problem": "quadratic",
+        "algorithm": "fedavg",
+        "lr": 0.01,
+        "local_steps": 1,
+        "rounds": 3,
+        "seeds": 2,
+        **change,
+    }
     t0 = time.process_time()
     with pytest.raises(FedTheoryError, match=re.escape(says)):  # memory, disk or time
         run_sweep(spec, tmp_path / "store", workers=1, progress=False)
@@ -226,20 +279,48 @@ def test_a_sweeps_sizes_are_refused_by_their_estimate_before_dask_starts(change,
 @pytest.mark.parametrize(
     "argv, says",
     [
-        (["verify", "--only", "G1", "--json", "-", "--markdown", "-"],
-         "--json and --markdown would both write to stdout"),
-        (["verify", "--only", "G1", "--json", "-", "--html", "-"],
-         "--json and --html would both write to stdout"),
-        (["verify", "--only", "G1", "--json", "same.out", "--html", "same.out"],
-         "--json same.out and --html same.out name the same file"),
-        (["verify", "--only", "G1", "--html", "same.out", "--markdown", "./same.out"],
-         "--html same.out and --markdown ./same.out name the same file"),
-        (["verify", "--only", "G1", "--json", "same.out", "--markdown", "link.out"],
-         "name the same file"),
-        (["simulate", "--problem", "figure4", "--algorithm", "fedavg", "-R", "2", "-K", "1",
-          "--lr", "1e-4", "--json", "a.json", "--out", "a.json"], "name the same file"),
+        (
+            ["verify", "--only", "G1", "--json", "-", "--markdown", "-"],
+            "--json and --markdown would both write to stdout",
+        ),
+        (
+            ["verify", "--only", "G1", "--json", "-", "--html", "-"],
+            "--json and --html would both write to stdout",
+        ),
+        (
+            ["verify", "--only", "G1", "--json", "same.out", "--html", "same.out"],
+            "--json same.out and --html same.out name the same file",
+        ),
+        (
+            ["verify", "--only", "G1", "--html", "same.out", "--markdown", "./same.out"],
+            "--html same.out and --markdown ./same.out name the same file",
+        ),
+        (
+            ["verify", "--only", "G1", "--json", "same.out", "--markdown", "link.out"],
+            "name the same file",
+        ),
+        (
+            [
+                "simulate",
+                "--problem",
+                "figure4",
+                "--algorithm",
+                "fedavg",
+                "-R",
+                "2",
+                "-K",
+                "1",
+                "--lr",
+                "1e-4",
+                "--json",
+                "a.json",
+                "--out",
+                "a.json",
+            ],
+            "name the same file",
+        ),
     ],
-)  # fmt: skip
+)
 def test_two_outputs_on_one_file_or_on_stdout_are_refused_before_the_work(
     argv, says, tmp_path, capsys, monkeypatch
 ):
@@ -277,7 +358,7 @@ def test_devnull_may_take_every_output(capsys, monkeypatch):
         ({"local_steps": 1.5}, "local_steps must be an integer"),
         ({"algorithm": 3}, "algorithm must be a string"),
     ],
-)  # fmt: skip
+)
 def test_invalid_settings_are_named_by_the_constructor_and_from_dict_alike(change, says):
     """``BoundSpec(..., tolerance=nan)`` used to skip the checks ``from_dict`` made (a bound
     violated by a factor of 2 was reported as "Holds ... worst ratio 2"); invalid settings
@@ -299,9 +380,12 @@ def test_the_instance_class_checks_in_its_constructor_too():
     assert InstanceClass(dim=[3, 4], L=10, mu=1).dim == (3, 4)  # normalized as from a table
     general = InstanceClass(dim=(), L=1.0, mu=0.0, functions="smooth-strongly-convex")
     assert general.mu == 0.0 and general.dim == ()
-    for kw, says in [({"functions": "convex"}, "functions must be one of"),
-                     ({"D2": -1.0}, "D2 must be > 0"), ({"zeta2": math.nan}, "zeta2 must be finite"),
-                     ({"dim": ()}, "needs dim")]:  # fmt: skip
+    for kw, says in [
+        ({"functions": "convex"}, "functions must be one of"),
+        ({"D2": -1.0}, "D2 must be > 0"),
+        ({"zeta2": math.nan}, "zeta2 must be finite"),
+        ({"dim": ()}, "needs dim"),
+    ]:
         with pytest.raises(AssumptionError, match=says):
             InstanceClass(**{"dim": (3,), "L": 10.0, "mu": 1.0, **kw})
 
@@ -363,8 +447,20 @@ def test_simulate_refuses_what_is_not_a_run(capsys):
     draws = np.array([[[1, 0, 0], [0, 0, 0], [0, 0, 1]]], dtype=bool)
     with pytest.raises(AssumptionError, match=r"draws\[0, 1\] has no participant"):
         simulate(prob, "fedavg", "uniform", clients_per_round=1, seeds=1, draws=draws, **kw)
-    code, line, _ = _cli(capsys, "simulate", "--problem", "quadratic", "--algorithm", "fedavg",
-                         "-R", 0, "-K", 1, "--lr", 0.1)  # fmt: skip
+    code, line, _ = _cli(
+        capsys,
+        "simulate",
+        "--problem",
+        "quadratic",
+        "--algorithm",
+        "fedavg",
+        "-R",
+        0,
+        "-K",
+        1,
+        "--lr",
+        0.1,
+    )
     assert code == 2 and "--rounds R must be >= 1, got 0" in line
 
 
@@ -389,10 +485,12 @@ def test_masked_entries_are_refused_not_dropped():
 
 @pytest.mark.parametrize(
     "text, says",
-    [("0.5,0.5\n0.5,abc\n", "line 2, field 2 is 'abc', not a number"),
-     ("# W\n0.5,0.5\n\n0.5\n", "line 4 has 1 number, line 2 has 2"),
-     ("1,,2\n", "line 1, field 2 is '', not a number")],
-)  # fmt: skip
+    [
+        ("0.5,0.5\n0.5,abc\n", "line 2, field 2 is 'abc', not a number"),
+        ("# W\n0.5,0.5\n\n0.5\n", "line 4 has 1 number, line 2 has 2"),
+        ("1,,2\n", "line 1, field 2 is '', not a number"),
+    ],
+)
 def test_a_bad_csv_matrix_is_named_by_line_and_field_in_our_words(text, says, tmp_path, capsys):
     path = tmp_path / "W.csv"
     path.write_text(text)
@@ -406,8 +504,19 @@ def test_a_sweep_spec_names_are_looked_up_never_imported_or_evaluated(tmp_path, 
     run = f"__import__('os').system('touch {marker}')"
     for key in ("problem", "algorithm", "participation", "topology", "backend"):
         spec = tmp_path / f"{key}.toml"
-        spec.write_text(_toml({"problem": "quadratic", "algorithm": "fedavg", "lr": 0.01,
-                               "local_steps": 1, "rounds": 3, "seeds": 2, key: run}))  # fmt: skip
+        spec.write_text(
+            _toml(
+                {
+                    "problem": "quadratic",
+                    "algorithm": "fedavg",
+                    "lr": 0.01,
+                    "local_steps": 1,
+                    "rounds": 3,
+                    "seeds": 2,
+                    key: run,
+                }
+            )
+        )
         code, line, _ = _cli(capsys, "sweep", spec, "--store", tmp_path / "s", "--workers", 1)
         assert code == 2 and not marker.exists(), line
     assert not (tmp_path / "s").exists()
@@ -439,8 +548,9 @@ def test_problem_and_matrix_files_are_read_without_pickle(tmp_path, capsys):
     assert code == 2 and not marker.exists(), line
     prob = tmp_path / "p.npz"
     _pickled_npz(prob, A=np.array([Payload()], dtype=object), b=np.ones((1, 1)))
-    code, line, _ = _cli(capsys, "rate", "--problem-file", prob, "--algorithm", "fedavg",
-                         "-K", 1, "--lr", 0.1)  # fmt: skip
+    code, line, _ = _cli(
+        capsys, "rate", "--problem-file", prob, "--algorithm", "fedavg", "-K", 1, "--lr", 0.1
+    )
     assert code == 2 and not marker.exists(), line
     with zipfile.ZipFile(prob) as z:
         assert any(n.startswith("A") for n in z.namelist())  # the payload was there
@@ -455,11 +565,21 @@ def test_a_stores_attributes_are_json_data(tmp_path):
     marker = tmp_path / "PWNED"
     store = tmp_path / "s"
     store.mkdir()
-    hostile = {"problem": f"__import__('os').system('touch {marker}')", "algorithm": "fedavg",
-               "lr": 0.1, "local_steps": 1, "rounds": 2}  # fmt: skip
-    root = {"zarr_format": 3, "node_type": "group",
-            "attributes": {"fedtheory_store": "fedtheory-sweep-3",
-                           "fedtheory_spec": json.dumps(hostile)}}  # fmt: skip
+    hostile = {
+        "problem": f"__import__('os').system('touch {marker}')",
+        "algorithm": "fedavg",
+        "lr": 0.1,
+        "local_steps": 1,
+        "rounds": 2,
+    }
+    root = {
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {
+            "fedtheory_store": "fedtheory-sweep-3",
+            "fedtheory_spec": json.dumps(hostile),
+        },
+    }
     (store / "zarr.json").write_text(json.dumps(root))
     out = check_store(store)
     assert out.problem and "cannot be read" in out.problem and not marker.exists()
@@ -470,11 +590,35 @@ def test_a_stores_attributes_are_json_data(tmp_path):
 def test_ctrl_c_is_one_line_and_acted_on_at_once(delay, tmp_path):
     """A terminal's Ctrl-C (SIGINT to the process group) in the first second (imports) used to
     print a 57-line traceback; ``simulate`` with worker processes took 12-34 s to act on it."""
-    argv = [sys.executable, "-m", "fedtheory", "simulate", "--problem", "figure4", "--algorithm",
-            "focus", "--participation", "uniform", "-M", "4", "-K", "3", "--lr", "1e-4", "-R",
-            "3000", "--seeds", "1000", "--workers", "2", "--json", str(tmp_path / "out.json")]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "fedtheory",
+        "simulate",
+        "--problem",
+        "figure4",
+        "--algorithm",
+        "focus",
+        "--participation",
+        "uniform",
+        "-M",
+        "4",
+        "-K",
+        "3",
+        "--lr",
+        "1e-4",
+        "-R",
+        "3000",
+        "--seeds",
+        "1000",
+        "--workers",
+        "2",
+        "--json",
+        str(tmp_path / "out.json"),
+    ]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     time.sleep(delay)
     t0 = time.perf_counter()
     os.killpg(proc.pid, signal.SIGINT)
@@ -495,13 +639,28 @@ def test_dask_task_arguments_are_plain_data():
 
     class OnlyData(pickle.Unpickler):
         def find_class(self, module, name):
-            if module.split(".")[0] in ("fedtheory", "builtins", "numpy", "pathlib", "copyreg",
-                                        "collections", "_codecs"):  # fmt: skip
+            if module.split(".")[0] in (
+                "fedtheory",
+                "builtins",
+                "numpy",
+                "pathlib",
+                "copyreg",
+                "collections",
+                "_codecs",
+            ):
                 return super().find_class(module, name)
             raise pickle.UnpicklingError(f"{module}.{name}")
 
-    spec = normalize({"problem": "quadratic", "algorithm": ["fedavg", "focus"], "lr": 0.01,
-                      "local_steps": 1, "rounds": 3, "seeds": 2})  # fmt: skip
+    spec = normalize(
+        {
+            "problem": "quadratic",
+            "algorithm": ["fedavg", "focus"],
+            "lr": 0.01,
+            "local_steps": 1,
+            "rounds": 3,
+            "seeds": 2,
+        }
+    )
     for item in [*spec.tasks(), ("C1", Context())]:
         assert OnlyData(io.BytesIO(pickle.dumps(item))).load() is not None
 

@@ -84,16 +84,21 @@ def test_announce_says_long_work_only(monkeypatch, capsys):
 
 def test_a_huge_participation_table_is_refused_before_work(capsys):
     """10^8 clients ran for minutes: the report's memory is estimated from N first."""
-    line = refused(capsys, "participation", "uniform", "-N", "100000000", "-M", "4",
-                   "--max-memory", "4G")  # fmt: skip
-    assert "the participation report of 100000000 clients needs about 29.8 GiB, more than " \
-           "the 4.0 GiB allowed by --max-memory: ask for fewer clients -N" in line  # fmt: skip
+    line = refused(
+        capsys, "participation", "uniform", "-N", "100000000", "-M", "4", "--max-memory", "4G"
+    )
+    assert (
+        "the participation report of 100000000 clients needs about 29.8 GiB, more than "
+        "the 4.0 GiB allowed by --max-memory: ask for fewer clients -N" in line
+    )
 
 
 def test_a_huge_spectral_graph_is_refused_before_it_is_built(capsys):
     line = refused(capsys, "spectral", "erdos-renyi", "-N", "3000000", "--max-memory", "8G")
-    assert "the sparse spectral gap of the erdos-renyi graph on 3000000 nodes (9.25e+07 " \
-           "non-zeros) needs about 34.5 GiB, more than the 8.0 GiB" in line  # fmt: skip
+    assert (
+        "the sparse spectral gap of the erdos-renyi graph on 3000000 nodes (9.25e+07 "
+        "non-zeros) needs about 34.5 GiB, more than the 8.0 GiB" in line
+    )
 
 
 def test_the_memory_limit_flag_is_checked(capsys):
@@ -116,9 +121,10 @@ def _growth_held(err: np.ndarray, growth: float = 10.0, window: int = 50) -> lis
     """The rounds where the rule of the runner's docstring holds, from a recorded curve."""
     base = max(1.0, err[0])
     return [
-        r for r in range(1, len(err))
+        r
+        for r in range(1, len(err))
         if err[r] > base and err[r] >= growth * np.nanmin(err[max(r - window, 0) : r])
-    ]  # fmt: skip
+    ]
 
 
 def test_slow_divergence_is_reported():
@@ -136,8 +142,7 @@ def test_slow_divergence_is_reported():
     )
     ok = simulate(problem, "fedavg", rounds=30, seeds=3, lr=0.0055, local_steps=1)
     assert not ok.diverging.any() and ok.divergence_summary() is None
-    off = simulate(problem, "fedavg", rounds=30, lr=0.0055, local_steps=2,
-                   divergence_growth=np.inf)  # fmt: skip
+    off = simulate(problem, "fedavg", rounds=30, lr=0.0055, local_steps=2, divergence_growth=np.inf)
     assert not off.diverging.any()
 
 
@@ -145,8 +150,18 @@ def test_a_transient_that_comes_back_is_not_divergence():
     """CAFGA at a large step: one seed's error spikes 10x above its start and comes back to
     below it by the last round; the rule held at a round, but the seed did not diverge."""
     problem = make_problem("least-squares", seed=0)
-    res = simulate(problem, "cafga", "uniform", clients_per_round=4, rounds=300, lr=0.1,
-                   local_steps=2, seeds=8, topology="ring", clusters=4)  # fmt: skip
+    res = simulate(
+        problem,
+        "cafga",
+        "uniform",
+        clients_per_round=4,
+        rounds=300,
+        lr=0.1,
+        local_steps=2,
+        seeds=8,
+        topology="ring",
+        clusters=4,
+    )
     spiked = [s for s in range(8) if _growth_held(res.error[s])]
     assert spiked, "no transient in this run any more: pick another"
     for s in spiked:
@@ -156,16 +171,31 @@ def test_a_transient_that_comes_back_is_not_divergence():
 
 def test_divergence_settings_are_checked():
     problem = make_problem("quadratic")
-    for kw, msg in [({"divergence_growth": 1.0}, "growth factor must be > 1"),
-                    ({"divergence_growth": -2.0}, "growth factor must be finite and > 0"),
-                    ({"divergence_window": 0}, "divergence window must be >= 1")]:  # fmt: skip
+    for kw, msg in [
+        ({"divergence_growth": 1.0}, "growth factor must be > 1"),
+        ({"divergence_growth": -2.0}, "growth factor must be finite and > 0"),
+        ({"divergence_window": 0}, "divergence window must be >= 1"),
+    ]:
         with pytest.raises(AssumptionError, match=msg):
             simulate(problem, "fedavg", rounds=3, lr=0.01, local_steps=1, **kw)
 
 
 def test_simulate_fails_on_slow_divergence(capsys, tmp_path):
-    argv = ["simulate", "--problem", "figure4", "--algorithm", "fedavg", "--lr", "0.0055",
-            "-R", "30", "-K", "2", "--json", str(tmp_path / "out.json")]  # fmt: skip
+    argv = [
+        "simulate",
+        "--problem",
+        "figure4",
+        "--algorithm",
+        "fedavg",
+        "--lr",
+        "0.0055",
+        "-R",
+        "30",
+        "-K",
+        "2",
+        "--json",
+        str(tmp_path / "out.json"),
+    ]
     code, _, err = run(capsys, *argv)
     assert code == 0 and "1 of 1 seed diverging: the error grew 10x" in err
     out = json.loads((tmp_path / "out.json").read_text())
@@ -229,8 +259,18 @@ def test_problem_files_without_clients_or_dimension(tmp_path, capsys, shape):
     with pytest.raises(AssumptionError, match=rf"p.npz: A has shape \({shape[0]}, 3, "):
         ProblemFile(path)
     for cmd in (["simulate", "-R", "3"], ["rate"]):
-        line = refused(capsys, *cmd, "--problem-file", str(path), "--algorithm", "fedavg",
-                       "-K", "1", "--lr", "0.01")  # fmt: skip
+        line = refused(
+            capsys,
+            *cmd,
+            "--problem-file",
+            str(path),
+            "--algorithm",
+            "fedavg",
+            "-K",
+            "1",
+            "--lr",
+            "0.01",
+        )
         assert "a problem needs at least one client and dimension d >= 1" in line
 
 
@@ -254,14 +294,16 @@ def test_rate_refuses_flags_the_setting_does_not_read(capsys):
     "argv, message",
     [
         (["ring", "-N", "10", "--p", "0.3"], "the ring topology does not read --p"),
-        (["torus", "-N", "16", "--radius", "0.3"],
-         "the torus topology does not read --radius (it reads --rows, --cols)"),
+        (
+            ["torus", "-N", "16", "--radius", "0.3"],
+            "the torus topology does not read --radius (it reads --rows, --cols)",
+        ),
         (["one-peer-exponential", "-N", "8", "--rows", "2"], "does not read --rows"),
         (["--p", "0.3"], "--p shapes a graph: give a TOPOLOGY"),
         (["-N", "10", "--weights", "metropolis"], "--clients, --weights shape a graph"),
         (["ring", "-N", "10", "--alpha", "0.1"], "--alpha is the step of --weights laplacian"),
     ],
-)  # fmt: skip
+)
 def test_spectral_refuses_flags_the_graph_does_not_read(capsys, argv, message):
     assert message in refused(capsys, "spectral", *argv)
 
@@ -277,13 +319,15 @@ def test_spectral_matrix_is_used_as_it_is(capsys, tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["uniform", "-N", "10", "-M", "2", "--replace"],
-         "uniform participation does not read --replace (it reads -N, --clients-per-round)"),
+        (
+            ["uniform", "-N", "10", "-M", "2", "--replace"],
+            "uniform participation does not read --replace (it reads -N, --clients-per-round)",
+        ),
         (["full", "-N", "10", "--a", "0.3"], "full participation does not read --a (it reads -N)"),
         (["uniform", "-N", "10", "-M", "2", "--empty-policy", "skip"], "does not read --empty"),
         (["uniform", "-N", "10", "-M", "2", "--seed", "3"], "--seed sets the draw of --plot"),
     ],
-)  # fmt: skip
+)
 def test_participation_refuses_flags_the_model_does_not_read(capsys, argv, message):
     line = refused(capsys, "participation", *argv)
     assert message in line
@@ -295,8 +339,11 @@ def test_participation_flags_reach_the_model():
     )
     assert build_model(args).describe()["start"] == "on"
     with pytest.raises(UnknownOptionError):
-        build_model(build_parser("participation").parse_args(
-            ["participation", "cluster", "-N", "4", "-M", "1", "--trace", "t.npy"]))  # fmt: skip
+        build_model(
+            build_parser("participation").parse_args(
+                ["participation", "cluster", "-N", "4", "-M", "1", "--trace", "t.npy"]
+            )
+        )
 
 
 def test_refusals_are_fedtheory_errors():

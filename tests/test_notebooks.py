@@ -74,7 +74,7 @@ def test_the_kernel_guard_blocks_the_test_extra(tmp_path):
         cells=[
             nbformat.v4.new_code_cell(WITHOUT_TEST_EXTRA),
             nbformat.v4.new_code_cell("import hypothesis"),
-        ]  # fmt: skip
+        ]
     )
     client = NotebookClient(
         nb, kernel_name="python3", timeout=60, resources={"metadata": {"path": str(tmp_path)}}

@@ -103,8 +103,7 @@ def test_fork_all_is_the_list_comprehension_in_any_start_order(data, n, workers)
     function may be a closure over the caller's data."""
     table = np.arange(n) * 3.0
     order = data.draw(st.permutations(range(n)))
-    got = fork_all(lambda k: (os.getpid(), float(table[k])), range(n), workers=workers,
-                   order=order)  # fmt: skip
+    got = fork_all(lambda k: (os.getpid(), float(table[k])), range(n), workers=workers, order=order)
     assert [v for _, v in got] == [3.0 * k for k in range(n)]
     pids = {pid for pid, _ in got}
     if workers == 1 or n <= 1:

@@ -71,8 +71,12 @@ def _verify_log(tmp_path, *flags: str) -> tuple[subprocess.CompletedProcess, lis
     with open(err, "w") as fh:
         done = subprocess.run(
             [sys.executable, "-m", "fedtheory", "verify", "--only", "G1,G2", *flags],
-            stdout=subprocess.PIPE, stderr=fh, text=True, env=_env_with_progress(), check=False,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=fh,
+            text=True,
+            env=_env_with_progress(),
+            check=False,
+        )
     assert done.returncode == 0
     return done, err.read_text().splitlines()
 
@@ -99,8 +103,11 @@ def test_verify_streams_a_line_per_claim_started_and_finished_to_a_redirected_st
     assert sorted(line.split(": ")[1].split()[0] for line in lines[2:]) == ["G1", "G2"]
     piped = subprocess.run(
         [sys.executable, "-m", "fedtheory", "verify", "--only", "G1", "--json", "-"],
-        capture_output=True, text=True, env=_env_with_progress(), check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=_env_with_progress(),
+        check=True,
+    )
     json.loads(piped.stdout)  # pure JSON
     assert "claim 1 of 1 done: G1 holds" in piped.stderr
 

@@ -258,10 +258,17 @@ def test_nn_forward_backward_numpy_fallbacks_equal_numpy(shards, activation, net
     for backend in ("numpy", "strict"):
         model = None
         if net == "conv":
-            model = Conv1DNet(12, 3, channels=(4,), kernel=3, stride=2, hidden=(5,),
-                              activation=activation)  # fmt: skip
-        probs[backend] = MLPProblem(shards, hidden=(6,), activation=activation, batch_size=3,
-                                    xp=get_backend(backend), model=model)  # fmt: skip
+            model = Conv1DNet(
+                12, 3, channels=(4,), kernel=3, stride=2, hidden=(5,), activation=activation
+            )
+        probs[backend] = MLPProblem(
+            shards,
+            hidden=(6,),
+            activation=activation,
+            batch_size=3,
+            xp=get_backend(backend),
+            model=model,
+        )
     pn, ps = probs["numpy"], probs["strict"]
     X = pn.init(np.random.default_rng(1), (2, 3))
     Xs = XP.asarray(X)
@@ -269,12 +276,14 @@ def test_nn_forward_backward_numpy_fallbacks_equal_numpy(shards, activation, net
     pairs = [
         (pn.grads(X), ps.grads(Xs)),
         (pn.grads(X, np.random.default_rng(2)), ps.grads(Xs, np.random.default_rng(2))),
-        (pn.grads_at(X[:, :2], clients, np.random.default_rng(3)),
-         ps.grads_at(Xs[:, :2], XP.asarray(clients), np.random.default_rng(3))),
+        (
+            pn.grads_at(X[:, :2], clients, np.random.default_rng(3)),
+            ps.grads_at(Xs[:, :2], XP.asarray(clients), np.random.default_rng(3)),
+        ),
         (pn.client_losses(X), ps.client_losses(Xs)),
         (pn.full_grad(X[:, 0]), ps.full_grad(Xs[:, 0])),
         (pn.accuracy(X[:, 0]), ps.accuracy(Xs[:, 0])),
-    ]  # fmt: skip
+    ]
     for want, got in pairs:
         assert isinstance(want, np.ndarray)
         assert np.array_equal(want, to_numpy(got))
@@ -299,8 +308,20 @@ def test_nn_training_through_the_simulator_equals_numpy(shards):
     for backend in ("numpy", "strict"):
         p = MLPProblem(shards, hidden=(6,), batch_size=3, xp=get_backend(backend))
         x0 = to_numpy(p.init(np.random.default_rng(1), (2,)))
-        results.append(simulate(p, "fedadam", "uniform", clients_per_round=2, rounds=6, seeds=2,
-                                x0=x0, lr=0.1, local_steps=2, backend=backend))  # fmt: skip
+        results.append(
+            simulate(
+                p,
+                "fedadam",
+                "uniform",
+                clients_per_round=2,
+                rounds=6,
+                seeds=2,
+                x0=x0,
+                lr=0.1,
+                local_steps=2,
+                backend=backend,
+            )
+        )
     assert_same_run(*results)
 
 
@@ -320,9 +341,32 @@ def test_nn_participants_only_path_equals_numpy(name):
 
 
 def test_cli_simulate_under_strict_prints_numpys_numbers(tmp_path):
-    args = [sys.executable, "-m", "fedtheory", "simulate", "--problem", "figure4", "--algorithm",
-            "focus", "--participation", "uniform", "-M", "4", "--rounds", "20", "-K", "3",
-            "--lr", "1e-4", "--seeds", "3", "--workers", "1", "--json", "-"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "fedtheory",
+        "simulate",
+        "--problem",
+        "figure4",
+        "--algorithm",
+        "focus",
+        "--participation",
+        "uniform",
+        "-M",
+        "4",
+        "--rounds",
+        "20",
+        "-K",
+        "3",
+        "--lr",
+        "1e-4",
+        "--seeds",
+        "3",
+        "--workers",
+        "1",
+        "--json",
+        "-",
+    ]
     out = {}
     for backend in ("numpy", "strict"):
         env = {**os.environ, "FEDTHEORY_BACKEND": backend}

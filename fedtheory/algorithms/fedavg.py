@@ -89,9 +89,18 @@ def build_fedavg(
             S, d = state.x.shape
             X, own = xp.empty((S, problem.n_clients, d), dtype=state.x.dtype), True
         XK = local_steps(
-            problem, X, K, lr, compute=draw.mask, rng=rng, prox_mu=prox_mu,
-            anchor=state.x, overwrite=own, layout=lay, start=state.x,
-        )  # fmt: skip
+            problem,
+            X,
+            K,
+            lr,
+            compute=draw.mask,
+            rng=rng,
+            prox_mu=prox_mu,
+            anchor=state.x,
+            overwrite=own,
+            layout=lay,
+            start=state.x,
+        )
         delta = aggregate_deltas(XK, state.x, draw.weights, draw.mask, lay)
         step, opt_state = opt.update(delta, state.opt)
         return FedAvgState(x=state.x + step, X=None if state.X is None else XK, opt=opt_state)

@@ -95,8 +95,9 @@ def build_focus(config: AlgorithmConfig, stochastic: bool = False) -> Algorithm:
         xp = get_namespace(x0)
         N = problem.n_clients
         g_prev = xp.zeros((x0.shape[0], N, x0.shape[1]), dtype=x0.dtype)
-        return FocusState(x=x0, y=xp.zeros_like(x0), g_prev=g_prev,
-                          X=initial_client_models(x0, N, client_models))  # fmt: skip
+        return FocusState(
+            x=x0, y=xp.zeros_like(x0), g_prev=g_prev, X=initial_client_models(x0, N, client_models)
+        )
 
     def round_(
         state: FocusState, problem: Any, draw: Any, rng: Any = None, *, donate: bool = False

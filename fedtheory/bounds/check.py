@@ -58,8 +58,16 @@ __all__ = [
 ]
 
 
-def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = None,
-            seed: int = 0, rounds: int | None = None, exact_rate: float | None = None) -> dict:  # fmt: skip
+def measure(
+    spec: BoundSpec,
+    inst: Instance,
+    eta: float,
+    *,
+    seeds: int | None = None,
+    seed: int = 0,
+    rounds: int | None = None,
+    exact_rate: float | None = None,
+) -> dict:
     """The measured value from :func:`fedtheory.simulation.simulate` (mean over seeds, 95% CI)
     and the rounds until the seed mean of ||x_r - x*||^2 falls below epsilon times its start.
 
@@ -73,22 +81,32 @@ def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = 
     S = int(seeds or spec.seeds) if random else 1
     if rounds is None:
         rho = exact_rate if exact_rate is not None and 0 < exact_rate < 1 else 0.99
-        rounds = int(min(5000, max(50, math.ceil(1.5 * math.log(min(spec.epsilon, 1e-8))
-                                                  / math.log(rho)))))  # fmt: skip
+        rounds = int(
+            min(5000, max(50, math.ceil(1.5 * math.log(min(spec.epsilon, 1e-8)) / math.log(rho))))
+        )
     kw = oracle_keywords(spec, inst, eta)
     kw["aggregation"] = kw.pop("rule")
     kw.update(kw.pop("options", {}))  # simulate takes the algorithm's options as keywords
-    res = simulate(inst.problem, spec.algorithm, part, rounds=rounds, seeds=S, seed=seed,
-                   metrics=("error",), **kw)  # fmt: skip
+    res = simulate(
+        inst.problem,
+        spec.algorithm,
+        part,
+        rounds=rounds,
+        seeds=S,
+        seed=seed,
+        metrics=("error",),
+        **kw,
+    )
     d0 = float(inst.problem.x_star @ inst.problem.x_star)
     e2 = np.asarray(res.error, dtype=np.float64) ** 2 * d0  # (S, R + 1)
     mean = e2.mean(axis=0)
     hit = np.flatnonzero(mean <= spec.epsilon * mean[0])
     out: dict[str, Any] = {
-        "seeds": S, "rounds": rounds,
+        "seeds": S,
+        "rounds": rounds,
         "rounds_to_epsilon": int(hit[0]) if hit.size else None,
         "method": f"simulate: {S} seed(s), {rounds} rounds, x_0 = 0",
-    }  # fmt: skip
+    }
     q = spec.quantity
     eff: Effect | None = None
     try:
@@ -98,8 +116,9 @@ def measure(spec: BoundSpec, inst: Instance, eta: float, *, seeds: int | None = 
                 return fit_linear_rate(x.mean(axis=0), min_error=1e-28 * d0).rho
 
             unit = "per-round factor of the seed mean of ||x_r - x*||^2"
-            eff = (jackknife_interval(stat, e2, 0.95, unit) if S > 1
-                   else Effect.exact(stat(e2), unit))  # fmt: skip
+            eff = (
+                jackknife_interval(stat, e2, 0.95, unit) if S > 1 else Effect.exact(stat(e2), unit)
+            )
         elif q == "stationary_mse":
             tail = np.nanmean(e2[:, e2.shape[1] // 2 :], axis=1)
             unit = "time average of ||x_r - x*||^2 over the second half"
@@ -176,8 +195,10 @@ class BoundCheck:
         spec = self.spec
         worst = None
         if self.worst is not None:
-            worst = {**self.worst.to_dict(full=True), **self.files.get("worst", {
-                "problem_file": None})}  # fmt: skip
+            worst = {
+                **self.worst.to_dict(full=True),
+                **self.files.get("worst", {"problem_file": None}),
+            }
             if "command" in self.files.get("worst", {}):
                 worst["command"] = self.files["worst"]["command"]
         out = {
@@ -202,8 +223,11 @@ class BoundCheck:
         }
         if self.implied is not None:
             imp = {k: v for k, v in self.implied.items() if k != "argmax"}
-            imp["argmax"] = self.implied["argmax"].to_dict(full=True) if self.implied.get(
-                "argmax") is not None else None  # fmt: skip
+            imp["argmax"] = (
+                self.implied["argmax"].to_dict(full=True)
+                if self.implied.get("argmax") is not None
+                else None
+            )
             imp["problem_file"] = self.files.get("implied", {}).get("problem_file")
             out["implied_constant"] = imp
         if self.named is not None:
@@ -218,32 +242,45 @@ class BoundCheck:
         if self.implied is not None and spec.constant_value is None:
             v = self.implied["value"]
             if self.violated or v is None or not math.isfinite(v):
-                return (f"No constant {spec.constant} makes {spec.bound} hold on the {met} of "
-                        f"{n} instances that meet the condition.")  # fmt: skip
+                return (
+                    f"No constant {spec.constant} makes {spec.bound} hold on the {met} of "
+                    f"{n} instances that meet the condition."
+                )
             reach = f" The search reached {coverage_text(self.coverage)}." if self.coverage else ""
-            misses = "".join(f" {f['text'][0].upper()}{f['text'][1:]}." for f in
-                             self.shape.values() if f["verdict"] == "does not describe")  # fmt: skip
-            return (f"The {self.implied['direction']} {spec.constant} = {v:.6g} on the {met} of "
-                    f"{n} instances that meet the condition (a paper's constant above/below it "
-                    f"is contradicted by the saved instance).{misses}{reach}")  # fmt: skip
+            misses = "".join(
+                f" {f['text'][0].upper()}{f['text'][1:]}."
+                for f in self.shape.values()
+                if f["verdict"] == "does not describe"
+            )
+            return (
+                f"The {self.implied['direction']} {spec.constant} = {v:.6g} on the {met} of "
+                f"{n} instances that meet the condition (a paper's constant above/below it "
+                f"is contradicted by the saved instance).{misses}{reach}"
+            )
         w = self.worst
         if w is None:
             return f"No instance of the {n} evaluated meets the condition: nothing to check."
         if self.violated:
             where = self.files.get("worst", {}).get("problem_file")
-            return (f"Violated: exact {w.exact:.6g} > stated {w.stated:.6g} (ratio {w.ratio:.6g})"
-                    f" on {w.label}" + (f", saved as {where}." if where else "."))  # fmt: skip
+            return (
+                f"Violated: exact {w.exact:.6g} > stated {w.stated:.6g} (ratio {w.ratio:.6g})"
+                f" on {w.label}" + (f", saved as {where}." if where else ".")
+            )
         reach = f" The search reached {coverage_text(self.coverage)}." if self.coverage else ""
-        return (f"Holds on all {met} of {n} instances that meet the condition; worst ratio "
-                f"{w.ratio:.6g} (exact {w.exact:.6g}, stated {w.stated:.6g}).{reach}")  # fmt: skip
+        return (
+            f"Holds on all {met} of {n} instances that meet the condition; worst ratio "
+            f"{w.ratio:.6g} (exact {w.exact:.6g}, stated {w.stated:.6g}).{reach}"
+        )
 
     def table(self) -> str:
         """A short table: the named instance, the worst, the implied constant."""
         rows = [f"{'':22s} {'stated':>14s} {'exact':>14s} {'ratio':>10s} {'eta':>11s} cond"]
 
         def row(name: str, e: Evaluation) -> str:
-            return (f"{name:22s} {e.stated:14.8g} {e.exact:14.8g} {e.ratio:10.6g} "
-                    f"{e.eta:11.4g} {'yes' if e.condition_met else 'no'}")  # fmt: skip
+            return (
+                f"{name:22s} {e.stated:14.8g} {e.exact:14.8g} {e.ratio:10.6g} "
+                f"{e.eta:11.4g} {'yes' if e.condition_met else 'no'}"
+            )
 
         if self.named is not None:
             rows.append(row(f"instance {self.instances[0].label}"[:22], self.instances[0]))
@@ -256,8 +293,10 @@ class BoundCheck:
             if command:
                 rows.append(f"reproduce              {command}")
         if self.implied is not None and self.implied.get("value") is not None:
-            rows.append(f"implied constant       {self.spec.constant} = "
-                        f"{self.implied['value']:.8g} ({self.implied['direction']})")  # fmt: skip
+            rows.append(
+                f"implied constant       {self.spec.constant} = "
+                f"{self.implied['value']:.8g} ({self.implied['direction']})"
+            )
         for name, fit in self.shape.items():
             rows.append(f"shape in {name:<13s} {fit['text']}")
 
@@ -265,13 +304,17 @@ class BoundCheck:
             m = self.named["measured"]
             if m.get("value") is not None:
                 ci = m.get("ci")
-                rows.append(f"measured (simulate)    {m['value']:.8g}" + (
-                    f" [{ci[0]:.6g}, {ci[1]:.6g}] 95%" if ci else ""))  # fmt: skip
+                rows.append(
+                    f"measured (simulate)    {m['value']:.8g}"
+                    + (f" [{ci[0]:.6g}, {ci[1]:.6g}] 95%" if ci else "")
+                )
         return "\n".join(rows)
 
     def __repr__(self) -> str:
-        return (f"BoundCheck(violated={self.violated}, instances={len(self.instances)}, "
-                f"worst_ratio={None if self.worst is None else self.worst.ratio})")  # fmt: skip
+        return (
+            f"BoundCheck(violated={self.violated}, instances={len(self.instances)}, "
+            f"worst_ratio={None if self.worst is None else self.worst.ratio})"
+        )
 
 
 def _quantity_meaning(spec: BoundSpec) -> str:
@@ -356,8 +399,11 @@ def check(
             "checked by fedtheory.bounds.check_classes (fedtheory bound --class)"
         )
     seed = check_seed(seed)
-    has_named = problem is not None or problem_file is not None or (
-        spec.problem is not None or spec.problem_file is not None)  # fmt: skip
+    has_named = (
+        problem is not None
+        or problem_file is not None
+        or (spec.problem is not None or spec.problem_file is not None)
+    )
     if search is None:
         search = DEFAULT_SEARCH if spec.instance_class is not None else 0
     search = check_int("the search budget", search, minimum=0)
@@ -371,8 +417,9 @@ def check(
     _check_cost(spec, int(has_named) + search + (search // 4 if refine else 0))
     if spec.p is not None and spec.instance_class is not None and search:
         if any(n != len(spec.p) for n in spec.clients):
-            raise AssumptionError(f"p has {len(spec.p)} entries but clients is "
-                                  f"{list(spec.clients)}")  # fmt: skip
+            raise AssumptionError(
+                f"p has {len(spec.p)} entries but clients is {list(spec.clients)}"
+            )
     evals: list[Evaluation] = []
     measured = None
     notes: tuple[str, ...] = ()
@@ -396,8 +443,10 @@ def check(
 def _check_symbols(spec: BoundSpec) -> None:
     used = {n for e in (spec.bound_expr, *spec.condition_exprs, spec.lr_expr) for n in e.names}
     if "rho" in used and spec.topology is None:
-        raise AssumptionError("the bound uses rho, which needs a graph: add topology = "
-                              "\"ring\" (or another family) to the spec")  # fmt: skip
+        raise AssumptionError(
+            "the bound uses rho, which needs a graph: add topology = "
+            '"ring" (or another family) to the spec'
+        )
 
 
 #: Seconds per local step and instance the exact oracle takes at the least: measured 29 us per
@@ -436,8 +485,7 @@ def _check_cost(spec: BoundSpec, instances: int) -> None:
     )
 
 
-def _measured(spec: BoundSpec, ev: Evaluation, measure_seeds: int | None,
-              seed: int) -> dict | None:  # fmt: skip
+def _measured(spec: BoundSpec, ev: Evaluation, measure_seeds: int | None, seed: int) -> dict | None:
     """The simulation on the named instance (None when switched off or undefined)."""
     S = spec.seeds if measure_seeds is None else measure_seeds
     if not (S and ev.defined and math.isfinite(ev.eta)):
@@ -446,8 +494,7 @@ def _measured(spec: BoundSpec, ev: Evaluation, measure_seeds: int | None,
     if spec.quantity == "rounds_to" and math.isfinite(ev.exact):
         rounds = int(min(MAX_ROUNDS, 2 * ev.exact + 20))
     rate = ev.exact if spec.quantity == "mean_square_rate" else None
-    return measure(spec, ev.instance, ev.eta, seeds=S, seed=seed, rounds=rounds,
-                   exact_rate=rate)  # fmt: skip
+    return measure(spec, ev.instance, ev.eta, seeds=S, seed=seed, rounds=rounds, exact_rate=rate)
 
 
 def _named_report(spec: BoundSpec, ev: Evaluation, measured: dict | None) -> dict:
@@ -464,8 +511,9 @@ def _named_report(spec: BoundSpec, ev: Evaluation, measured: dict | None) -> dic
     return rep
 
 
-def verdict(spec: BoundSpec, evals: list[Evaluation],
-            tol: float) -> tuple[list, dict | None, Evaluation | None, bool]:  # fmt: skip
+def verdict(
+    spec: BoundSpec, evals: list[Evaluation], tol: float
+) -> tuple[list, dict | None, Evaluation | None, bool]:
     """``(pool, implied, worst, violated)`` of evaluated instances: those that meet the
     condition, the implied constant (the shape then evaluated at it), the worst one (of the
     violating ones when violated) and the verdict at relative tolerance ``tol`` (with each
@@ -540,8 +588,20 @@ def _finish(spec, evals, measured, info, out_dir, name, t0, notes=()) -> BoundCh
     info["condition_met"] = len(pool)
     named = None if measured is False else _named_report(spec, evals[0], measured)
     cov = coverage(spec, evals) if info.get("draws") else {}
-    return BoundCheck(spec, bool(violated), worst, evals, implied, named, info, files,
-                      time.perf_counter() - t0, cov, list(notes), shape_fit(spec, evals))  # fmt: skip
+    return BoundCheck(
+        spec,
+        bool(violated),
+        worst,
+        evals,
+        implied,
+        named,
+        info,
+        files,
+        time.perf_counter() - t0,
+        cov,
+        list(notes),
+        shape_fit(spec, evals),
+    )
 
 
 def _nothing_evaluated(spec: BoundSpec, evals: list[Evaluation]) -> None:
@@ -644,16 +704,28 @@ def shape_fit(spec: BoundSpec, evals: list[Evaluation]) -> dict:
     """
     if spec.constant is None or spec.constant_value is not None or not evals:
         return {}
-    pool = [e for e in evals if e.condition_met and e.defined and e.draw is not None
-            and e.c is not None and math.isfinite(e.c) and e.c > 0]  # fmt: skip
+    pool = [
+        e
+        for e in evals
+        if e.condition_met
+        and e.defined
+        and e.draw is not None
+        and e.c is not None
+        and math.isfinite(e.c)
+        and e.c > 0
+    ]
     bases: list[Evaluation] = []
     for e in sorted(pool, key=lambda e: -e.objective):  # the most binding instances first
         if all(abs(e.c - b.c) > 1e-6 * b.c for b in bases):  # not a copy of one already in
             bases.append(e)
         if len(bases) == SHAPE_BASES:
             break
-    lists = {"K": spec.local_steps, "M": spec.clients_per_round or (), "N": spec.clients or (),
-             "eta": SHAPE_ETA_FACTORS}  # fmt: skip
+    lists = {
+        "K": spec.local_steps,
+        "M": spec.clients_per_round or (),
+        "N": spec.clients or (),
+        "eta": SHAPE_ETA_FACTORS,
+    }
     out: dict[str, Any] = {}
     for name in SHAPE_VARIABLES:
         values = sorted(set(lists[name]))
@@ -662,8 +734,9 @@ def shape_fit(spec: BoundSpec, evals: list[Evaluation]) -> dict:
         xs, cs = [], []
         for e in bases:  # a few instances, each moved along the variable
             moved = [_moved(spec, e, name, v) for v in values]
-            if all(m is not None and m.c is not None and math.isfinite(m.c) and m.c > 0
-                   for m in moved):  # fmt: skip
+            if all(
+                m is not None and m.c is not None and math.isfinite(m.c) and m.c > 0 for m in moved
+            ):
                 xs.append(
                     [m.eta if name == "eta" else v for m, v in zip(moved, values, strict=True)]
                 )
@@ -678,34 +751,55 @@ def shape_fit(spec: BoundSpec, evals: list[Evaluation]) -> dict:
         text = f"the implied constant varies like {name}^{eff.text(2)}"
         if side == -1:
             text += f": this shape does not describe the dependence on {name}"
-        out[name] = {"exponent": fit.exponent, "ci": [fit.ci_low, fit.ci_high],
-                     "values": [float(v) for v in x], "c": cs, "instances": len(cs),
-                     "labels": [e.label for e in bases], "verdict": verdict,
-                     "text": text}  # fmt: skip
+        out[name] = {
+            "exponent": fit.exponent,
+            "ci": [fit.ci_low, fit.ci_high],
+            "values": [float(v) for v in x],
+            "c": cs,
+            "instances": len(cs),
+            "labels": [e.label for e in bases],
+            "verdict": verdict,
+            "text": text,
+        }
     return out
 
 
 def _implied(spec: BoundSpec, pool: list[Evaluation]) -> dict:
     dirs = {e.direction for e in pool} - {0}
     direction = dirs.pop() if len(dirs) == 1 else (1 if not dirs else 0)
-    what = {1: "smallest constant that bounds every instance",
-            -1: "largest constant that bounds every instance",
-            0: "constant"}[direction]  # fmt: skip
+    what = {
+        1: "smallest constant that bounds every instance",
+        -1: "largest constant that bounds every instance",
+        0: "constant",
+    }[direction]
     if not pool:
         return {"value": None, "direction": what, "argmax": None, "instances": 0}
     if direction == 0 and len({e.direction for e in pool} - {0}) > 1:
-        return {"value": None, "direction": "the shape is not monotone in the constant",
-                "argmax": None, "instances": len(pool)}  # fmt: skip
+        return {
+            "value": None,
+            "direction": "the shape is not monotone in the constant",
+            "argmax": None,
+            "instances": len(pool),
+        }
     cs = np.array([e.c if e.c is not None else math.nan for e in pool], dtype=float)
     if np.isnan(cs).any():  # an instance no non-negative constant bounds
         bad = pool[int(np.flatnonzero(np.isnan(cs))[0])]
-        return {"value": None, "direction": what, "argmax": bad, "instances": len(pool),
-                "note": f"no constant >= 0 bounds {bad.label}"}  # fmt: skip
+        return {
+            "value": None,
+            "direction": what,
+            "argmax": bad,
+            "instances": len(pool),
+            "note": f"no constant >= 0 bounds {bad.label}",
+        }
     k = int(np.argmax(cs)) if direction >= 0 else int(np.argmin(cs))
     value = float(cs[k])
-    return {"value": value if math.isfinite(value) else None, "direction": what,
-            "argmax": pool[k], "instances": len(pool),
-            "paper_value": spec.constant_value}  # fmt: skip
+    return {
+        "value": value if math.isfinite(value) else None,
+        "direction": what,
+        "argmax": pool[k],
+        "instances": len(pool),
+        "paper_value": spec.constant_value,
+    }
 
 
 def implied_over(spec: BoundSpec | dict, evaluations: list[Evaluation]) -> dict:

@@ -153,18 +153,23 @@ def constant_gradients(problem: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]
         return da / b - a * db / b**2
 
     out = {
-        "L": (dL, zeros_h), "mu": (dmu, zeros_h), "L_f": (dLf, zeros_h),
-        "mu_f": (dmuf, zeros_h), "kappa": (quotient(L, dL, mu, dmu), zeros_h),
+        "L": (dL, zeros_h),
+        "mu": (dmu, zeros_h),
+        "L_f": (dLf, zeros_h),
+        "mu_f": (dmuf, zeros_h),
+        "kappa": (quotient(L, dL, mu, dmu), zeros_h),
         "kappa_f": (quotient(L_f, dLf, mu_f, dmuf), zeros_h),
-    }  # fmt: skip
+    }
     x = np.linalg.solve(Hbar, h.mean(axis=0))
 
     def sym(A):
         return 0.5 * (A + np.swapaxes(A, -1, -2))
 
     a = np.linalg.solve(Hbar, x)
-    out["D2"] = (-(2 / N) * sym(np.broadcast_to(np.outer(a, x), (N, d, d))),
-                 np.broadcast_to((2 / N) * a, (N, d)).copy())  # fmt: skip
+    out["D2"] = (
+        -(2 / N) * sym(np.broadcast_to(np.outer(a, x), (N, d, d))),
+        np.broadcast_to((2 / N) * a, (N, d)).copy(),
+    )
     g = np.einsum("nde,e->nd", H, x) - h
     b = np.linalg.solve(Hbar, np.einsum("nde,ne->d", H, g))
     w = (2 / N) * g - (2 / N**2) * b  # (N, d): the vectors that multiply dH_j x*

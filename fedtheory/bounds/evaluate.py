@@ -124,8 +124,15 @@ class Evaluation:
     draw: Draw | None = field(default=None, repr=False)
 
     def to_dict(self, *, full: bool = False) -> dict:
-        out = {"stated": self.stated, "exact": self.exact, "condition_met": self.condition_met,
-               "ratio": self.ratio, "eta": self.eta, **self.sizes, "label": self.label}  # fmt: skip
+        out = {
+            "stated": self.stated,
+            "exact": self.exact,
+            "condition_met": self.condition_met,
+            "ratio": self.ratio,
+            "eta": self.eta,
+            **self.sizes,
+            "label": self.label,
+        }
         if self.c is not None:
             out["c"] = self.c
         if not self.defined:
@@ -176,24 +183,40 @@ def oracle_keywords(spec: BoundSpec, inst: Instance, eta: float) -> dict:
     return kw
 
 
-def exact_value(spec: BoundSpec, inst: Instance, eta: float, *, verify: bool = True,
-                tol: float = 1e-10) -> tuple[float, str]:  # fmt: skip
+def exact_value(
+    spec: BoundSpec, inst: Instance, eta: float, *, verify: bool = True, tol: float = 1e-10
+) -> tuple[float, str]:
     """The exact value of the spec's quantity on ``inst`` at step ``eta``, and how it was had."""
     part = inst.participation(spec)
     kw = oracle_keywords(spec, inst, eta)
     q = spec.quantity
     if q == "mean_rate":
-        r = exact_rates(inst.problem, spec.algorithm, part, mean_square="skip",
-                        stationary=False, verify=verify, **kw)  # fmt: skip
+        r = exact_rates(
+            inst.problem,
+            spec.algorithm,
+            part,
+            mean_square="skip",
+            stationary=False,
+            verify=verify,
+            **kw,
+        )
         return r.mean_rate, r.methods["mean rate"]
     if q in AFTER_ROUNDS:  # from x_0 = 0; E (x_R - x*)^T W (x_R - x*) on a quadratic
         H = np.asarray(inst.problem.H, dtype=np.float64).mean(axis=0)
         W = {"distance2": None, "f_minus_f_star": H / 2, "grad_norm2": H @ H}[AFTER_ROUNDS[q]]
-        curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=spec.rounds,
-                                weight=W, verify=verify, **kw)  # fmt: skip
+        curve = exact_mse_curve(
+            inst.problem, spec.algorithm, part, rounds=spec.rounds, weight=W, verify=verify, **kw
+        )
         return float(curve[-1]), f"exact transient: {QUANTITIES[q]}, x_0 = 0"
-    r = exact_rates(inst.problem, spec.algorithm, part, stationary=q != "mean_square_rate",
-                    verify=verify, tol=tol, **kw)  # fmt: skip
+    r = exact_rates(
+        inst.problem,
+        spec.algorithm,
+        part,
+        stationary=q != "mean_square_rate",
+        verify=verify,
+        tol=tol,
+        **kw,
+    )
     if q == "mean_square_rate":
         return r.mean_square_rate, r.methods["mean-square rate"]
     if q == "stationary_mse":
@@ -208,8 +231,7 @@ def exact_value(spec: BoundSpec, inst: Instance, eta: float, *, verify: bool = T
         return math.inf, how + " (never: no contraction, or a floor above the target)"
     guess = math.log(spec.epsilon) / math.log(max(rho, 1e-300)) if rho > 0 else 1.0
     horizon = int(min(MAX_ROUNDS, spec.rounds or max(50, math.ceil(4 * guess + 50))))
-    curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=horizon,
-                            verify=False, **kw)  # fmt: skip
+    curve = exact_mse_curve(inst.problem, spec.algorithm, part, rounds=horizon, verify=False, **kw)
     hit = np.flatnonzero(curve <= spec.epsilon * curve[0])
     if not hit.size:
         return math.inf, how + f" (not within {horizon} rounds)"
@@ -278,15 +300,23 @@ def judge(spec: BoundSpec, consts: dict, exact: float) -> Judgement:
     c_i, direction = (None, 0)
     if spec.constant is not None:  # the shape must reach the exact value up to the floor
         c_i, direction = solve_constant(spec, consts, exact - floor)
-    stated = spec.stated_value(consts) if spec.constant_value is not None or not spec.constant \
-        else math.nan  # fmt: skip
+    stated = (
+        spec.stated_value(consts)
+        if spec.constant_value is not None or not spec.constant
+        else math.nan
+    )
     met = spec.condition_met(consts)
     defined = bool(spec.constant and spec.constant_value is None) or math.isfinite(stated)
     rat = ratio(stated, exact, spec.is_rate, floor=floor) if math.isfinite(stated) else math.nan
     if spec.constant is not None and spec.constant_value is None:
         c_val = c_i if c_i is not None else math.nan
-        objective = (-math.inf if math.isnan(c_val) and direction >= 0 else
-                     math.inf if math.isnan(c_val) else direction * c_val)  # fmt: skip
+        objective = (
+            -math.inf
+            if math.isnan(c_val) and direction >= 0
+            else math.inf
+            if math.isnan(c_val)
+            else direction * c_val
+        )
     else:
         objective = rat if math.isfinite(rat) or math.isinf(rat) else -math.inf
     if not (met and defined):
@@ -294,27 +324,61 @@ def judge(spec: BoundSpec, consts: dict, exact: float) -> Judgement:
     return Judgement(stated, c_i, direction, met, defined, floor, rat, objective)
 
 
-def scored(spec: BoundSpec, consts: dict, exact: float, eta: float, sizes: dict, label: str,
-           how: str, instance: Instance | None = None) -> Evaluation:  # fmt: skip
+def scored(
+    spec: BoundSpec,
+    consts: dict,
+    exact: float,
+    eta: float,
+    sizes: dict,
+    label: str,
+    how: str,
+    instance: Instance | None = None,
+) -> Evaluation:
     """The :class:`Evaluation` of an exact (or worst) value ``exact`` on an instance (or a
     class setting) with constants ``consts`` (``eta`` included): stated, condition, floor,
     ratio, the free constant's c_i and what the search maximizes (:func:`judge`)."""
     j = judge(spec, consts, exact)
-    return Evaluation(j.stated, exact, j.condition_met, j.ratio, eta, j.c, j.objective, sizes,
-                      label, consts, defined=j.defined, exact_method=how, direction=j.direction,
-                      floor=j.floor, instance=instance)  # fmt: skip
+    return Evaluation(
+        j.stated,
+        exact,
+        j.condition_met,
+        j.ratio,
+        eta,
+        j.c,
+        j.objective,
+        sizes,
+        label,
+        consts,
+        defined=j.defined,
+        exact_method=how,
+        direction=j.direction,
+        floor=j.floor,
+        instance=instance,
+    )
 
 
 def constants_of(spec: BoundSpec, inst: Instance) -> dict:
     """Every constant of ``inst`` under ``spec`` (``eta`` not yet included)."""
-    return instance_constants(inst.problem, inst.participation(spec),
-                              local_steps=inst.local_steps, rule=spec.aggregation,
-                              epsilon=spec.epsilon, topology=spec.topology)  # fmt: skip
+    return instance_constants(
+        inst.problem,
+        inst.participation(spec),
+        local_steps=inst.local_steps,
+        rule=spec.aggregation,
+        epsilon=spec.epsilon,
+        topology=spec.topology,
+    )
 
 
-def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True, tol: float = 1e-10,
-             exact: tuple[float, str] | None = None, constants: dict | None = None,
-             lr_scale: float = 1.0) -> Evaluation:  # fmt: skip
+def evaluate(
+    spec: BoundSpec,
+    inst: Instance,
+    *,
+    verify: bool = True,
+    tol: float = 1e-10,
+    exact: tuple[float, str] | None = None,
+    constants: dict | None = None,
+    lr_scale: float = 1.0,
+) -> Evaluation:
     """Stated, exact, condition and ratio of ``spec`` on one instance.
 
     ``exact`` = (value, how) and ``constants`` skip the oracle call and the constants when the
@@ -325,11 +389,25 @@ def evaluate(spec: BoundSpec, inst: Instance, *, verify: bool = True, tol: float
     consts = dict(constants) if constants is not None else constants_of(spec, inst)
     eta = spec.step_size(consts, inst.label) * lr_scale  # invalid input where not > 0: raised
     consts["eta"] = eta
-    value, how = exact if exact is not None else exact_value(spec, inst, eta, verify=verify,
-                                                              tol=tol)  # fmt: skip
+    value, how = (
+        exact if exact is not None else exact_value(spec, inst, eta, verify=verify, tol=tol)
+    )
     j = judge(spec, consts, value)
-    return Evaluation(j.stated, value, j.condition_met, j.ratio, eta, j.c, j.objective,
-                      inst.sizes(), inst.label, consts, defined=j.defined, exact_method=how,
-                      direction=j.direction, floor=j.floor,
-                      by_oracle=exact is None and tol <= 1e-10,
-                      instance=inst)  # fmt: skip
+    return Evaluation(
+        j.stated,
+        value,
+        j.condition_met,
+        j.ratio,
+        eta,
+        j.c,
+        j.objective,
+        inst.sizes(),
+        inst.label,
+        consts,
+        defined=j.defined,
+        exact_method=how,
+        direction=j.direction,
+        floor=j.floor,
+        by_oracle=exact is None and tol <= 1e-10,
+        instance=inst,
+    )

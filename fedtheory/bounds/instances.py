@@ -88,8 +88,12 @@ class Instance:
         return participation_model(spec, self.n_clients, self.clients_per_round, self.p)
 
     def sizes(self) -> dict:
-        return {"N": self.n_clients, "d": self.dim, "K": self.local_steps,
-                "M": self.clients_per_round}  # fmt: skip
+        return {
+            "N": self.n_clients,
+            "d": self.dim,
+            "K": self.local_steps,
+            "M": self.clients_per_round,
+        }
 
     # -- problem files ----------------------------------------------------------------------
     def write(self, path: str | os.PathLike) -> dict:
@@ -123,10 +127,20 @@ class Instance:
 
     def rate_command(self, spec: BoundSpec, eta: float, files: dict) -> str:
         """The ``fedtheory rate`` command line that recomputes the exact value on the file."""
-        where = (["--problem", files["problem"]] if files.get("problem") else
-                 ["--problem-file", files["problem_file"]])  # fmt: skip
-        words = ["fedtheory", "rate", *where, "--algorithm", spec.algorithm_source or spec.algorithm,
-                 "--participation", spec.participation]  # fmt: skip
+        where = (
+            ["--problem", files["problem"]]
+            if files.get("problem")
+            else ["--problem-file", files["problem_file"]]
+        )
+        words = [
+            "fedtheory",
+            "rate",
+            *where,
+            "--algorithm",
+            spec.algorithm_source or spec.algorithm,
+            "--participation",
+            spec.participation,
+        ]
         if self.clients_per_round is not None and self.p is None:
             words += ["--clients-per-round", str(self.clients_per_round)]
         if spec.participation == "weighted":
@@ -143,8 +157,14 @@ class Instance:
             ):
                 flag = setting.flags[0]
                 words += [flag] if value is True else [flag, str(value)]
-        words += ["--aggregation", spec.aggregation, "--local-steps", str(self.local_steps),
-                  "--lr", repr(float(eta))]  # fmt: skip
+        words += [
+            "--aggregation",
+            spec.aggregation,
+            "--local-steps",
+            str(self.local_steps),
+            "--lr",
+            repr(float(eta)),
+        ]
         if spec.global_lr is not None:
             words += ["--global-lr", repr(spec.global_lr)]
         if spec.prox_mu is not None:
@@ -177,8 +197,9 @@ def _listed(values: tuple[int, ...]) -> str:
     return str(values[0]) if len(values) == 1 else "[" + ", ".join(map(str, values)) + "]"
 
 
-def named_instance(spec: BoundSpec, *, problem: str | None = None,
-                   problem_file: str | None = None) -> Instance:  # fmt: skip
+def named_instance(
+    spec: BoundSpec, *, problem: str | None = None, problem_file: str | None = None
+) -> Instance:
     """The one instance a spec (or the command line) names: a built-in problem or a file.
 
     N is the problem's. M is the spec's ``clients_per_round`` when it gives one value, else
@@ -200,8 +221,10 @@ def named_instance(spec: BoundSpec, *, problem: str | None = None,
         notes.append(f"{given} replaces the spec's {key} = {spec.problem or spec.problem_file}")
     N = int(prob.n_clients)
     if spec.clients is not None and N not in spec.clients:
-        notes.append(f"{label} has N = {N} clients; the spec's clients = {_listed(spec.clients)} "
-                     "apply to the class search only")  # fmt: skip
+        notes.append(
+            f"{label} has N = {N} clients; the spec's clients = {_listed(spec.clients)} "
+            "apply to the class search only"
+        )
     if spec.noise:
         prob.noise = float(spec.noise)
     p = np.asarray(spec.p, dtype=np.float64) if spec.p is not None else None
@@ -213,13 +236,16 @@ def named_instance(spec: BoundSpec, *, problem: str | None = None,
     if listed and len(listed) == 1:
         M = listed[0]
         if own is not None and own != M:
-            notes.append(f"M = {M} from the spec's clients_per_round ({label}'s own setting is "
-                         f"{own} of {N})")  # fmt: skip
+            notes.append(
+                f"M = {M} from the spec's clients_per_round ({label}'s own setting is {own} of {N})"
+            )
     elif listed:
         M = own if own is not None else listed[0]
         why = f"{label}'s own setting" if own is not None else "the first of the list"
-        notes.append(f"M = {M} ({why}); the spec's clients_per_round = {_listed(listed)} apply "
-                     "to the class search")  # fmt: skip
+        notes.append(
+            f"M = {M} ({why}); the spec's clients_per_round = {_listed(listed)} apply "
+            "to the class search"
+        )
     if M is not None and not 1 <= M <= N:
         raise AssumptionError(f"clients_per_round {M} must lie in [1, N = {N}]")
     if p is None:  # the problem's own draw weights, where the model takes them (figure4's)
@@ -230,15 +256,24 @@ def named_instance(spec: BoundSpec, *, problem: str | None = None,
         p = p / p.sum()
     K = spec.local_steps[0]
     if len(spec.local_steps) > 1:
-        notes.append(f"K = {K} (the first of the spec's local_steps = "
-                     f"{_listed(spec.local_steps)}; they apply to the class search)")  # fmt: skip
+        notes.append(
+            f"K = {K} (the first of the spec's local_steps = "
+            f"{_listed(spec.local_steps)}; they apply to the class search)"
+        )
     A = getattr(prob, "A", None)
     return Instance(
         None if A is None else np.asarray(A, dtype=np.float64),
         None if A is None else np.asarray(prob.b, dtype=np.float64),
-        float(getattr(prob, "lam", 0.0)), K, M, p,
-        label=label, problem_name=name, problem_path=path, _problem=prob, notes=tuple(notes),
-    )  # fmt: skip
+        float(getattr(prob, "lam", 0.0)),
+        K,
+        M,
+        p,
+        label=label,
+        problem_name=name,
+        problem_path=path,
+        _problem=prob,
+        notes=tuple(notes),
+    )
 
 
 # -- the instance class -----------------------------------------------------------------------
@@ -298,8 +333,7 @@ class Draw:
             p = r
         if p is not None and spec.participation == "weighted":
             p = p / p.sum()
-        return {"lam": lam, "S": S, "Q": Q, "A": A, "e": e, "z": z, "xs": xs, "r": r,
-                "p": p}  # fmt: skip
+        return {"lam": lam, "S": S, "Q": Q, "A": A, "e": e, "z": z, "xs": xs, "r": r, "p": p}
 
     def instance(self, spec: BoundSpec) -> Instance:
         """Build the instance: clip to the class, rotate, solve for b."""
@@ -312,15 +346,23 @@ class Draw:
         weights in ``p_range``; rotations and the centre are free)."""
         cls = spec.instance_class
         out: list[tuple[float | None, float | None]] = [(None, None)] * self.theta.size
-        for name, (lo, hi) in (("lam", (cls.mu, cls.L)), ("e", (-1.0, 1.0)),
-                               ("r", tuple(cls.p_range))):  # fmt: skip
+        for name, (lo, hi) in (
+            ("lam", (cls.mu, cls.L)),
+            ("e", (-1.0, 1.0)),
+            ("r", tuple(cls.p_range)),
+        ):
             sl = self.blocks().get(name)
             if sl is not None:
                 out[sl] = [(lo, hi)] * (sl.stop - sl.start)
         return out
 
-    def pullback(self, spec: BoundSpec, dH: np.ndarray, dxs: np.ndarray | None = None,
-                 dr: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    def pullback(
+        self,
+        spec: BoundSpec,
+        dH: np.ndarray,
+        dxs: np.ndarray | None = None,
+        dr: np.ndarray | None = None,
+    ) -> np.ndarray:
         """d/dtheta from d/dH_j (N, d, d, symmetric), d/dx_j* (N, d) and d/dr (N,): the chain
         rule through H_j = Q_j diag(lam_j) Q_j^T, Q_j = (I - S_j)^{-1} (I + S_j)
         (dQ = (I - S)^{-1} dS (I + Q)), x_j* = z + heterogeneity e_j and the clipping (zero

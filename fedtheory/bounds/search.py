@@ -60,8 +60,21 @@ REFINE_STARTS = 3
 STEP_COST = 3
 _SUBSPACE = 6
 #: Constants reported by :func:`coverage` (when the instances define them).
-COVERED = ("kappa_f", "kappa", "p_min", "delta_q", "zeta2", "D2", "L_f", "mu_f", "eta",
-           "N", "M", "K", "d")  # fmt: skip
+COVERED = (
+    "kappa_f",
+    "kappa",
+    "p_min",
+    "delta_q",
+    "zeta2",
+    "D2",
+    "L_f",
+    "mu_f",
+    "eta",
+    "N",
+    "M",
+    "K",
+    "d",
+)
 #: Constants whose derivative comes from the participation weights (finite differences).
 _P_CONSTANTS = ("M", "p_min", "p_max", "q_min", "q_max", "delta_q")
 
@@ -123,9 +136,20 @@ def _safe_evaluate(spec: BoundSpec, draw: Draw) -> Evaluation:
     except (SettingError, SizeError):
         raise
     except FedTheoryError as exc:  # e.g. ARPACK did not converge on a degenerate draw
-        ev = Evaluation(math.nan, math.nan, False, math.nan, math.nan, None, -math.inf,
-                        inst.sizes(), f"{inst.label} (not evaluated: {exc})", {},
-                        defined=False, instance=inst)  # fmt: skip
+        ev = Evaluation(
+            math.nan,
+            math.nan,
+            False,
+            math.nan,
+            math.nan,
+            None,
+            -math.inf,
+            inst.sizes(),
+            f"{inst.label} (not evaluated: {exc})",
+            {},
+            defined=False,
+            instance=inst,
+        )
     ev.instance = None  # rebuilt from the draw when needed (keeps worker results small)
     ev.draw = draw
     return ev
@@ -179,8 +203,9 @@ def _extremes(values: tuple[int, ...]) -> list[int]:
 
 def _settings(spec: BoundSpec) -> list[tuple[int, int, int, int | None]]:
     out = []
-    for N, d, K in itertools.product(_extremes(spec.clients), _extremes(spec.instance_class.dim),
-                                      _extremes(spec.local_steps)):  # fmt: skip
+    for N, d, K in itertools.product(
+        _extremes(spec.clients), _extremes(spec.instance_class.dim), _extremes(spec.local_steps)
+    ):
         if spec.clients_per_round:
             Ms = [m for m in spec.clients_per_round if m <= N]
             out.extend((N, d, K, M) for M in (_extremes(tuple(Ms)) if Ms else []))
@@ -230,8 +255,9 @@ def structured_draws(spec: BoundSpec, cap: int) -> list[Draw]:
     if not settings:
         return []
     pairs = list(itertools.product(range(len(PATTERNS)), range(len(settings))))
-    first = [(k % len(PATTERNS), k % len(settings))
-             for k in range(max(len(PATTERNS), len(settings)))]  # fmt: skip
+    first = [
+        (k % len(PATTERNS), k % len(settings)) for k in range(max(len(PATTERNS), len(settings)))
+    ]
     order = first + [p for p in pairs if p not in set(first)]
     out, seen = [], set()
     for pi, si in order:
@@ -265,8 +291,10 @@ def _partials(spec: BoundSpec, consts: dict, exact: float, names: list[str]) -> 
         return g if math.isfinite(g) else 0.0
 
     g_x = diff(exact, lambda v: judge(spec, consts, v).objective)
-    g_c = {n: diff(consts[n], lambda v, n=n: judge(spec, {**consts, n: v}, exact).objective)
-           for n in names}  # fmt: skip
+    g_c = {
+        n: diff(consts[n], lambda v, n=n: judge(spec, {**consts, n: v}, exact).objective)
+        for n in names
+    }
     lr_c = {}
     for n in names:
         if n == "eta":
@@ -310,12 +338,22 @@ class _Climber:
                 return replace(inst, p=p).participation(spec)
 
         try:
-            rg = rate_gradient(inst.problem, spec.algorithm, inst.participation(spec),
-                               quantity=spec.quantity, lr=eta, local_steps=inst.local_steps,
-                               rule=spec.aggregation, global_lr=spec.global_lr,
-                               prox_mu=spec.prox_mu, options=spec.options or None,
-                               participation_at=at, p=r, tol=SCREEN_TOL,
-                               v0=self.vector)  # fmt: skip
+            rg = rate_gradient(
+                inst.problem,
+                spec.algorithm,
+                inst.participation(spec),
+                quantity=spec.quantity,
+                lr=eta,
+                local_steps=inst.local_steps,
+                rule=spec.aggregation,
+                global_lr=spec.global_lr,
+                prox_mu=spec.prox_mu,
+                options=spec.options or None,
+                participation_at=at,
+                p=r,
+                tol=SCREEN_TOL,
+                v0=self.vector,
+            )
         except FedTheoryError:
             return 1e300, np.zeros(theta.size)
         self.vector = rg.vector
@@ -376,8 +414,12 @@ def _p_constant_gradients(spec: BoundSpec, inst: Any, r: np.ndarray) -> dict[str
     def consts(raw: np.ndarray) -> dict:
         p = raw / raw.sum() if spec.participation == "weighted" else raw
         other = replace(inst, p=p)
-        return instance_constants(other.problem, other.participation(spec),
-                                  local_steps=inst.local_steps, rule=spec.aggregation)  # fmt: skip
+        return instance_constants(
+            other.problem,
+            other.participation(spec),
+            local_steps=inst.local_steps,
+            rule=spec.aggregation,
+        )
 
     c0 = consts(r)
     out = {n: np.zeros(r.size) for n in names}
@@ -404,28 +446,33 @@ def _scales(spec: BoundSpec, draw: Draw) -> np.ndarray:
     return out
 
 
-def probe(spec: BoundSpec, start: Evaluation, rng: np.random.Generator,
-          k: int) -> list[Evaluation]:  # fmt: skip
+def probe(spec: BoundSpec, start: Evaluation, rng: np.random.Generator, k: int) -> list[Evaluation]:
     """The neighbourhood of ``start`` at the radii :data:`PROBE_RADII` (relative to the box),
     along one random direction (seeded): a corner where the objective is flat outside a sliver
     (a bound false at client condition numbers between 1 and 1.01) is entered from the extreme
     next to it, where a gradient at a multiple eigenvalue says nothing."""
     base = start.draw
-    lo_hi = np.array([(lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
-                      for lo, hi in base.bounds(spec)])  # fmt: skip
+    lo_hi = np.array(
+        [
+            (lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
+            for lo, hi in base.bounds(spec)
+        ]
+    )
     u = rng.standard_normal(base.theta.size)
     u /= max(np.abs(u).max(), 1e-300)
     out = []
     for radius in PROBE_RADII:  # small to large
         theta = np.clip(base.theta + radius * _scales(spec, base) * u, lo_hi[:, 0], lo_hi[:, 1])
-        ev = _safe_evaluate(spec, replace(base, theta=theta,
-                                          label=f"probed from {base.label} ({k})"))  # fmt: skip
+        ev = _safe_evaluate(
+            spec, replace(base, theta=theta, label=f"probed from {base.label} ({k})")
+        )
         out.append(ev)
     return out
 
 
-def climb(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Generator,
-          k: int) -> list[Evaluation]:  # fmt: skip
+def climb(
+    spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Generator, k: int
+) -> list[Evaluation]:
     """Ascent from ``start`` with ``budget`` oracle evaluations (module docstring): the probe
     around it, then from the best point L-BFGS-B with the exact gradient for per-round factors,
     then Nelder-Mead in random subspaces with what is left (all of it for the other
@@ -440,9 +487,14 @@ def climb(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Genera
     if spec.quantity in GRADIENT_QUANTITIES and budget >= STEP_COST:
         fun = _Climber(spec, base, label, calls=budget // STEP_COST)
         try:
-            minimize(fun, base.theta.copy(), jac=True, method="L-BFGS-B",
-                     bounds=base.bounds(spec),
-                     options={"maxfun": budget // STEP_COST, "maxiter": budget})  # fmt: skip
+            minimize(
+                fun,
+                base.theta.copy(),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=base.bounds(spec),
+                options={"maxfun": budget // STEP_COST, "maxiter": budget},
+            )
         except _Stop:
             pass
         seen += fun.seen
@@ -455,8 +507,15 @@ def climb(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Genera
     return seen
 
 
-def refine(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Generator,
-           k: int, *, origin: str | None = None) -> list[Evaluation]:  # fmt: skip
+def refine(
+    spec: BoundSpec,
+    start: Evaluation,
+    budget: int,
+    rng: np.random.Generator,
+    k: int,
+    *,
+    origin: str | None = None,
+) -> list[Evaluation]:
     """Nelder-Mead on -objective in random subspaces around ``start`` (``budget`` evaluations);
     the instances are labelled "refined from ``origin`` (k)", ``origin`` the draw or extreme the
     ascent began at (default: ``start``'s own label)."""
@@ -474,14 +533,20 @@ def refine(spec: BoundSpec, start: Evaluation, budget: int, rng: np.random.Gener
             d = replace(base, theta=x0 + B @ t, label=label)
             ev = _safe_evaluate(spec, d)
             seen.append(ev)
-            return -ev.objective if np.isfinite(ev.objective) else (
-                -1e300 if ev.objective > 0 else 1e300)  # fmt: skip
+            return (
+                -ev.objective
+                if np.isfinite(ev.objective)
+                else (-1e300 if ev.objective > 0 else 1e300)
+            )
 
         n_eval = min(budget, 6 * (dim + 1))
         before = len(seen)
-        minimize(f, np.zeros(dim), method="Nelder-Mead",
-                 options={"maxfev": n_eval, "initial_simplex": np.vstack(
-                     [np.zeros(dim), np.eye(dim)])})  # fmt: skip
+        minimize(
+            f,
+            np.zeros(dim),
+            method="Nelder-Mead",
+            options={"maxfev": n_eval, "initial_simplex": np.vstack([np.zeros(dim), np.eye(dim)])},
+        )
         budget -= len(seen) - before
         if len(seen) == before:
             break
@@ -495,10 +560,12 @@ def _starts(pool: list[Evaluation], count: int) -> list[Evaluation]:
     """The instances to climb from: half of them the best structured extremes (one per
     pattern), the rest the best random draws (one per discrete setting first)."""
     ok = [e for e in pool if e.draw is not None and e.objective > -math.inf]
-    extreme = sorted((e for e in ok if e.draw.label.startswith("extreme")),
-                     key=lambda e: -e.objective)  # fmt: skip
-    drawn = sorted((e for e in ok if not e.draw.label.startswith("extreme")),
-                   key=lambda e: -e.objective)  # fmt: skip
+    extreme = sorted(
+        (e for e in ok if e.draw.label.startswith("extreme")), key=lambda e: -e.objective
+    )
+    drawn = sorted(
+        (e for e in ok if not e.draw.label.startswith("extreme")), key=lambda e: -e.objective
+    )
 
     def distinct(evs: list[Evaluation], key, n: int, refill: bool) -> list[Evaluation]:
         out, keys = [], set()
@@ -517,19 +584,22 @@ def _starts(pool: list[Evaluation], count: int) -> list[Evaluation]:
     # (identical isotropic clients at mu, at L or in between): one start among them
     def same(e: Evaluation) -> tuple:
         c = e.constants
-        return tuple(round(v, 6) if math.isfinite(v) else v for v in
-                     (e.objective, c.get("kappa", 0.0), c.get("kappa_f", 0.0),
-                      c.get("p_min", 0.0)))  # fmt: skip
+        return tuple(
+            round(v, 6) if math.isfinite(v) else v
+            for v in (e.objective, c.get("kappa", 0.0), c.get("kappa_f", 0.0), c.get("p_min", 0.0))
+        )
 
     out = distinct(extreme, same, half, refill=False)
-    out += distinct(drawn, lambda e: (e.draw.N, e.draw.d, e.draw.K, e.draw.M), count - len(out),
-                    refill=True)  # fmt: skip
+    out += distinct(
+        drawn, lambda e: (e.draw.N, e.draw.d, e.draw.K, e.draw.M), count - len(out), refill=True
+    )
     return out
 
 
 # -- the search ------------------------------------------------------------------------------------
-def search(spec: BoundSpec, n: int, seed: int, workers: int, *,
-           ascend: bool = True) -> tuple[list[Evaluation], dict]:  # fmt: skip
+def search(
+    spec: BoundSpec, n: int, seed: int, workers: int, *, ascend: bool = True
+) -> tuple[list[Evaluation], dict]:
     """The three phases of the module docstring; returns every instance evaluated and what was
     spent (``draws``, ``structured``, ``refined`` evaluations, the :class:`Plan`)."""
     p = plan(spec, n)
@@ -539,8 +609,12 @@ def search(spec: BoundSpec, n: int, seed: int, workers: int, *,
     extremes = evaluate_draws(spec, structured_draws(spec, p.structured), workers)
     evals += extremes
     t2 = time.perf_counter()
-    info: dict[str, Any] = {"draws": n, "structured": len(extremes), "refined": 0,
-                            "plan": p.__dict__}  # fmt: skip
+    info: dict[str, Any] = {
+        "draws": n,
+        "structured": len(extremes),
+        "refined": 0,
+        "plan": p.__dict__,
+    }
     if ascend and p.starts:
         rng = np.random.default_rng([seed, 1 << 30])
         for k, start in enumerate(_starts(evals, p.starts)):  # sequential ascents
@@ -549,8 +623,11 @@ def search(spec: BoundSpec, n: int, seed: int, workers: int, *,
             seen = climb(spec, start, p.per_start, rng, k)
             info["refined"] += len(seen)
             evals.extend(seen)
-    info["phase_seconds"] = {"draws": t1 - t0, "structured": t2 - t1,
-                             "ascent": time.perf_counter() - t2}  # fmt: skip
+    info["phase_seconds"] = {
+        "draws": t1 - t0,
+        "structured": t2 - t1,
+        "ascent": time.perf_counter() - t2,
+    }
     return evals, info
 
 
@@ -569,8 +646,12 @@ def coverage(spec: BoundSpec, evals: list[Evaluation]) -> dict[str, Any]:
             out[name] = {"min": float(vals.min()), "max": float(vals.max())}
     cls = spec.instance_class
     if cls is not None:
-        allowed = {"kappa": [1.0, cls.L / cls.mu], "kappa_f": [1.0, cls.L / cls.mu],
-                   "L_f": [cls.mu, cls.L], "mu_f": [cls.mu, cls.L]}  # fmt: skip
+        allowed = {
+            "kappa": [1.0, cls.L / cls.mu],
+            "kappa_f": [1.0, cls.L / cls.mu],
+            "L_f": [cls.mu, cls.L],
+            "mu_f": [cls.mu, cls.L],
+        }
         if spec.participation == "bernoulli" and spec.p is None:
             allowed["p_min"] = list(cls.p_range)
         for name, rng in allowed.items():

@@ -150,8 +150,11 @@ _TOP_KEYS = (*BOUND_KEYS[:3], *RUN_KEYS, *BOUND_KEYS[3:])
 #: What a run key is in a bound spec beyond its setting's help (lists a search draws from,
 #: expressions of the constants), and a value to show in the template.
 _RUN_NOTES: dict[str, tuple[str, Any]] = {
-    "algorithm": ("an affine one (fedtheory rate --help lists them); your own 'FILE.py:NAME' is "
-                  "relative to the spec", "fedavg"),
+    "algorithm": (
+        "an affine one (fedtheory rate --help lists them); your own 'FILE.py:NAME' is "
+        "relative to the spec",
+        "fedavg",
+    ),
     "participation": (f"the models with an exact law: {', '.join(PARTICIPATION)}", "full"),
     "clients": ("or a list the class search draws from (needed with [class])", 4),
     "clients_per_round": ("or a list", 2),
@@ -162,10 +165,13 @@ _RUN_NOTES: dict[str, tuple[str, Any]] = {
     "problem_file": ("one named instance to check the bound on", "counterexample.npz"),
     "topology": ("gives the constant rho", "ring"),
     "seeds": ("simulations on the named instance (the flag --seeds 0: none)", 32),
-    "rounds": ("simulation rounds on the named instance and the horizon of rounds_to's exact "
-               "transient (default: from the exact rate)", 500),
+    "rounds": (
+        "simulation rounds on the named instance and the horizon of rounds_to's exact "
+        "transient (default: from the exact rate)",
+        500,
+    ),
     "options": ("an [options] table (server_momentum = 0.9)", None),
-}  # fmt: skip
+}
 
 
 def _run_key(key: str) -> SpecKey:
@@ -186,18 +192,25 @@ _BOUND_SPEC_KEYS: dict[str, SpecKey] = {
     "source": SpecKey("where the bound is stated (paper, theorem, line)", "paper, Theorem 1"),
     "stated": SpecKey("what the paper states, in words", "linear convergence"),
     "quantity": SpecKey(f"what is bounded: {', '.join(QUANTITIES)}", "mean_square_rate"),
-    "bound": SpecKey("the bound, an expression of the constants (^ is a power too)",
-                     "(1 - eta*mu_f)**2"),
-    "condition": SpecKey("the theorem's condition: inequalities joined by 'and', or a list",
-                         "eta <= 1/L_f"),
-    "constant": SpecKey("the name of the bound's free constant (c of an O(.) shape): the "
-                        "check reports the constant the instances imply", "c"),
+    "bound": SpecKey(
+        "the bound, an expression of the constants (^ is a power too)", "(1 - eta*mu_f)**2"
+    ),
+    "condition": SpecKey(
+        "the theorem's condition: inequalities joined by 'and', or a list", "eta <= 1/L_f"
+    ),
+    "constant": SpecKey(
+        "the name of the bound's free constant (c of an O(.) shape): the "
+        "check reports the constant the instances imply",
+        "c",
+    ),
     "constant_value": SpecKey("the paper's value of the free constant, where known", 1.0),
     "epsilon": SpecKey("the accuracy factor of rounds_to", 1e-6),
     "tolerance": SpecKey("the violation tolerance, relative to the stated value", TOLERANCE),
-    "class": SpecKey("[class] table: the clients the bound is checked on (the quadratic class "
-                     "is searched; keys below)"),
-}  # fmt: skip
+    "class": SpecKey(
+        "[class] table: the clients the bound is checked on (the quadratic class "
+        "is searched; keys below)"
+    ),
+}
 KEYS: dict[str, SpecKey] = {
     k: _run_key(k) if k in RUN_KEYS else _BOUND_SPEC_KEYS[k] for k in _TOP_KEYS
 }
@@ -205,27 +218,51 @@ KEYS: dict[str, SpecKey] = {
 REQUIRED = ("algorithm", "lr", "quantity", "bound")
 #: The keys of the ``[class]`` table, what each is and an example value.
 CLASS_KEYS: dict[str, SpecKey] = {
-    "functions": SpecKey(f"the clients: {' or '.join(FUNCTION_CLASSES)} (every L-smooth "
-                         "mu-strongly convex f_i, by performance estimation: the extra pep)",
-                         "quadratic"),
+    "functions": SpecKey(
+        f"the clients: {' or '.join(FUNCTION_CLASSES)} (every L-smooth "
+        "mu-strongly convex f_i, by performance estimation: the extra pep)",
+        "quadratic",
+    ),
     "dim": SpecKey("the dimension d, or a list (quadratic clients: required)", 3),
     "L": SpecKey("every client's smoothness is at most L", 10.0),
-    "mu": SpecKey("every client's strong convexity is at least mu (0 < mu <= L; on the general "
-                  "class mu = 0 is smooth convex)", 1.0),
+    "mu": SpecKey(
+        "every client's strong convexity is at least mu (0 < mu <= L; on the general "
+        "class mu = 0 is smooth convex)",
+        1.0,
+    ),
     "heterogeneity": SpecKey("the client optima spread over the box z +- heterogeneity", 1.0),
     "p_range": SpecKey(
         "[low, high]: drawn participation weights (where the spec gives no p)", [0.05, 1.0]
     ),
-    "D2": SpecKey("the start's bound ||x_0 - x*||^2 <= D2 (quadratic draws start at that "
-                  "distance; the general class and the quantities after R rounds read 1)", 1.0),
-    "zeta2": SpecKey("the heterogeneity bound (1/N) sum_i ||grad f_i(x*)||^2 <= zeta2 "
-                     "(quadratic draws meet it with equality)", 1.0),
-}  # fmt: skip
+    "D2": SpecKey(
+        "the start's bound ||x_0 - x*||^2 <= D2 (quadratic draws start at that "
+        "distance; the general class and the quantities after R rounds read 1)",
+        1.0,
+    ),
+    "zeta2": SpecKey(
+        "the heterogeneity bound (1/N) sum_i ||grad f_i(x*)||^2 <= zeta2 "
+        "(quadratic draws meet it with equality)",
+        1.0,
+    ),
+}
 #: The keys ``[class]`` must give (and ``dim`` for quadratic clients).
 CLASS_REQUIRED = ("L", "mu")
 _CLASS_KEYS = tuple(CLASS_KEYS)
-_TEXT_KEYS = ("algorithm", "quantity", "bound", "participation", "aggregation", "empty", "title",
-              "source", "stated", "problem", "problem_file", "topology", "constant")  # fmt: skip
+_TEXT_KEYS = (
+    "algorithm",
+    "quantity",
+    "bound",
+    "participation",
+    "aggregation",
+    "empty",
+    "title",
+    "source",
+    "stated",
+    "problem",
+    "problem_file",
+    "topology",
+    "constant",
+)
 _OPTIONAL_TEXT_KEYS = ("problem", "problem_file", "topology", "constant")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -394,8 +431,14 @@ class InstanceClass:
         return cls(**{"dim": (), **d})
 
     def to_dict(self) -> dict:
-        out = {"functions": self.functions, "dim": list(self.dim), "L": self.L, "mu": self.mu,
-               "heterogeneity": self.heterogeneity, "p_range": list(self.p_range)}  # fmt: skip
+        out = {
+            "functions": self.functions,
+            "dim": list(self.dim),
+            "L": self.L,
+            "mu": self.mu,
+            "heterogeneity": self.heterogeneity,
+            "p_range": list(self.p_range),
+        }
         for key in ("D2", "zeta2"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
@@ -555,8 +598,10 @@ class BoundSpec:
             cls_ = InstanceClass.from_dict(cls_)
         elif cls_ is not None and not isinstance(cls_, InstanceClass):
             raise AssumptionError(f"[class] must be a table, got {cls_!r}")
-        declared = {k: None if getattr(self, k) is None else _setting(k, getattr(self, k))
-                    for k in ("replace", "markov_a", "markov_b", "start")}  # fmt: skip
+        declared = {
+            k: None if getattr(self, k) is None else _setting(k, getattr(self, k))
+            for k in ("replace", "markov_a", "markov_b", "start")
+        }
         local_steps = _ints("local_steps", self.local_steps)
         if local_steps is None:
             raise AssumptionError("local_steps must be an integer or a list of integers")
@@ -741,8 +786,16 @@ TEMPLATES: dict[str, tuple[str, dict[str, Any]]] = {
     ),
 }
 #: The keys every template sets (with :data:`KEYS`' examples unless :data:`TEMPLATES` says).
-TEMPLATE_KEYS = ("algorithm", "participation", "clients", "local_steps", "lr", "quantity", "bound",
-                 "condition")  # fmt: skip
+TEMPLATE_KEYS = (
+    "algorithm",
+    "participation",
+    "clients",
+    "local_steps",
+    "lr",
+    "quantity",
+    "bound",
+    "condition",
+)
 
 
 def _default(key: str, owner: type) -> Any:
@@ -780,8 +833,9 @@ def key_help(width: int = 100) -> str:
         pad = max(map(len, table)) + 2
         out = [title]
         for name, text in table.items():
-            out += textwrap.wrap(text, width, initial_indent=f"  {name:<{pad}}",
-                                 subsequent_indent=" " * (pad + 2))  # fmt: skip
+            out += textwrap.wrap(
+                text, width, initial_indent=f"  {name:<{pad}}", subsequent_indent=" " * (pad + 2)
+            )
         return out
 
     def described(keys: dict[str, SpecKey], owner: type, required: tuple) -> dict[str, str]:
@@ -792,13 +846,18 @@ def key_help(width: int = 100) -> str:
             out[k] = key.meaning + tail
         return out
 
-    lines = block(f"spec keys (TOML; required: {', '.join(REQUIRED)}):",
-                  described(KEYS, BoundSpec, REQUIRED))  # fmt: skip
-    lines += block(f"[class] keys (required: {', '.join(CLASS_REQUIRED)}, and dim for quadratic "
-                   "clients):",
-                   described(CLASS_KEYS, InstanceClass, CLASS_REQUIRED))  # fmt: skip
-    lines += block("constants (computed from each instance; a bound, a condition and lr may "
-                   "use them, lr all but eta):", CONSTANTS)  # fmt: skip
+    lines = block(
+        f"spec keys (TOML; required: {', '.join(REQUIRED)}):", described(KEYS, BoundSpec, REQUIRED)
+    )
+    lines += block(
+        f"[class] keys (required: {', '.join(CLASS_REQUIRED)}, and dim for quadratic clients):",
+        described(CLASS_KEYS, InstanceClass, CLASS_REQUIRED),
+    )
+    lines += block(
+        "constants (computed from each instance; a bound, a condition and lr may "
+        "use them, lr all but eta):",
+        CONSTANTS,
+    )
     lines += block("quantities:", QUANTITIES)
     lines += textwrap.wrap(f"functions: {', '.join(FUNCTIONS)}", width)
     return "\n".join(lines)

@@ -85,30 +85,55 @@ def register(subparsers: Any) -> None:
             "fedtheory bound --template rounds_to > spec.toml && fedtheory bound spec.toml",
         ],
     )
-    p.epilog = (f"{key_help()}\n\nThe format in full: docs/bounds.md; 'fedtheory bound --template "
-                f"QUANTITY' prints a commented spec to start from.\n\n{p.epilog}")  # fmt: skip
-    p.add_argument("spec", metavar="SPEC.toml", nargs="?",
-                   help="a bound spec (or a shipped bound's name); --template prints one")  # fmt: skip
-    p.add_argument("--template", nargs="?", const="mean_square_rate", choices=list(QUANTITIES),
-                   metavar="QUANTITY",
-                   help="print a commented spec to start from, bounding QUANTITY (one of "
-                   f"{', '.join(QUANTITIES)}; default mean_square_rate), and exit: saved as a "
-                   "file it runs as is")  # fmt: skip
-    p.add_argument("--search", type=int, default=None, metavar="N",
-                   help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
-                   "0: none), then structured extremes and an ascent from the best with N/4 "
-                   "more evaluations")  # fmt: skip
+    p.epilog = (
+        f"{key_help()}\n\nThe format in full: docs/bounds.md; 'fedtheory bound --template "
+        f"QUANTITY' prints a commented spec to start from.\n\n{p.epilog}"
+    )
+    p.add_argument(
+        "spec",
+        metavar="SPEC.toml",
+        nargs="?",
+        help="a bound spec (or a shipped bound's name); --template prints one",
+    )
+    p.add_argument(
+        "--template",
+        nargs="?",
+        const="mean_square_rate",
+        choices=list(QUANTITIES),
+        metavar="QUANTITY",
+        help="print a commented spec to start from, bounding QUANTITY (one of "
+        f"{', '.join(QUANTITIES)}; default mean_square_rate), and exit: saved as a "
+        "file it runs as is",
+    )
+    p.add_argument(
+        "--search",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"random class draws (default {DEFAULT_SEARCH} with a [class], "
+        "0: none), then structured extremes and an ascent from the best with N/4 "
+        "more evaluations",
+    )
     add_setting(p, "seed")
-    p.add_argument("--class", dest="functions", choices=CLASS_CHOICES, default=None,
-                   help="the clients the bound is checked on (default: the spec's [class] "
-                   "functions, else quadratic): quadratic (exact oracle and search), "
-                   f"{GENERAL} (performance estimation) or both")  # fmt: skip
+    p.add_argument(
+        "--class",
+        dest="functions",
+        choices=CLASS_CHOICES,
+        default=None,
+        help="the clients the bound is checked on (default: the spec's [class] "
+        "functions, else quadratic): quadratic (exact oracle and search), "
+        f"{GENERAL} (performance estimation) or both",
+    )
     src = p.add_mutually_exclusive_group()
     add_settings(src, "problem", "problem_file")
     add_setting(p, "seeds", default=None)
-    p.add_argument("--out-dir", metavar="DIR", default=None,
-                   help="where counterexample files go (default: the folder of --json OUT, "
-                   "else the current folder)")  # fmt: skip
+    p.add_argument(
+        "--out-dir",
+        metavar="DIR",
+        default=None,
+        help="where counterexample files go (default: the folder of --json OUT, "
+        "else the current folder)",
+    )
     add_json(p, "the check (violated, worst, instances, implied_constant, ...)")
     p.set_defaults(func=run)
 
@@ -162,14 +187,24 @@ def run(args: argparse.Namespace) -> int:
         out_dir = Path(args.json).parent if args.json not in (None, "-") else Path.cwd()
     out_dir = check_output_dir(out_dir)
     with working(f"checking {Path(spec.path).stem}: {_what_runs(spec, args)}"):
-        res = check_classes(spec, functions=args.functions, search=args.search, seed=args.seed,
-                            problem=args.problem, problem_file=args.problem_file,
-                            measure_seeds=args.seeds, out_dir=out_dir,
-                            name=Path(spec.path).stem)  # fmt: skip
+        res = check_classes(
+            spec,
+            functions=args.functions,
+            search=args.search,
+            seed=args.seed,
+            problem=args.problem,
+            problem_file=args.problem_file,
+            measure_seeds=args.seeds,
+            out_dir=out_dir,
+            name=Path(spec.path).stem,
+        )
     out = human_stream(args)
     title = spec.title or Path(spec.path).stem
-    print(f"{title}: {spec.quantity} <= {spec.bound}"
-          + (f" if {' and '.join(spec.condition)}" if spec.condition else ""), file=out)  # fmt: skip
+    print(
+        f"{title}: {spec.quantity} <= {spec.bound}"
+        + (f" if {' and '.join(spec.condition)}" if spec.condition else ""),
+        file=out,
+    )
     for label, r in (("quadratic clients", res.quadratic), (f"{GENERAL} clients", res.general)):
         if r is not None:
             if res.functions == "both":

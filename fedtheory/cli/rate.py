@@ -107,17 +107,31 @@ def register(subparsers: Any) -> None:
     add_setting(p, "participation", choices=model_names(exact_law=True))
     add_settings(p, *PARTICIPATION, "aggregation", "local_steps", "lr", *ALGORITHM_SETTINGS)
     add_settings(p, "noise", "seed")
-    p.add_argument("--tol", type=float, default=1e-10,
-                   help="eigensolver tolerance of the mean-square eigenpair")  # fmt: skip
-    p.add_argument("--eigensolver", choices=EIGENSOLVERS, default=EIGENSOLVERS[0],
-                   help="the mean-square rate's eigensolver on large operators: arpack (its "
-                   "residual fixes the Figure 4 rates to 1e-10) or krylov-schur (cheaper per "
-                   "application, a time left in the progress line, but 5e-8 to 1.4e-7 off "
-                   "there)")  # fmt: skip
-    p.add_argument("--largest-stable-lr", action="store_true",
-                   help="also bisect the largest step with mean-square rate < 1")  # fmt: skip
-    p.add_argument("--fail-on-divergence", action="store_true",
-                   help="exit with status 3 when a rate is >= 1 (default: warn, exit 0)")  # fmt: skip
+    p.add_argument(
+        "--tol",
+        type=float,
+        default=1e-10,
+        help="eigensolver tolerance of the mean-square eigenpair",
+    )
+    p.add_argument(
+        "--eigensolver",
+        choices=EIGENSOLVERS,
+        default=EIGENSOLVERS[0],
+        help="the mean-square rate's eigensolver on large operators: arpack (its "
+        "residual fixes the Figure 4 rates to 1e-10) or krylov-schur (cheaper per "
+        "application, a time left in the progress line, but 5e-8 to 1.4e-7 off "
+        "there)",
+    )
+    p.add_argument(
+        "--largest-stable-lr",
+        action="store_true",
+        help="also bisect the largest step with mean-square rate < 1",
+    )
+    p.add_argument(
+        "--fail-on-divergence",
+        action="store_true",
+        help="exit with status 3 when a rate is >= 1 (default: warn, exit 0)",
+    )
     add_json(p, "the rates, fixed point, floor and the problem's constants")
     p.set_defaults(func=run)
 
@@ -210,8 +224,10 @@ def _summary(res: Any, extra: dict) -> str:
         )
     if "largest_stable_lr" in extra:
         s = extra["largest_stable_lr"]
-        lines.append(f"  largest stable eta  {s['lr']:.6g} (mean-square rate < 1; [{s['lo']:.6g}, "
-                     f"{s['hi']:.6g}])")  # fmt: skip
+        lines.append(
+            f"  largest stable eta  {s['lr']:.6g} (mean-square rate < 1; [{s['lo']:.6g}, "
+            f"{s['hi']:.6g}])"
+        )
     lines.append(f"  stated rate         {res.stated}")
     lines.append(f"  method              {res.method}")
     return "\n".join(lines)
@@ -228,15 +244,22 @@ def run(args: argparse.Namespace) -> int:
     problem = make_problem(args.problem, path=args.problem_file, seed=args.seed, exact=True)
     built = _participation(args, problem)
     model = built.model
-    kw = {"local_steps": args.local_steps, "rule": args.aggregation, "noise": args.noise,
-          "tol": args.tol, "eigensolver": args.eigensolver,
-          **given_settings(args, ALGORITHM_SETTINGS)}  # fmt: skip
+    kw = {
+        "local_steps": args.local_steps,
+        "rule": args.aggregation,
+        "noise": args.noise,
+        "tol": args.tol,
+        "eigensolver": args.eigensolver,
+        **given_settings(args, ALGORITHM_SETTINGS),
+    }
     options = algorithm_options(args)
     if options:
         kw["options"] = options
     solve = _SolveProgress(args.tol)
-    unit = (f"exact rates of {args.algorithm} on {args.problem_file or args.problem} "
-            f"({args.participation} participation, K = {args.local_steps}, lr = {args.lr:g})")  # fmt: skip
+    unit = (
+        f"exact rates of {args.algorithm} on {args.problem_file or args.problem} "
+        f"({args.participation} participation, K = {args.local_steps}, lr = {args.lr:g})"
+    )
     try:
         with working(unit):  # the round's extraction and the eigen-solves: a heartbeat in a log
             res = exact_rates(problem, args.algorithm, model, lr=args.lr, progress=solve, **kw)
@@ -252,9 +275,15 @@ def run(args: argparse.Namespace) -> int:
             solve.tols["mean-square rate"] = 1e-8
             with working(f"largest stable step of {args.algorithm} (bisection from {args.lr:g})"):
                 extra["largest_stable_lr"] = largest_stable_lr(
-                    problem, args.algorithm, model, lr_start=args.lr, rtol=1e-3, tol=1e-8,
-                    progress=solve, **kw,
-                ).to_dict()  # fmt: skip
+                    problem,
+                    args.algorithm,
+                    model,
+                    lr_start=args.lr,
+                    rtol=1e-3,
+                    tol=1e-8,
+                    progress=solve,
+                    **kw,
+                ).to_dict()
     finally:
         solve.close()
     rates = {"mean": res.mean_rate, "mean-square": res.mean_square_rate}
@@ -276,8 +305,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}")
     if above:
         said = ", ".join(f"{k} rate {v:.6g} >= 1" for k, v in above.items())
-        print(f"fedtheory: warning: diverging: {said} (the error grows geometrically)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"fedtheory: warning: diverging: {said} (the error grows geometrically)",
+            file=sys.stderr,
+        )
         if args.fail_on_divergence:
             return 3
     return 0

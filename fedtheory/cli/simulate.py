@@ -95,9 +95,12 @@ def register(subparsers: Any) -> None:
     add_settings(p, *PARTICIPATION, "aggregation", "rounds", "local_steps", "lr")
     add_settings(alg, *ALGORITHM_SETTINGS)
     add_settings(p, *RUN, workers=available_cores())
-    p.add_argument("--fail-on-divergence", action="store_true",
-                   help="exit with status 3 when a seed diverged or is diverging (its error grew "
-                   "10x within 50 rounds to above its start; default: report it, exit 0)")  # fmt: skip
+    p.add_argument(
+        "--fail-on-divergence",
+        action="store_true",
+        help="exit with status 3 when a seed diverged or is diverging (its error grew "
+        "10x within 50 rounds to above its start; default: report it, exit 0)",
+    )
     add_max_memory(p)
     add_json(p, "the error curves and final models")
     p.add_argument("--out", metavar="OUT.npz", help="also write the arrays as a NumPy .npz")
@@ -115,10 +118,13 @@ def _listing() -> str:
             f"  {'':14s}   reads {', '.join(a.settings)}" + (f"; options {opts}" if opts else "")
         )
     lines.append("  your own: --algorithm FILE.py:NAME or MODULE:NAME (docs/own-algorithm.md)")
-    lines += [f"  {k:14s} installed: {v} (entry point, loaded when named)"
-              for k, v in installed().items()]  # fmt: skip
-    lines.append("problems (--problem; a user's data: --problem-file F.npz with A, b, lam, or a "
-                 "counterexample's interpolation file):")  # fmt: skip
+    lines += [
+        f"  {k:14s} installed: {v} (entry point, loaded when named)" for k, v in installed().items()
+    ]
+    lines.append(
+        "problems (--problem; a user's data: --problem-file F.npz with A, b, lam, or a "
+        "counterexample's interpolation file):"
+    )
     lines += [f"  {k:14s} {v}" for k, v in BUILTIN_PROBLEMS.items()]
     lines.append("participation (--participation):")
     lines += [f"  {k:14s} {model_info(k).description}" for k in model_names(settings_only=True)]
@@ -142,12 +148,24 @@ def run(args: argparse.Namespace) -> int:
     problem = make_problem(args.problem, path=args.problem_file, seed=args.seed, dtype=dtype)
     settings = given_settings(args, (*PARTICIPATION[1:], *ALGORITHM_SETTINGS))
     res = simulate(
-        problem, args.algorithm, args.participation, rounds=args.rounds, seeds=args.seeds,
-        seed=args.seed, aggregation=args.aggregation, backend=args.backend, dtype=dtype,
-        lr=args.lr, local_steps=args.local_steps, record_every=args.record_every,
-        metrics=args.metrics, workers=args.workers, progress=True, **settings,
+        problem,
+        args.algorithm,
+        args.participation,
+        rounds=args.rounds,
+        seeds=args.seeds,
+        seed=args.seed,
+        aggregation=args.aggregation,
+        backend=args.backend,
+        dtype=dtype,
+        lr=args.lr,
+        local_steps=args.local_steps,
+        record_every=args.record_every,
+        metrics=args.metrics,
+        workers=args.workers,
+        progress=True,
+        **settings,
         **algorithm_options(args),
-    )  # fmt: skip
+    )
     out = {
         "algorithm": res.algorithm,
         "problem": args.problem_file or args.problem,

@@ -57,9 +57,10 @@ def register(subparsers) -> None:
     add_json(p)
     p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     p.add_argument(
-        "--markdown", metavar="OUT",
+        "--markdown",
+        metavar="OUT",
         help="also write the table as a Markdown page (how docs/verdicts.md is made)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--figures-dir",
         metavar="DIR",
@@ -69,13 +70,20 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="base seed of every experiment")
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, metavar="N",
-                       help="run N claims at once, each in a forked process, the longest first "
-                       "(the same results for any N); default: the cores this process may use; "
-                       "1: one after the other in this process")  # fmt: skip
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="run the claims as tasks on a running Dask scheduler (needs the "
-                       "'fedtheory[sweep]' extra)")  # fmt: skip
+    where.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="run N claims at once, each in a forked process, the longest first "
+        "(the same results for any N); default: the cores this process may use; "
+        "1: one after the other in this process",
+    )
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the claims as tasks on a running Dask scheduler (needs the "
+        "'fedtheory[sweep]' extra)",
+    )
     p.set_defaults(func=main)
 
 
@@ -87,7 +95,8 @@ def main(args) -> int:
     if args.list:
         for c in claims:  # where a claim runs is said after its statement
             where = (" [--full]" if c.tier == FULL else "") + "".join(
-                f" [needs {e}]" for e in c.needs)  # fmt: skip
+                f" [needs {e}]" for e in c.needs
+            )
             print(f"{c.id:4s} {c.source:28s} {c.stated}{where}")
         return 0
     if args.figures_dir:  # a bad folder is one line now, not every claim crashing when it draws

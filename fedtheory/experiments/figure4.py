@@ -378,9 +378,19 @@ def plot_figure4(data: Figure4Result, path: Any = None) -> Any:
             # exact methods at 1e-15) stay apart: each its own line style and its own markers,
             # placed at rounds the others leave free.
             every = max(y.size // 6, 1)
-            ax.semilogy(np.arange(y.size), y, label=display_name(alg), lw=1.6, color=color,
-                        ls=LINE_STYLES[k % len(LINE_STYLES)], marker=MARKERS[k % len(MARKERS)],
-                        ms=6, markevery=(k * every // n, every), mfc="none", mew=1.4)  # fmt: skip
+            ax.semilogy(
+                np.arange(y.size),
+                y,
+                label=display_name(alg),
+                lw=1.6,
+                color=color,
+                ls=LINE_STYLES[k % len(LINE_STYLES)],
+                marker=MARKERS[k % len(MARKERS)],
+                ms=6,
+                markevery=(k * every // n, every),
+                mfc="none",
+                mew=1.4,
+            )
             band = reg.bands.get(alg)
             if band is not None:  # the middle half of the seeds
                 lo, hi = (

@@ -117,16 +117,20 @@ class StabilityMapResult(ExperimentResult):
     regimes: dict
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable({"problem": self.problem, "local_steps": self.local_steps,
-                         "tol": self.tol, "rtol": self.rtol,
-                         "regimes": {k: r.to_dict() for k, r in self.regimes.items()}})  # fmt: skip
+        return jsonable(
+            {
+                "problem": self.problem,
+                "local_steps": self.local_steps,
+                "tol": self.tol,
+                "rtol": self.rtol,
+                "regimes": {k: r.to_dict() for k, r in self.regimes.items()},
+            }
+        )
 
     def _summary(self) -> str:
         return "; ".join(
             f"{name}: "
-            + ", ".join(
-                f"{a} eta_max {c.largest_stable_lr:.3g}" for a, c in reg.curves.items()
-            )  # fmt: skip
+            + ", ".join(f"{a} eta_max {c.largest_stable_lr:.3g}" for a, c in reg.curves.items())
             for name, reg in self.regimes.items()
         )
 
@@ -180,8 +184,11 @@ def run_stability_map(
     problem = figure4_problem() if problem is None else problem
     out: dict[str, Any] = {
         "problem": "003 Figure 4 least squares (N=16, d=50)",
-        "local_steps": K, "tol": tol, "rtol": rtol, "regimes": {},
-    }  # fmt: skip
+        "local_steps": K,
+        "tol": tol,
+        "rtol": rtol,
+        "regimes": {},
+    }
     for regime in regimes:
         name, m, eta_p = REGIMES[regime]
         model = _model(name, m, problem)
@@ -207,15 +214,32 @@ class _Settings:
         model = _model(name, m, problem)
         t0 = time.perf_counter()
         warm = WarmStart()  # every eigen-solve of the curve starts from the previous eigenvector
-        st = largest_stable_lr(problem, alg, model, lr_start=eta_p, local_steps=K,
-                               rtol=self.rtol, tol=tol, warm_start=warm,
-                               eigensolver=EIGENSOLVER)  # fmt: skip
+        st = largest_stable_lr(
+            problem,
+            alg,
+            model,
+            lr_start=eta_p,
+            local_steps=K,
+            rtol=self.rtol,
+            tol=tol,
+            warm_start=warm,
+            eigensolver=EIGENSOLVER,
+        )
         pts = dict(st.evaluated)
         more = [f * eta_p for f in self.extra if f < 1] + [f * st.hi for f in self.extra if f > 1]
         for eta in more:
-            r = exact_rates(problem, alg, model, lr=eta, local_steps=K, tol=tol,
-                            stationary=False, verify=False, warm_start=warm,
-                            eigensolver=EIGENSOLVER)  # fmt: skip
+            r = exact_rates(
+                problem,
+                alg,
+                model,
+                lr=eta,
+                local_steps=K,
+                tol=tol,
+                stationary=False,
+                verify=False,
+                warm_start=warm,
+                eigensolver=EIGENSOLVER,
+            )
             pts[eta] = r.mean_square_rate
         lrs = sorted(pts)
         return {
@@ -233,8 +257,9 @@ class _Settings:
         than one (the longest settings first: SCAFFOLD's operator costs twice FOCUS's, FedAvg's
         is dense and takes milliseconds)."""
         cost = {"scaffold": 0, "focus": 1}
-        order = sorted(range(len(todo)), key=lambda i: (todo[i][0] == "full",
-                                                        cost.get(todo[i][1], 2)))  # fmt: skip
+        order = sorted(
+            range(len(todo)), key=lambda i: (todo[i][0] == "full", cost.get(todo[i][1], 2))
+        )
         return fork_all(lambda setting: self.run(*setting), todo, workers=workers, order=order)
 
 
@@ -265,8 +290,14 @@ def plot_stability_map(data: StabilityMapResult, path: Any = None) -> Any:
         ax.axhline(1.0, color="k", lw=0.8)
         for alg, cur in reg.curves.items():
             c = colors.get(alg, None)
-            ax.plot(cur.lr, cur.mean_square_rate, marker="o", ms=3, color=c,
-                    label=rf"{display_name(alg)}: $\eta_{{\max}}$ = {cur.largest_stable_lr:.3g}")  # fmt: skip
+            ax.plot(
+                cur.lr,
+                cur.mean_square_rate,
+                marker="o",
+                ms=3,
+                color=c,
+                label=rf"{display_name(alg)}: $\eta_{{\max}}$ = {cur.largest_stable_lr:.3g}",
+            )
             ax.axvline(cur.largest_stable_lr, color=c, ls=":", lw=1.2)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())  # labelled minor ticks collide

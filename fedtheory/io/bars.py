@@ -101,9 +101,11 @@ class _Heartbeat:
             if self.thread is None and not self.quiet:
                 self.stop = threading.Event()
                 self.thread = threading.Thread(
-                    target=self._run, args=(self.stop, self._tick(bar)),
-                    name="fedtheory-heartbeat", daemon=True,
-                )  # fmt: skip
+                    target=self._run,
+                    args=(self.stop, self._tick(bar)),
+                    name="fedtheory-heartbeat",
+                    daemon=True,
+                )
                 self.thread.start()
 
     @staticmethod
@@ -219,9 +221,19 @@ class LineProgress:
         :func:`heartbeat_seconds`; ``inf``: none).
     """
 
-    def __init__(self, iterable=None, *, total=None, desc=None, every=10.0, file=None, counts=None,
-                 status: Callable[[], str] | None = None, eta: Callable[[], float | None] | None = None,
-                 heartbeat: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        iterable=None,
+        *,
+        total=None,
+        desc=None,
+        every=10.0,
+        file=None,
+        counts=None,
+        status: Callable[[], str] | None = None,
+        eta: Callable[[], float | None] | None = None,
+        heartbeat: float | None = None,
+    ):
         self.iterable = iterable
         if total is None and iterable is not None and hasattr(iterable, "__len__"):
             total = len(iterable)
@@ -370,8 +382,18 @@ class _TqdmProgress(tqdm):
         super().close()
 
 
-def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0, counts=None,
-             status=None, eta=None, **kw):  # fmt: skip
+def progress(
+    iterable=None,
+    *,
+    total=None,
+    desc=None,
+    disable=False,
+    every=10.0,
+    counts=None,
+    status=None,
+    eta=None,
+    **kw,
+):
     """Progress on stderr that works everywhere.
 
     - stderr is a terminal: a tqdm bar;
@@ -428,8 +450,9 @@ def progress(iterable=None, *, total=None, desc=None, disable=False, every=10.0,
         return _NotebookProgress(iterable, total=total, desc=desc, **kw)
     if sys.stderr is not None and sys.stderr.isatty():
         return _TqdmProgress(iterable, total=total, desc=desc, file=sys.stderr, **kw)
-    return LineProgress(iterable, total=total, desc=desc, every=every, counts=counts,
-                        status=status, eta=eta)  # fmt: skip
+    return LineProgress(
+        iterable, total=total, desc=desc, every=every, counts=counts, status=status, eta=eta
+    )
 
 
 def lines_only() -> bool:
@@ -441,8 +464,13 @@ def lines_only() -> bool:
 
 
 @contextlib.contextmanager
-def working(what: str, *, disable: bool = False, eta: Callable[[], float | None] | None = None,
-            announce: bool = True) -> Iterator:  # fmt: skip
+def working(
+    what: str,
+    *,
+    disable: bool = False,
+    eta: Callable[[], float | None] | None = None,
+    announce: bool = True,
+) -> Iterator:
     """One unit of work without a count (an eigen-solve, a bound search, a store's set-up): a
     line ``what ...`` when it starts, the heartbeat while it runs (``what running 45 s``, a
     bar's clock on a terminal), ``what: done in 52 s`` when it ends (in a log).
@@ -460,8 +488,9 @@ def working(what: str, *, disable: bool = False, eta: Callable[[], float | None]
     """
     if not announce:
         disable = disable or not lines_only()
-    bar = progress(total=None, desc=what, disable=disable, eta=eta,
-                   bar_format="{desc}: {elapsed}{postfix}")  # fmt: skip
+    bar = progress(
+        total=None, desc=what, disable=disable, eta=eta, bar_format="{desc}: {elapsed}{postfix}"
+    )
     line = isinstance(bar, LineProgress) and announce
     t0 = time.perf_counter()
     if line:

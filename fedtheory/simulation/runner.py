@@ -154,10 +154,17 @@ STATE_COPIES = 12
 
 
 def check_run_memory(
-    *, seeds: int, rounds: int, n_clients: int, dim: int, itemsize: int = 8,
-    local_steps: int = 0, metrics: int = len(RUNNER_METRICS) + 2, block: int | None = None,
+    *,
+    seeds: int,
+    rounds: int,
+    n_clients: int,
+    dim: int,
+    itemsize: int = 8,
+    local_steps: int = 0,
+    metrics: int = len(RUNNER_METRICS) + 2,
+    block: int | None = None,
     workers: int = 1,
-) -> None:  # fmt: skip
+) -> None:
     """Refuse a run whose memory estimate exceeds what this machine has, saying the estimate.
 
     Per block of seeds (``workers`` blocks at once): the participation draws (S, R, N) (and
@@ -343,9 +350,12 @@ class SimulationResult:
         coords = {
             "seed": ("seed", np.asarray(self.seed_ids, dtype=np.int64), DIMENSION_ATTRS["seed"]),
             "round": ("round", np.arange(self.rounds + 1), DIMENSION_ATTRS["round"]),
-            MODEL_DIM: (MODEL_DIM, np.arange(np.shape(self.x_final)[-1]),
-                         DIMENSION_ATTRS[MODEL_DIM]),
-        }  # fmt: skip
+            MODEL_DIM: (
+                MODEL_DIM,
+                np.arange(np.shape(self.x_final)[-1]),
+                DIMENSION_ATTRS[MODEL_DIM],
+            ),
+        }
         data: dict[str, Any] = {
             k: (("seed", "round"), np.asarray(v), metric_attrs(k)) for k, v in self.metrics.items()
         }
@@ -391,8 +401,9 @@ class SimulationResult:
         wide = ds[list(self.metrics)].to_dataframe().reset_index()
         long = wide.melt(id_vars=["seed", "round"], var_name="metric", value_name="value")
         long = long.dropna(subset=["value"]).reset_index(drop=True)
-        diverged = dict(zip(ds["seed"].values.tolist(), np.asarray(self.diverged).tolist(),
-                            strict=True))  # fmt: skip
+        diverged = dict(
+            zip(ds["seed"].values.tolist(), np.asarray(self.diverged).tolist(), strict=True)
+        )
         long["diverged"] = long["seed"].map(diverged).astype(bool)
         return long
 
@@ -465,8 +476,9 @@ def draw_participation(
     Each seed draws from its own stream, the selection is batched where the model allows
     (:meth:`~fedtheory.participation.ParticipationModel.sample_each`): the same bits as one
     ``model.sample`` per seed."""
-    children = [np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (stream,))
-                for sq in seqs]  # fmt: skip
+    children = [
+        np.random.SeedSequence(sq.entropy, spawn_key=sq.spawn_key + (stream,)) for sq in seqs
+    ]
     return np.asarray(model.sample_each(rounds * per_round, children))
 
 
@@ -487,10 +499,14 @@ def plan_run(problem: Any, algorithm: Algorithm | str, spec: RunSpec, **config: 
     seqs = seed_sequences(spec.seed, spec.seeds, spec.seed_ids)
     S = len(seqs)
     check_run_memory(
-        seeds=S, rounds=spec.rounds, n_clients=N, dim=d, itemsize=dt.itemsize,
+        seeds=S,
+        rounds=spec.rounds,
+        n_clients=N,
+        dim=d,
+        itemsize=dt.itemsize,
         local_steps=algorithm.config.local_steps if algorithm.needs_step_masks else 0,
         metrics=len(available),
-    )  # fmt: skip
+    )
     masks, weights, step_masks = _draws(model, algorithm, spec, seqs, N, dt)
     noise_seqs = [np.random.SeedSequence(s.entropy, spawn_key=s.spawn_key + (2,)) for s in seqs]
     return RunPlan(
@@ -827,7 +843,7 @@ class _RoundDraws:
             step_masks=None if self.steps is None else self.steps[r],
             counts=None if self.counts is None else self.counts[r],
             layout=layout,
-        )  # fmt: skip
+        )
 
 
 def run_rounds(plan: RunPlan, *, progress: bool = False) -> tuple[Any, _Recorder, Any, float]:
@@ -1048,9 +1064,14 @@ def simulate(
     seed_block = check_int("seed_block", seed_block, minimum=1)
     workers = worker_count(available_cores() if workers is None else workers)
     check_run_memory(
-        seeds=n_seeds, rounds=check_int("the number of rounds R", rounds, minimum=0),
-        n_clients=N, dim=d, itemsize=itemsize, block=seed_block, workers=workers,
-    )  # fmt: skip
+        seeds=n_seeds,
+        rounds=check_int("the number of rounds R", rounds, minimum=0),
+        n_clients=N,
+        dim=d,
+        itemsize=itemsize,
+        block=seed_block,
+        workers=workers,
+    )
     ids = list(range(n_seeds)) if seed_ids is None else seed_ids
     if len(ids) <= seed_block:
         plan = plan_run(problem, algorithm, replace(spec, seeds=len(ids), seed_ids=ids), **config)
@@ -1064,8 +1085,9 @@ def simulate(
     bounds = np.linspace(0, len(ids), n_blocks + 1).round().astype(int)  # balanced blocks
     job = _Blocks(problem, algorithm, ids, bounds, spec, config)
     if workers > 1 and get_backend(backend) is np:  # a GPU context does not survive fork
-        parts = fork_all(job.run, range(n_blocks), workers=workers, progress=progress,
-                         desc="seed blocks")  # fmt: skip
+        parts = fork_all(
+            job.run, range(n_blocks), workers=workers, progress=progress, desc="seed blocks"
+        )
         return _said(_concatenate(parts), built)
     return _said(_concatenate([job.run(k, progress) for k in range(n_blocks)]), built)
 
@@ -1096,10 +1118,12 @@ class _Blocks:
         a, b = int(self.bounds[k]), int(self.bounds[k + 1])
         x0, draws = self.spec.x0, self.spec.draws
         block = replace(
-            self.spec, seeds=b - a, seed_ids=self.ids[a:b],
+            self.spec,
+            seeds=b - a,
+            seed_ids=self.ids[a:b],
             x0=x0 if x0 is None or np.ndim(x0) == 1 else np.asarray(x0)[a:b],
             draws=None if draws is None else np.asarray(draws)[a:b],
-        )  # fmt: skip
+        )
         plan = plan_run(self.problem, self.algorithm, block, **self.config)
         return _result(plan, *run_rounds(plan, progress=progress))
 
@@ -1120,7 +1144,7 @@ def _result(
         seed_ids=plan.seed_ids,
         metrics=RecordedMetrics(
             {k: record.values[k] for k in plan.recorded}, available=list(plan.available)
-        ),  # fmt: skip
+        ),
         diverged=record.diverged,
         diverged_at=record.diverged_at,
         x_final=to_numpy(state.x),
@@ -1157,7 +1181,7 @@ def _concatenate(parts: list) -> SimulationResult:
         metrics=RecordedMetrics(
             {k: cat(lambda p, k=k: p.metrics[k]) for k in first.metrics},
             available=first.metrics.available,
-        ),  # fmt: skip
+        ),
         diverged=cat(lambda p: p.diverged),
         diverged_at=cat(lambda p: p.diverged_at),
         diverging=cat(lambda p: p.diverging),

@@ -179,8 +179,11 @@ def _report_repairs(progress: bool, repaired: list[str], damaged: dict) -> None:
         _say(progress, f"rewrote damaged metadata: {', '.join(repaired)}")
     if damaged:
         first = next(iter(damaged.values()))
-        _say(progress, f"{len(damaged)} damaged task(s) run again (task {first.index}, "
-                       f"{first.task}: {first.reason}{'; ...' if len(damaged) > 1 else ''})")  # fmt: skip
+        _say(
+            progress,
+            f"{len(damaged)} damaged task(s) run again (task {first.index}, "
+            f"{first.task}: {first.reason}{'; ...' if len(damaged) > 1 else ''})",
+        )
 
 
 def run(
@@ -259,16 +262,21 @@ def run(
             damaged = {c.index: c for c in checks if c.state == "damaged"}
             todo = [t for t in tasks if t.index not in done]
             if st.extended:
-                _say(progress, f"extending the store ({', '.join(st.extended)}): "
-                               f"{len(done)} tasks kept")  # fmt: skip
+                _say(
+                    progress,
+                    f"extending the store ({', '.join(st.extended)}): {len(done)} tasks kept",
+                )
             if todo:
                 st.check_writable()
                 with engine:  # what it does, once nothing but a task can fail
-                    _say(progress, f"running {len(todo)} of {len(tasks)} tasks on a "
-                                   f"{engine.describe()}; store up to "
-                                   f"{format_bytes(size['store_bytes'])} in {size['files']} "
-                                   f"chunk files, driver about "
-                                   f"{format_bytes(size['driver_bytes'])}")  # fmt: skip
+                    _say(
+                        progress,
+                        f"running {len(todo)} of {len(tasks)} tasks on a "
+                        f"{engine.describe()}; store up to "
+                        f"{format_bytes(size['store_bytes'])} in {size['files']} "
+                        f"chunk files, driver about "
+                        f"{format_bytes(size['driver_bytes'])}",
+                    )
                     _report_repairs(progress, st.repaired, damaged)
                     for i, result in engine.map(
                         run_task,

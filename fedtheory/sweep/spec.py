@@ -363,17 +363,23 @@ class Spec:
         S0, B0 = old.values["seeds"], old.values["seed_block"]
         S, B = self.values["seeds"], self.values["seed_block"]
         if S < S0:
-            return (f"the store holds {S0} seeds: set seeds = {S0} or more (a store keeps the "
-                    "seeds it has), or give another --store")  # fmt: skip
+            return (
+                f"the store holds {S0} seeds: set seeds = {S0} or more (a store keeps the "
+                "seeds it has), or give another --store"
+            )
         if S > S0 and S0 % B0:
-            return (f"its {S0} seeds end in a short block of {S0 % B0} (seed_block = {B0}), and "
-                    "a store grows by whole blocks only: give another --store for "
-                    f"seeds = {S} (seeds a multiple of seed_block can grow later)")  # fmt: skip
+            return (
+                f"its {S0} seeds end in a short block of {S0 % B0} (seed_block = {B0}), and "
+                "a store grows by whole blocks only: give another --store for "
+                f"seeds = {S} (seeds a multiple of seed_block can grow later)"
+            )
         if B != B0:
             grow = f" to grow it from {S0} to {S} seeds" if S > S0 else ""
-            return (f"its tasks hold seed_block = {B0} seeds each: set seed_block = {B0} (or "
-                    f"leave seed_block out: the store's is kept){grow}, or give another "
-                    "--store")  # fmt: skip
+            return (
+                f"its tasks hold seed_block = {B0} seeds each: set seed_block = {B0} (or "
+                f"leave seed_block out: the store's is kept){grow}, or give another "
+                "--store"
+            )
         return None
 
     def growth(self, other: dict) -> list[str] | None:
@@ -448,10 +454,14 @@ def _plain(values: dict, source: str) -> Spec:
         raise FedTheoryError(f"{source}: the stored spec's options is not a table")
     out["options"] = options
     out["zip"] = tuple(zipped) if zipped else None
-    out["algorithms"] = None if tables is None else {
-        alg: {k: tuple(x) if isinstance(x, list) else x for k, x in t.items()}
-        for alg, t in tables.items()
-    }  # fmt: skip
+    out["algorithms"] = (
+        None
+        if tables is None
+        else {
+            alg: {k: tuple(x) if isinstance(x, list) else x for k, x in t.items()}
+            for alg, t in tables.items()
+        }
+    )
     return Spec(values=out, source=source)
 
 
@@ -555,8 +565,9 @@ def normalize(
             values[name] = key.default
             bad.add(name)
     if missing:
-        problems.insert(0, f"{source} needs the key{'s' if len(missing) > 1 else ''} "
-                           f"{', '.join(missing)}")  # fmt: skip
+        problems.insert(
+            0, f"{source} needs the key{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+        )
     zip_keys = _zip(zipped, raw, values, base, source, problems)
     algs = _algorithms(tables, raw, values, zip_keys, base, source, problems)
     if (values["problem"] is None) == (values["problem_file"] is None) and not bad & {
@@ -622,10 +633,13 @@ def _options(val: Any, where: str, source: str, problems: list[str]) -> dict | N
         problems.append(f"{where} in {source} must be a table of options, got {val!r}")
         return None
     for name, v in val.items():
-        if isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, list | dict)
-                                                                for x in v)):  # fmt: skip
-            problems.append(f"option {name!r} in {where} of {source} must be a value or a list "
-                            "of values (options are not swept)")  # fmt: skip
+        if isinstance(v, dict) or (
+            isinstance(v, list) and any(isinstance(x, list | dict) for x in v)
+        ):
+            problems.append(
+                f"option {name!r} in {where} of {source} must be a value or a list "
+                "of values (options are not swept)"
+            )
     return dict(val)
 
 
@@ -667,8 +681,10 @@ def _zip(
         where = f"key {name!r} in [zip] of {source}"
         key = KEYS.get(name)
         if key is None or not key.sweepable or key.kind == "path" or name == "algorithm":
-            problems.append(f"{where} cannot be zipped: zip the settings of the simulations "
-                            "(lr, local_steps, clients_per_round, ...)")  # fmt: skip
+            problems.append(
+                f"{where} cannot be zipped: zip the settings of the simulations "
+                "(lr, local_steps, clients_per_round, ...)"
+            )
             continue
         if raw.get(name) is not None:
             problems.append(f"{where} is also given at the top level: give it once")
@@ -687,8 +703,10 @@ def _zip(
         problems.append(f"[zip] in {source} zips one key: give two or more, or sweep the key")
     elif len(set(lengths.values())) > 1:
         said = ", ".join(f"{k} has {n}" for k, n in lengths.items())
-        problems.append(f"the lists of [zip] in {source} differ in length ({said} values): "
-                        "zipped lists pair their i-th values")  # fmt: skip
+        problems.append(
+            f"the lists of [zip] in {source} differ in length ({said} values): "
+            "zipped lists pair their i-th values"
+        )
     elif len(keys) == len(zipped):
         twice = _repeated(tuple(zip(*(values[k] for k in keys), strict=True)))
         if twice is not None:
@@ -697,9 +715,14 @@ def _zip(
 
 
 def _algorithms(
-    tables: dict, raw: dict, values: dict, zipped: tuple, base: Path, source: str,
+    tables: dict,
+    raw: dict,
+    values: dict,
+    zipped: tuple,
+    base: Path,
+    source: str,
     problems: list[str],
-) -> dict | None:  # fmt: skip
+) -> dict | None:
     """Check the ``[algorithms.NAME]`` tables; each algorithm's validated settings (or None),
     and ``values["algorithm"]`` set to their names."""
     if not tables:
@@ -707,8 +730,10 @@ def _algorithms(
     names = tuple(tables)
     given = raw.get("algorithm")
     if given is not None and (given if isinstance(given, list) else [given]) != list(names):
-        problems.append(f"{source} gives the algorithms as [algorithms.NAME] tables and as "
-                        "'algorithm': give them once (the tables)")  # fmt: skip
+        problems.append(
+            f"{source} gives the algorithms as [algorithms.NAME] tables and as "
+            "'algorithm': give them once (the tables)"
+        )
     out = {}
     for alg, table in tables.items():
         if not isinstance(table, dict):
@@ -723,8 +748,10 @@ def _algorithms(
                 if opts:
                     mine["options"] = opts
             elif key is None or not key.sweepable or key.kind == "path" or name == "algorithm":
-                problems.append(f"{where}: an algorithm's table takes the settings of its "
-                                "simulations (lr, global_lr, local_steps, ...)")  # fmt: skip
+                problems.append(
+                    f"{where}: an algorithm's table takes the settings of its "
+                    "simulations (lr, global_lr, local_steps, ...)"
+                )
             elif name in zipped or isinstance(values.get(name), tuple):
                 problems.append(f"{where} is swept for every algorithm too: give it in one place")
             elif val is not None:

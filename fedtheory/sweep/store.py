@@ -125,22 +125,47 @@ def _var(name: str, extra: str | None, dtype: Any, fill: Any, description: str) 
 
 
 VARIABLES = {
-    "error": Variable("round", np.float64, np.nan, METRIC_ATTRS["error"]["long_name"],
-                      METRIC_ATTRS["error"]["units"], "the runner's error metric, x_0 = 0"),
-    "x_final": _var("x_final", MODEL_DIM, np.float64, np.nan,
-                    "the server model x_R after the last round"),
+    "error": Variable(
+        "round",
+        np.float64,
+        np.nan,
+        METRIC_ATTRS["error"]["long_name"],
+        METRIC_ATTRS["error"]["units"],
+        "the runner's error metric, x_0 = 0",
+    ),
+    "x_final": _var(
+        "x_final", MODEL_DIM, np.float64, np.nan, "the server model x_R after the last round"
+    ),
     "diverged": _var("diverged", None, np.bool_, False, "the seed diverged and was frozen"),
     "diverged_at": _var("diverged_at", None, np.int64, -1, "round of divergence (-1: none)"),
-    "diverging": _var("diverging", None, np.bool_, False,
-                      "the error grew by the divergence growth factor within the "
-                      "divergence window to above its start (the seed kept running)"),
-    "diverging_at": _var("diverging_at", None, np.int64, -1,
-                         "round the seed was flagged as diverging (-1: none)"),
-    "checksum": Variable(None, np.uint64, 0, "checksum of the seed's values", "1",
-                         "BLAKE2b-64 of the seed's values and place (0: none)"),
-    "complete": Variable(None, np.bool_, False, "task complete", "1",
-                         "the task holding this seed has written its data"),
-}  # fmt: skip
+    "diverging": _var(
+        "diverging",
+        None,
+        np.bool_,
+        False,
+        "the error grew by the divergence growth factor within the "
+        "divergence window to above its start (the seed kept running)",
+    ),
+    "diverging_at": _var(
+        "diverging_at", None, np.int64, -1, "round the seed was flagged as diverging (-1: none)"
+    ),
+    "checksum": Variable(
+        None,
+        np.uint64,
+        0,
+        "checksum of the seed's values",
+        "1",
+        "BLAKE2b-64 of the seed's values and place (0: none)",
+    ),
+    "complete": Variable(
+        None,
+        np.bool_,
+        False,
+        "task complete",
+        "1",
+        "the task holding this seed has written its data",
+    ),
+}
 
 #: CF attributes of the dimensions that are not spec keys (those of an xarray result).
 DIMENSIONS = DIMENSION_ATTRS
@@ -253,8 +278,9 @@ def verify_tasks(
     """
     arrays = {name: group[name] for name in VARIABLES}
     S = spec.values["seeds"]
-    per_point = 8.0 * S * sum(int(np.prod(arrays[n].shape[len(spec.swept) + 1 :])) or 1
-                              for n in VARIABLES)  # fmt: skip
+    per_point = (
+        8.0 * S * sum(int(np.prod(arrays[n].shape[len(spec.swept) + 1 :])) or 1 for n in VARIABLES)
+    )
     lead = len(spec.swept)
     checks: dict[int, TaskCheck] = {}
 
@@ -302,8 +328,11 @@ def verify_tasks(
             want = checksums(t.point, t.seed_ids, {n: values[n][t.index] for n in DATA})
             if not np.array_equal(want, sums[t.index]):
                 bad = int(np.flatnonzero(want != sums[t.index])[0])
-                damaged(t, f"seed {t.seed_ids[bad]}'s values differ from its checksum (a chunk "
-                        "missing or altered)")  # fmt: skip
+                damaged(
+                    t,
+                    f"seed {t.seed_ids[bad]}'s values differ from its checksum (a chunk "
+                    "missing or altered)",
+                )
     for t in tasks:
         checks.setdefault(t.index, TaskCheck(t.index, t.describe(spec), "complete"))
     return [checks[t.index] for t in tasks]
@@ -316,8 +345,11 @@ def _attrs(spec: Spec, version: str = __version__) -> dict:
     """The attributes of a store made from ``spec``: each fixed setting under its key's name
     (:attr:`Spec.fixed`), the spec as JSON (files by their digests), its hash, the format."""
     hashable = spec.hashable()
-    files = {k: hashable[k] for k in (*PATH_KEYS, ALGORITHM_FILES)
-             if k in hashable and (k == ALGORITHM_FILES or spec.values[k] is not None)}  # fmt: skip
+    files = {
+        k: hashable[k]
+        for k in (*PATH_KEYS, ALGORITHM_FILES)
+        if k in hashable and (k == ALGORITHM_FILES or spec.values[k] is not None)
+    }
     return {
         **spec.fixed,  # the settings that do not change over the grid, as plain values
         "fedtheory_store": STORE_FORMAT,
@@ -384,8 +416,13 @@ def _coordinate(key: str, values: tuple) -> np.ndarray:
     return np.array(values)
 
 
-_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFLNK: "a symbolic link", stat.S_IFCHR: "a device",
-          stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket"}  # fmt: skip
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def check_entries(path: Path) -> None:
@@ -427,8 +464,17 @@ def _files(root: Path) -> list[str]:
 #: a codec that cannot decode shows in the chunks it cannot read, one that decodes to other
 #: values in the checksums (and in the coordinates' values), and zarr's defaults and layout of
 #: its JSON may change between its versions, which must not make a store "damaged".
-_FIELDS = ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "attributes",
-           "dimension_names", "node_type", "zarr_format")  # fmt: skip
+_FIELDS = (
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "attributes",
+    "dimension_names",
+    "node_type",
+    "zarr_format",
+)
 
 
 def _view(meta: Any) -> Any:
@@ -605,8 +651,16 @@ class SweepStore:
         What the store grew by when ``spec`` extends the spec that made it (``"seed 4 -> 8"``).
     """
 
-    def __init__(self, path: Path, group: Any, spec: Spec, lock: StoreLock, created: bool,
-                 repaired: list[str], keep_dir: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: Path,
+        group: Any,
+        spec: Spec,
+        lock: StoreLock,
+        created: bool,
+        repaired: list[str],
+        keep_dir: bool = False,
+    ) -> None:
         self.path = path
         self.keep_dir = keep_dir
         self.group = group

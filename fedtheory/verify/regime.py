@@ -109,8 +109,9 @@ def _metric(pts: list[np.ndarray], idx: np.ndarray, stat) -> np.ndarray:
 
 def _jackknife(fn, pts: list[np.ndarray], confidence: float, unit: str) -> Effect:
     """Delete-one-seed jackknife of ``fn(seed indices)`` (the same seeds at every point)."""
-    return jackknife_interval(lambda idx: fn(idx.astype(int)), np.arange(pts[0].shape[0]),
-                              confidence, unit)  # fmt: skip
+    return jackknife_interval(
+        lambda idx: fn(idx.astype(int)), np.arange(pts[0].shape[0]), confidence, unit
+    )
 
 
 def log_slope(values, x, confidence: float, unit: str, stat=None) -> Effect:
@@ -123,8 +124,9 @@ def log_slope(values, x, confidence: float, unit: str, stat=None) -> Effect:
     """
     pts = _points(values)
     lx = np.log(np.asarray(x, dtype=np.float64))
-    return _jackknife(lambda i: float(np.polyfit(lx, np.log(_metric(pts, i, stat)), 1)[0]),
-                      pts, confidence, unit)  # fmt: skip
+    return _jackknife(
+        lambda i: float(np.polyfit(lx, np.log(_metric(pts, i, stat)), 1)[0]), pts, confidence, unit
+    )
 
 
 def nonnegative_shape(x, y, power: float) -> tuple[float, float]:
@@ -188,8 +190,9 @@ class Regime:
         }
 
 
-def r_regime(values, Rs, *, stated: float, violations=(), confidence: float = 0.95,
-             stat=None, steps: int = 1) -> Regime:  # fmt: skip
+def r_regime(
+    values, Rs, *, stated: float, violations=(), confidence: float = 0.95, stat=None, steps: int = 1
+) -> Regime:
     """The regime check of an O(R^stated) bound: ``values`` (seeds, len(Rs)) per-seed metrics
     at horizons ``Rs`` (the same seed ids; or per-seed metrics reduced by ``stat`` after the
     seed mean, as in :func:`log_slope`), ``violations`` the conditions on R the runs break,
@@ -211,8 +214,7 @@ def r_regime(values, Rs, *, stated: float, violations=(), confidence: float = 0.
         if edge:
             why += f" (at the edge: the interval contains {threshold:g})"
         return Regime(False, f"{REGIME_NOT_REACHED}: {why}", exp, [], edge)
-    reason = (f"{REGIME_AT_EDGE}: the R exponent's interval contains {threshold:g}"
-              if edge else "")  # fmt: skip
+    reason = f"{REGIME_AT_EDGE}: the R exponent's interval contains {threshold:g}" if edge else ""
     return Regime(True, reason, exp, [], edge)
 
 
@@ -293,10 +295,12 @@ class ShapeTest:
             how = f"falls, where the shape {shape} rises"
         if self.power < 0 and side > 0 and self.slope.side(0.0) > 0:
             how = f"rises, where the shape {shape} falls"
-        return (f"slope in log {var} {_signed(self.slope)}: {how}; closest a {shape} + b is "
-                f"{self.a:.3g} {shape} + {self.b:.3g}, up to "
-                f"{100 * self.max_relative_residual:.1f}% off the metric; metric / that curve "
-                f"trends {_signed(self.ratio_trend)} in log {var}")  # fmt: skip
+        return (
+            f"slope in log {var} {_signed(self.slope)}: {how}; closest a {shape} + b is "
+            f"{self.a:.3g} {shape} + {self.b:.3g}, up to "
+            f"{100 * self.max_relative_residual:.1f}% off the metric; metric / that curve "
+            f"trends {_signed(self.ratio_trend)} in log {var}"
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -315,8 +319,9 @@ def _signed(e: Effect) -> str:
     return f"{e.estimate:+.2f} [{e.ci_low:+.2f}, {e.ci_high:+.2f}]"
 
 
-def shape_test(values, x, power: float, *, alpha: float = 0.05, stat=None,
-               steps: int = 1) -> ShapeTest:  # fmt: skip
+def shape_test(
+    values, x, power: float, *, alpha: float = 0.05, stat=None, steps: int = 1
+) -> ShapeTest:
     """Test the shape a x^power + b (a, b >= 0) on ``values`` (per grid point the per-seed
     metric or curves, as in :func:`log_slope`), both intervals at level 1 - alpha/2, read
     beyond the accuracy of metrics computed in ``steps`` rounding steps (:func:`slope_floor`)."""
@@ -328,8 +333,7 @@ def shape_test(values, x, power: float, *, alpha: float = 0.05, stat=None,
         )
     level = 1.0 - alpha / 2.0
     lx = np.log(xv)
-    slope = log_slope(pts, xv, level, f"exponent of the metric in x (shape x^{power:g} + b)",
-                      stat)  # fmt: skip
+    slope = log_slope(pts, xv, level, f"exponent of the metric in x (shape x^{power:g} + b)", stat)
 
     def trend(idx: np.ndarray) -> float:
         m = _metric(pts, idx, stat)
@@ -365,27 +369,41 @@ class RateRead:
         }
 
 
-def read_rate(alg: str, *, variable: str, values: tuple, power: float, stat, c: float, n: int,
-              seed: int, R: int = 200, level: float = 0.95, **kw) -> RateRead:  # fmt: skip
+def read_rate(
+    alg: str,
+    *,
+    variable: str,
+    values: tuple,
+    power: float,
+    stat,
+    c: float,
+    n: int,
+    seed: int,
+    R: int = 200,
+    level: float = 0.95,
+    **kw,
+) -> RateRead:
     """Run ``alg`` (:func:`~fedtheory.experiments.local_steps.gradient_curves`, keywords ``kw``)
     over ``values`` of ``variable`` (K or M) at horizon R, and at R/2 and R at the grid's
     largest value for the regime check (:func:`r_regime` against R^(-1/2), the conditions on R
     of :func:`~fedtheory.experiments.local_steps.horizon_violations`), and read the stated shape
     a x^power + b (:func:`shape_test`; the exponent in ``variable`` reported at ``level``).
     Slopes are read beyond the accuracy of R x K rounding steps (:func:`slope_floor`)."""
-    grid = gradient_curves(alg, variable=variable, values=values, R=R, c=c, seeds=n, seed=seed,
-                           **kw)  # fmt: skip
+    grid = gradient_curves(
+        alg, variable=variable, values=values, R=R, c=c, seeds=n, seed=seed, **kw
+    )
     at = {variable: max(values)}
-    horizon = gradient_curves(alg, variable="R", values=(R // 2, R), c=c, seeds=n, seed=seed,
-                              **{**kw, **at})  # fmt: skip
+    horizon = gradient_curves(
+        alg, variable="R", values=(R // 2, R), c=c, seeds=n, seed=seed, **{**kw, **at}
+    )
     M = at.get("M", kw.get("M", 5))  # gradient_curves' defaults
     K = at.get("K", kw.get("K", 8))
     viol = [v for r in (R // 2, R) for v in horizon_violations(alg, R=r, K=K, M=M)]
-    regime = r_regime(horizon.curves, (R // 2, R), stated=-0.5, violations=viol, stat=stat,
-                      steps=R * K)  # fmt: skip
+    regime = r_regime(
+        horizon.curves, (R // 2, R), stated=-0.5, violations=viol, stat=stat, steps=R * K
+    )
     shape = shape_test(grid.curves, values, power, stat=stat, steps=R * K)
-    exponent = log_slope(grid.curves, values, level, f"exponent of the metric in {variable}",
-                         stat)  # fmt: skip
+    exponent = log_slope(grid.curves, values, level, f"exponent of the metric in {variable}", stat)
     verdict = shape.verdict() if regime.reached else INCONCLUSIVE
     metric = [float(stat(np.nanmean(g, axis=0))) for g in grid.curves]
     return RateRead(regime, shape, exponent, metric, verdict)
@@ -402,8 +420,14 @@ def rate_verdict(reads: dict) -> tuple[str, list, str | None]:
     edge = [c for c, r in reads.items() if r.regime.edge]
     if edge:
         at = ", ".join(f"{c:g}" for c in edge)
-        return INCONCLUSIVE, inside, (f"{REGIME_AT_EDGE} at c = {at} (the R exponent's interval "
-                                      "contains the threshold; the thorough tier may decide)")  # fmt: skip
+        return (
+            INCONCLUSIVE,
+            inside,
+            (
+                f"{REGIME_AT_EDGE} at c = {at} (the R exponent's interval "
+                "contains the threshold; the thorough tier may decide)"
+            ),
+        )
     if not inside:
         return INCONCLUSIVE, [], f"{REGIME_NOT_REACHED} at any step-size constant"
     return unanimous([reads[c].verdict for c in inside]), inside, None

@@ -119,8 +119,15 @@ _ID = re.compile(r"^[A-Z]+[0-9]+$")
 _REGIME = re.compile(r"^[^,/\s]+$")
 
 
-def claim(claim_id: str, *, source: str, stated: str, tier: str = QUICK,
-          needs: tuple[str, ...] = (), regimes: tuple[str, ...] = ()) -> Callable:  # fmt: skip
+def claim(
+    claim_id: str,
+    *,
+    source: str,
+    stated: str,
+    tier: str = QUICK,
+    needs: tuple[str, ...] = (),
+    regimes: tuple[str, ...] = (),
+) -> Callable:
     """Decorator registering ``check`` under ``claim_id`` (e.g. ``"G1"``); ``tier="full"`` for
     a claim only the thorough tier runs, ``needs`` for the optional extras it imports,
     ``regimes`` for the regimes it reports (``C2/uniform``: ``"uniform"``)."""

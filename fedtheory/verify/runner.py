@@ -100,8 +100,10 @@ def not_run_reason(claim: Claim, ctx: Context) -> str | None:
     for extra in claim.needs:
         gone = missing(extra)
         if gone:
-            return (f"needs the optional extra '{extra}' ({', '.join(gone)} not installed): "
-                    f"{install_hint(extra)}")  # fmt: skip
+            return (
+                f"needs the optional extra '{extra}' ({', '.join(gone)} not installed): "
+                f"{install_hint(extra)}"
+            )
     return None
 
 
@@ -114,8 +116,17 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
     base = {"source": claim.source, "tier": ctx.tier}
     skip = not_run_reason(claim, ctx)
     if skip is not None:
-        return [ClaimResult(id=claim.id, stated=claim.stated, measured="-", verdict=NOT_RUN,
-                            ran=False, reason=skip, **base)]  # fmt: skip
+        return [
+            ClaimResult(
+                id=claim.id,
+                stated=claim.stated,
+                measured="-",
+                verdict=NOT_RUN,
+                ran=False,
+                reason=skip,
+                **base,
+            )
+        ]
     try:
         out = claim.check(ctx)
         outcomes = list(out) if isinstance(out, list | tuple) else [out]
@@ -129,9 +140,19 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
                 f"registration does not declare (regimes={claim.regimes!r})"
             )
     except MissingExtraError as exc:  # an optional extra the check found missing: not run
-        return [ClaimResult(id=claim.id, stated=claim.stated, measured="-", verdict=NOT_RUN,
-                            ran=False, reason=str(exc), seconds=time.perf_counter() - t0,
-                            cpu_seconds=cpu_time() - c0, **base)]  # fmt: skip
+        return [
+            ClaimResult(
+                id=claim.id,
+                stated=claim.stated,
+                measured="-",
+                verdict=NOT_RUN,
+                ran=False,
+                reason=str(exc),
+                seconds=time.perf_counter() - t0,
+                cpu_seconds=cpu_time() - c0,
+                **base,
+            )
+        ]
     except Exception as exc:  # a crash (a failed import included) is not a verdict
         return [
             ClaimResult(
@@ -242,8 +263,15 @@ def run_claims(
     if not on_cpu():
         n_workers = 1
     clock = Clock(claims, ctx.tier, n_workers)
-    bar = progress(total=len(claims), desc="verify", unit="claim", counts="claim", disable=quiet,
-                   status=clock.status, eta=clock.time_left)  # fmt: skip
+    bar = progress(
+        total=len(claims),
+        desc="verify",
+        unit="claim",
+        counts="claim",
+        disable=quiet,
+        status=clock.status,
+        eta=clock.time_left,
+    )
     done: dict[str, list[ClaimResult]] = {}
     running = clock.running  # claim id -> when it started, in the order they started
 

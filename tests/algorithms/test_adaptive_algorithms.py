@@ -85,8 +85,17 @@ def test_afga_full_participation_by_hand(exact):
     """000 Alg. 1 with S_{r,t} = [N]: X <- W (X - eta_l G) K times, Delta = mean, AMSGrad step."""
     K, lr, eta, R = 3, 0.05, 0.1, 4
     W = mixing_matrix("ring", N)
-    res = _run(exact, "afga", Full(N), rounds=R, seeds=1, lr=lr, local_steps=K, global_lr=eta,
-               topology="ring")  # fmt: skip
+    res = _run(
+        exact,
+        "afga",
+        Full(N),
+        rounds=R,
+        seeds=1,
+        lr=lr,
+        local_steps=K,
+        global_lr=eta,
+        topology="ring",
+    )
     x = np.zeros(D)
     st = (np.zeros(D),) * 3
     for _ in range(R):
@@ -108,8 +117,12 @@ def test_afga_full_participation_is_deterministic(exact):
 def test_afga_recomputes_only_resampled_clients(exact):
     """Between gossip steps only S_{r,t} moves: with W = I, one round of K = 1 changes exactly
     the rows of the re-sampled set (the runner's step masks), not those of S_r."""
-    algo = make_algorithm("afga", AlgorithmConfig(lr=0.1, local_steps=1, global_lr=0.1),
-                          problem=exact, topology="identity")  # fmt: skip
+    algo = make_algorithm(
+        "afga",
+        AlgorithmConfig(lr=0.1, local_steps=1, global_lr=0.1),
+        problem=exact,
+        topology="identity",
+    )
 
     x0 = np.zeros((1, D))
     state = algo.init(exact, x0)
@@ -129,15 +142,20 @@ def test_afga_recomputes_only_resampled_clients(exact):
 
 @pytest.mark.parametrize(
     ("name", "kind", "inside"),
-    [("fedamsgrad", "amsgrad", True), ("fedadam", "adam", False), ("fedyogi", "yogi", False),
-     ("fedadagrad", "adagrad", False)],
-)  # fmt: skip
+    [
+        ("fedamsgrad", "amsgrad", True),
+        ("fedadam", "adam", False),
+        ("fedyogi", "yogi", False),
+        ("fedadagrad", "adagrad", False),
+    ],
+)
 def test_adaptive_fed_optimizers_by_hand(exact, name, kind, inside):
     """FedAvg local steps + the server optimizer, three rounds written out (Reddi et al. 2021,
     Alg. 2; 000 eq. (2)); the defaults put eps inside the root only for FedAMSGrad."""
     K, lr, eta, b1, b2, eps = 2, 0.05, 0.3, 0.9, 0.99, 1e-3
-    res = _run(exact, name, Full(N), rounds=3, seeds=1, lr=lr, local_steps=K, global_lr=eta,
-               eps=eps)  # fmt: skip
+    res = _run(
+        exact, name, Full(N), rounds=3, seeds=1, lr=lr, local_steps=K, global_lr=eta, eps=eps
+    )
     x, m, v, vh = np.zeros(D), np.zeros(D), np.zeros(D), np.zeros(D)
     for _ in range(3):
         X = np.tile(x, (N, 1))
@@ -187,8 +205,18 @@ def test_hafed_full_by_hand(exact):
     n = N // C
     Wk = mixing_matrix("ring", n)
     W = np.kron(np.eye(C), Wk)
-    res = _run(exact, "hafed", Full(N), rounds=3, seeds=1, clusters=C, topology="ring",
-               lr=lr, local_steps=K, global_lr=eta)  # fmt: skip
+    res = _run(
+        exact,
+        "hafed",
+        Full(N),
+        rounds=3,
+        seeds=1,
+        clusters=C,
+        topology="ring",
+        lr=lr,
+        local_steps=K,
+        global_lr=eta,
+    )
     x, st = np.zeros(D), (np.zeros(D),) * 3
     for _ in range(3):
         X = np.tile(x, (N, 1))
@@ -210,15 +238,19 @@ def test_cafga_round_computes_on_resampled_sets_and_averages_per_cluster(exact):
     m = (1 - beta1) Delta."""
 
     C, lr = 3, 0.1
-    algo = make_algorithm("cafga", AlgorithmConfig(lr=lr, local_steps=1, global_lr=0.1),
-                          problem=exact, clusters=C, topology="identity")  # fmt: skip
+    algo = make_algorithm(
+        "cafga",
+        AlgorithmConfig(lr=lr, local_steps=1, global_lr=0.1),
+        problem=exact,
+        clusters=C,
+        topology="identity",
+    )
     state = algo.init(exact, np.zeros((1, D)))
     mask = np.zeros((1, N), dtype=bool)
     mask[0, [0, 1, 4, 9]] = True  # S_r^k: {0, 1}, {4}, {9}
     step = np.zeros((1, 1, N), dtype=bool)
     step[0, 0, [1, 5, 9]] = True  # S_{r,0}^k: {1}, {5}, {9}
-    new = algo.round(state, exact, RoundDraw(mask=mask, weights=mask / 4.0, step_masks=step),
-                     None)  # fmt: skip
+    new = algo.round(state, exact, RoundDraw(mask=mask, weights=mask / 4.0, step_masks=step), None)
     moved = np.abs(new.X[0]).sum(axis=1) > 0
     assert moved.tolist() == step[0, 0].tolist()
     G = _grads(exact, np.zeros((N, D)))
@@ -237,15 +269,17 @@ def test_afga_adapted_full_participation_equals_afga_on_ring(exact):
 
 
 def test_afga_adapted_offline_clients_do_not_move(exact):
-    algo = make_algorithm("afga-adapted", AlgorithmConfig(lr=0.1, local_steps=3, global_lr=0.1),
-                          problem=exact)  # fmt: skip
+    algo = make_algorithm(
+        "afga-adapted", AlgorithmConfig(lr=0.1, local_steps=3, global_lr=0.1), problem=exact
+    )
 
     state = algo.init(exact, np.ones((2, D)))
     mask = np.zeros((2, N), dtype=bool)
     mask[0, [1, 4, 9]] = True
     mask[1, [0, 2, 3, 11]] = True
-    new = algo.round(state, exact, RoundDraw(mask=mask, weights=mask / mask.sum(1, keepdims=True)),
-                     None)  # fmt: skip
+    new = algo.round(
+        state, exact, RoundDraw(mask=mask, weights=mask / mask.sum(1, keepdims=True)), None
+    )
     np.testing.assert_array_equal(new.X[~mask], state.X[~mask])
     assert (np.abs(new.X[mask] - 1.0).sum(axis=1) > 0).all()
 
@@ -272,19 +306,52 @@ def test_feddyn_converges_to_x_star_where_fedavg_does_not(exact):
 
 
 # --- the simulate CLI contract -------------------------------------------------------------------
-NEW = ["fedamsgrad", "fedadam", "fedyogi", "fedadagrad", "afga", "afga-adapted", "cafga",
-       "hafed", "dsgd", "feddyn"]  # fmt: skip
+NEW = [
+    "fedamsgrad",
+    "fedadam",
+    "fedyogi",
+    "fedadagrad",
+    "afga",
+    "afga-adapted",
+    "cafga",
+    "hafed",
+    "dsgd",
+    "feddyn",
+]
 
 
 @pytest.mark.parametrize("name", NEW)
 def test_simulate_cli_accepts_new_algorithms(tmp_path, capsys, name):
     out = tmp_path / "o.json"
-    args = ["simulate", "--problem", "quadratic", "--algorithm", name, "--participation",
-            "uniform", "--clients-per-round", "4", "--rounds", "5", "--local-steps", "2",
-            "--lr", "0.01", "--seeds", "2", "--json", str(out)]  # fmt: skip
-    flags = {"global_lr": ["--global-lr", "0.05"], "beta1": ["--beta1", "0.9"],
-             "beta2": ["--beta2", "0.99"], "eps": ["--eps", "1e-8"],
-             "topology": ["--topology", "ring"], "clusters": ["--clusters", "4"]}  # fmt: skip
+    args = [
+        "simulate",
+        "--problem",
+        "quadratic",
+        "--algorithm",
+        name,
+        "--participation",
+        "uniform",
+        "--clients-per-round",
+        "4",
+        "--rounds",
+        "5",
+        "--local-steps",
+        "2",
+        "--lr",
+        "0.01",
+        "--seeds",
+        "2",
+        "--json",
+        str(out),
+    ]
+    flags = {
+        "global_lr": ["--global-lr", "0.05"],
+        "beta1": ["--beta1", "0.9"],
+        "beta2": ["--beta2", "0.99"],
+        "eps": ["--eps", "1e-8"],
+        "topology": ["--topology", "ring"],
+        "clusters": ["--clusters", "4"],
+    }
     for setting in info(name).settings:  # the flags this algorithm reads
         args += flags.get(setting, [])
     assert main(args) == 0, capsys.readouterr().err
@@ -296,18 +363,52 @@ def test_simulate_cli_accepts_new_algorithms(tmp_path, capsys, name):
 
 def test_simulate_cli_afga_full_is_deterministic(tmp_path, capsys):
     out = tmp_path / "o.json"
-    args = ["simulate", "--problem", "quadratic", "--algorithm", "afga", "--participation",
-            "full", "--rounds", "6", "--local-steps", "3", "--lr", "0.01", "--global-lr",
-            "0.05", "--topology", "ring", "--seeds", "3", "--eps-placement", "outside",
-            "--json", str(out)]  # fmt: skip
+    args = [
+        "simulate",
+        "--problem",
+        "quadratic",
+        "--algorithm",
+        "afga",
+        "--participation",
+        "full",
+        "--rounds",
+        "6",
+        "--local-steps",
+        "3",
+        "--lr",
+        "0.01",
+        "--global-lr",
+        "0.05",
+        "--topology",
+        "ring",
+        "--seeds",
+        "3",
+        "--eps-placement",
+        "outside",
+        "--json",
+        str(out),
+    ]
     assert main(args) == 0
     err = np.array(json.loads(out.read_text())["error"])
     assert np.array_equal(err[0], err[1]) and np.array_equal(err[0], err[2])
 
 
 def test_simulate_cli_unknown_topology_is_one_line(capsys):
-    args = ["simulate", "--problem", "quadratic", "--algorithm", "afga", "--rounds", "2",
-            "--local-steps", "1", "--lr", "0.01", "--topology", "moebius"]  # fmt: skip
+    args = [
+        "simulate",
+        "--problem",
+        "quadratic",
+        "--algorithm",
+        "afga",
+        "--rounds",
+        "2",
+        "--local-steps",
+        "1",
+        "--lr",
+        "0.01",
+        "--topology",
+        "moebius",
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "unknown topology" in err and err.count("\n") == 1

@@ -62,8 +62,11 @@ class Stepwise:
         self.p = problem
         self.n_clients, self.dim = problem.n_clients, problem.dim
         self.x_star, self.f_star, self.L, self.mu = (
-            problem.x_star, problem.f_star, problem.L, problem.mu,
-        )  # fmt: skip
+            problem.x_star,
+            problem.f_star,
+            problem.L,
+            problem.mu,
+        )
         self.stochastic = False
         self.calls = 0
 
@@ -233,9 +236,17 @@ def test_participants_layout(kind):
 def _run(problem, alg, part, **kw):
     model = None if part == "full" else part
     return simulate(
-        problem, alg, model, rounds=25, seeds=4, seed=2, lr=0.05, local_steps=K, metrics="all",
+        problem,
+        alg,
+        model,
+        rounds=25,
+        seeds=4,
+        seed=2,
+        lr=0.05,
+        local_steps=K,
+        metrics="all",
         **kw,
-    )  # fmt: skip
+    )
 
 
 def _models(problem):
@@ -271,9 +282,12 @@ def test_fedavg_family_fast_paths_equal_every_client_path(quad, alg, part):
     kw = {"prox_mu": 0.2} if alg == "fedprox" else {}
     fast = _run(quad, alg, model, aggregation="weighted" if part == "weighted" else "mean", **kw)
     ref = _run(
-        EveryClient(quad), alg, model, aggregation="weighted" if part == "weighted" else "mean",
+        EveryClient(quad),
+        alg,
+        model,
+        aggregation="weighted" if part == "weighted" else "mean",
         **kw,
-    )  # fmt: skip
+    )
     assert_close(ref.x_final, fast.x_final)
     assert_close(ref.error, fast.error)
     assert_close(ref.consensus, fast.consensus)
@@ -464,8 +478,11 @@ def test_compressed_participants_equal_every_client_path(alg, part):
     the clients that take part (grads_of); the every-client paths give the same iterates to
     1e-12 (and the layout really was compressed: grads_of was called)."""
     big = random_quadratic(300, 4, condition=4.0, heterogeneity=1.0, seed=2)
-    model = (make_participation("uniform", 300, 3) if part == "uniform"
-             else make_participation("bernoulli", 300, None, np.full(300, 0.01)))  # fmt: skip
+    model = (
+        make_participation("uniform", 300, 3)
+        if part == "uniform"
+        else make_participation("bernoulli", 300, None, np.full(300, 0.01))
+    )
     calls = []
 
     class Counted(type(big)):

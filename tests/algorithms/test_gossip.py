@@ -28,8 +28,13 @@ def _birkhoff(n: int, k: int, seed: int) -> np.ndarray:
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(2, 30), k=st.integers(1, 6), S=st.integers(1, 4), d=st.integers(1, 5),
-       seed=st.integers(0, 2**31 - 1))  # fmt: skip
+@given(
+    n=st.integers(2, 30),
+    k=st.integers(1, 6),
+    S=st.integers(1, 4),
+    d=st.integers(1, 5),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_gossip_preserves_the_average(n, k, S, d, seed):
     """1^T W = 1^T gives mean(W X) = mean(X) for every seed and coordinate."""
     W = _birkhoff(n, k, seed)
@@ -46,8 +51,9 @@ def test_block_gossip_preserves_every_cluster_average(C, n, seed):
     Wk = np.stack([_birkhoff(n, 3, seed + c) for c in range(C)])
     X = np.random.default_rng(seed).standard_normal((2, C * n, 3))
     Y = block_gossip(Wk)(X, 0)
-    np.testing.assert_allclose(Y.reshape(2, C, n, 3).mean(axis=2),
-                               X.reshape(2, C, n, 3).mean(axis=2), atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        Y.reshape(2, C, n, 3).mean(axis=2), X.reshape(2, C, n, 3).mean(axis=2), atol=1e-12
+    )
     W = np.zeros((C * n, C * n))
     for c in range(C):
         W[c * n : (c + 1) * n, c * n : (c + 1) * n] = Wk[c]
@@ -55,8 +61,12 @@ def test_block_gossip_preserves_every_cluster_average(C, n, seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(S=st.integers(1, 4), n=st.integers(1, 25), seed=st.integers(0, 2**31 - 1),
-       kind=st.sampled_from(["ring", "complete"]))  # fmt: skip
+@given(
+    S=st.integers(1, 4),
+    n=st.integers(1, 25),
+    seed=st.integers(0, 2**31 - 1),
+    kind=st.sampled_from(["ring", "complete"]),
+)
 def test_selected_ring_is_doubly_stochastic_and_keeps_offline_clients(S, n, seed, kind):
     """000 fn. 4: a ring (or complete graph) on S_r only; offline clients are identity rows."""
     rng = np.random.default_rng(seed)

@@ -52,14 +52,16 @@ def test_fednova_is_its_per_client_loop(own_algorithms, N, K, normalized, seed):
     name, mod = own_algorithms("fednova")
     prob = random_quadratic(N, 3, seed=seed)
     rng = np.random.default_rng(seed)
-    alg = make_algorithm(name, problem=prob, lr=0.07, local_steps=K, global_lr=0.8,
-                         normalized=normalized)  # fmt: skip
+    alg = make_algorithm(
+        name, problem=prob, lr=0.07, local_steps=K, global_lr=0.8, normalized=normalized
+    )
     x = rng.standard_normal((4, 3))
     mask, w = _draw(rng, 4, N)
     new = alg.round(alg.init(prob, x), prob, RoundDraw(mask=mask, weights=w), None).x
     for s in range(4):
-        ref = mod.per_client_round(prob, x[s], mask[s], w[s], lr=0.07, local_steps=K,
-                                   global_lr=0.8, normalized=normalized)  # fmt: skip
+        ref = mod.per_client_round(
+            prob, x[s], mask[s], w[s], lr=0.07, local_steps=K, global_lr=0.8, normalized=normalized
+        )
         np.testing.assert_allclose(new[s], ref, rtol=1e-12, atol=1e-12)
 
 
@@ -70,14 +72,24 @@ def test_server_momentum_is_its_per_client_loop(own_algorithms, N, K, beta, seed
     name, mod = own_algorithms("server_momentum", "fedavgm")
     prob = random_quadratic(N, 3, seed=seed)
     rng = np.random.default_rng(seed)
-    alg = make_algorithm(name, problem=prob, lr=0.07, local_steps=K, global_lr=0.5,
-                         server_momentum=beta)  # fmt: skip
+    alg = make_algorithm(
+        name, problem=prob, lr=0.07, local_steps=K, global_lr=0.5, server_momentum=beta
+    )
     state = alg.init(prob, rng.standard_normal((4, 3)))._replace(v=rng.standard_normal((4, 3)))
     mask, w = _draw(rng, 4, N)
     new = alg.round(state, prob, RoundDraw(mask=mask, weights=w), None)
     for s in range(4):
-        x, v = mod.per_client_round(prob, state.x[s], state.v[s], mask[s], w[s], lr=0.07,
-                                    local_steps=K, global_lr=0.5, server_momentum=beta)  # fmt: skip
+        x, v = mod.per_client_round(
+            prob,
+            state.x[s],
+            state.v[s],
+            mask[s],
+            w[s],
+            lr=0.07,
+            local_steps=K,
+            global_lr=0.5,
+            server_momentum=beta,
+        )
         np.testing.assert_allclose(new.x[s], x, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(new.v[s], v, rtol=1e-12, atol=1e-12)
 
@@ -92,13 +104,22 @@ def test_server_momentum_from_scratch_is_fedavg_with_server_momentum(own_algorit
     beta, eta = 0.8, 0.2
     run = dict(rounds=40, seeds=5, lr=0.05, local_steps=2)
     mine = simulate(prob, name, model, global_lr=eta, server_momentum=beta, **run)
-    theirs = simulate(prob, "fedavg", model, global_lr=eta / (1 - beta), server_momentum=beta,
-                      **run)  # fmt: skip
+    theirs = simulate(
+        prob, "fedavg", model, global_lr=eta / (1 - beta), server_momentum=beta, **run
+    )
     np.testing.assert_allclose(mine.x_final, theirs.x_final, rtol=1e-10)
-    a = exact_rates(prob, name, model, lr=0.05, local_steps=2, global_lr=eta,
-                    options={"server_momentum": beta})  # fmt: skip
-    b = exact_rates(prob, "fedavg", model, lr=0.05, local_steps=2, global_lr=eta / (1 - beta),
-                    options={"server_momentum": beta})  # fmt: skip
+    a = exact_rates(
+        prob, name, model, lr=0.05, local_steps=2, global_lr=eta, options={"server_momentum": beta}
+    )
+    b = exact_rates(
+        prob,
+        "fedavg",
+        model,
+        lr=0.05,
+        local_steps=2,
+        global_lr=eta / (1 - beta),
+        options={"server_momentum": beta},
+    )
     assert a.mean_square_rate == pytest.approx(b.mean_square_rate, rel=1e-10)
     assert a.stationary_mse == pytest.approx(b.stationary_mse, rel=1e-8)
 
@@ -150,10 +171,12 @@ def test_fednova_mean_square_rate_is_the_monte_carlo_decay(own_algorithms, norma
     kw = dict(lr=0.1, local_steps=2, normalized=normalized)
     res = exact_rates(prob, name, model, lr=0.1, local_steps=2, options={"normalized": normalized})
     R = 30
-    curve = exact_mse_curve(prob, name, model, rounds=R, lr=0.1, local_steps=2,
-                            options={"normalized": normalized})  # fmt: skip
-    np.testing.assert_allclose(curve, curve[0] * res.mean_square_rate ** np.arange(R + 1),
-                               rtol=1e-9)  # fmt: skip
+    curve = exact_mse_curve(
+        prob, name, model, rounds=R, lr=0.1, local_steps=2, options={"normalized": normalized}
+    )
+    np.testing.assert_allclose(
+        curve, curve[0] * res.mean_square_rate ** np.arange(R + 1), rtol=1e-9
+    )
     assert res.mean_square_rate > res.mean_rate**2 * (1 + 1e-3)
     sim = simulate(prob, name, model, rounds=R, seeds=4000, metrics=("error",), **kw)
     e2 = sim.error**2
@@ -276,8 +299,12 @@ def test_a_round_that_writes_other_clients_is_not_client_local(own_algorithms):
         c = s.c + d.mask.any(axis=1)[:, None, None] * 1.0
         return s._replace(c=c)
 
-    name = _broken("probe-local", round_, layout=field_layout(("x",), ("c",)),
-                   state=lambda p, x0: State(x0, np.zeros((len(x0), p.n_clients, x0.shape[1]))))  # fmt: skip
+    name = _broken(
+        "probe-local",
+        round_,
+        layout=field_layout(("x",), ("c",)),
+        state=lambda p, x0: State(x0, np.zeros((len(x0), p.n_clients, x0.shape[1]))),
+    )
     msg = _refusal(name)
     assert "the round is not client-local: client 0 taking part alone changes client 1's" in msg
 
@@ -316,8 +343,10 @@ def test_a_notebook_cell_run_again_replaces_its_algorithm_with_a_warning(own_alg
         exec(compile(CELL, "<cell>", "exec"), other)
 
 
-@pytest.mark.parametrize("name, said", [("fedavg", "built-in"), ("FOCUS", "built-in"),
-                                        ("ha-fed", "another spelling of 'hafed'")])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, said",
+    [("fedavg", "built-in"), ("FOCUS", "built-in"), ("ha-fed", "another spelling of 'hafed'")],
+)
 def test_a_builtin_name_cannot_be_registered_again(own_algorithms, name, said):
     code = CELL.replace('"cell-alg", "defined', f'"{name}", "defined')
     with warnings.catch_warnings():

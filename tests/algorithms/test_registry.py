@@ -103,13 +103,19 @@ def test_names_are_case_insensitive_and_display_names_resolve():
 def test_facts_live_on_the_registered_algorithm():
     """000 Alg. 1-2 and 004 Alg. 1 gossip; CAFGA and HA-Fed are clustered; the adaptive server
     step is 000 eq. (2); affine rounds are the ones the exact oracles handle."""
-    assert names(gossip=True) == ["afga", "afga-adapted", "cafga", "cafga-adapted", "dsgd",
-                                  "hafed"]  # fmt: skip
+    assert names(gossip=True) == ["afga", "afga-adapted", "cafga", "cafga-adapted", "dsgd", "hafed"]
     assert names(clustered=True) == ["cafga", "cafga-adapted", "hafed"]
     assert set(names(adaptive=True)) == {
-        "afga", "afga-adapted", "cafga", "cafga-adapted", "hafed", "fedadagrad", "fedadam",
-        "fedamsgrad", "fedyogi",
-    }  # fmt: skip
+        "afga",
+        "afga-adapted",
+        "cafga",
+        "cafga-adapted",
+        "hafed",
+        "fedadagrad",
+        "fedadam",
+        "fedamsgrad",
+        "fedyogi",
+    }
     assert "focus" in names(affine=True) and "fedamsgrad" not in names(affine=True)
     assert info("scaffold").server_vectors == 2 and info("dsgd").server_vectors == 0
     assert info("afga").broadcast and not info("afga-adapted").broadcast
@@ -139,5 +145,6 @@ def test_earlier_names_of_clients_per_round_still_run_with_a_warning(prob):
         old = simulate(prob, "fedavg", "uniform", rounds=3, lr=0.1, participation_m=2, seeds=2)
     np.testing.assert_array_equal(new.x_final, old.x_final)
     with pytest.raises(AssumptionError, match="not both"):
-        simulate(prob, "fedavg", "uniform", rounds=3, lr=0.1, clients_per_round=2,
-                 participation_m=2)  # fmt: skip
+        simulate(
+            prob, "fedavg", "uniform", rounds=3, lr=0.1, clients_per_round=2, participation_m=2
+        )

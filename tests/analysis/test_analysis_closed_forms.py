@@ -81,17 +81,26 @@ def test_F2_nonuniform_floor_tends_to_weighted_optimum_as_eta_to_zero(prob):
     model = make_participation("weighted", 4, 1, P_NONUNIFORM)
     q = model.effective_weights("mean").value
     xq = weighted_optimum(prob, q)
-    gaps = [np.linalg.norm(fedavg_stationary_mean(prob, lr, 2, model).x - xq) for lr in
-            (1e-2, 1e-3, 1e-4)]  # fmt: skip
+    gaps = [
+        np.linalg.norm(fedavg_stationary_mean(prob, lr, 2, model).x - xq)
+        for lr in (1e-2, 1e-3, 1e-4)
+    ]
     assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-3 * np.linalg.norm(xq)
     assert np.linalg.norm(xq - prob.x_star) > 0.05 * np.linalg.norm(prob.x_star)  # no vanishing
     # the simulated time- and seed-averaged iterate sits at the stationary mean (MC error)
     lr = 0.02
     sm = fedavg_stationary_mean(prob, lr, 2, model)
     res = simulate(
-        prob, "fedavg", model, rounds=500, seeds=40, seed=3, lr=lr, local_steps=2,
+        prob,
+        "fedavg",
+        model,
+        rounds=500,
+        seeds=40,
+        seed=3,
+        lr=lr,
+        local_steps=2,
         average_from=100,
-    )  # fmt: skip
+    )
     diff = res.x_mean.mean(0) - sm.x
     se = res.x_mean.std(0, ddof=1) / np.sqrt(40)
     assert np.abs(diff / se).max() < 4.0

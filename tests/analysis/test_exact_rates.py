@@ -419,8 +419,7 @@ def test_scaffnew_partial_participation_is_biased_by_its_conserved_quantity():
     prob = _problem(N=3, seed=3)
     model = make_participation("uniform", 3, 2)
     a = exact_rates(prob, "scaffnew", model, lr=0.3, local_steps=3, stationary=False)
-    b = exact_rates(prob, "scaffnew", model, lr=0.3, local_steps=3, x0=np.ones(2),
-                    stationary=False)  # fmt: skip
+    b = exact_rates(prob, "scaffnew", model, lr=0.3, local_steps=3, x0=np.ones(2), stationary=False)
     assert a.conserved == b.conserved == 2
     assert _rel(a.mean_square_rate, b.mean_square_rate) < RATE_RTOL  # rates do not move
 
@@ -457,8 +456,9 @@ def test_other_aggregation_rules_match_brute_force(rule):
     for model in (MODELS["weighted"](), MODELS["bernoulli-redraw"]()):
         alg = make_algorithm("fedavg", problem=prob, lr=0.4, local_steps=2)
         ref = brute_force(prob, alg, enumerate_law(model, rule))
-        res = exact_rates(prob, "fedavg", model, lr=0.4, local_steps=2, rule=rule,
-                          mean_square="operator")  # fmt: skip
+        res = exact_rates(
+            prob, "fedavg", model, lr=0.4, local_steps=2, rule=rule, mean_square="operator"
+        )
         assert _rel(res.mean_square_rate, ref["ms_rate"]) < RATE_RTOL
         assert abs(res.stationary_mse - ref["mse"]) < FLOOR_RTOL * float(prob.x_star @ prob.x_star)
 
@@ -518,8 +518,9 @@ def test_mean_square_rate_dominates_mean_rate_squared(seed, lr, K, alg, m):
     if alg == "focus":
         lr = lr / 4
     kw = {"prox_mu": 0.3} if alg == "fedprox" else {}
-    res = exact_rates(prob, alg, model, lr=lr, local_steps=K, stationary=False,
-                      mean_square="operator", **kw)  # fmt: skip
+    res = exact_rates(
+        prob, alg, model, lr=lr, local_steps=K, stationary=False, mean_square="operator", **kw
+    )
     assert res.mean_square_rate >= res.mean_rate**2 * (1 - 1e-10)
     if m == 4:
         assert _rel(res.mean_square_rate, res.mean_rate**2) < 1e-9
@@ -669,10 +670,27 @@ def test_monte_carlo_decay_on_figure4_matches_the_exact_mean_square_rate():
     """
     prob = figure4_problem()
     model = make_participation("uniform", 16, 4)
-    res = exact_rates(prob, "focus", model, lr=1.5e-4, local_steps=3, tol=1e-4,
-                      stationary=False, eigensolver="krylov-schur")  # fmt: skip
-    sim = simulate(prob, "focus", model, rounds=80, seeds=1000, seed=0, lr=1.5e-4,
-                   local_steps=3, metrics=("error",))  # fmt: skip
+    res = exact_rates(
+        prob,
+        "focus",
+        model,
+        lr=1.5e-4,
+        local_steps=3,
+        tol=1e-4,
+        stationary=False,
+        eigensolver="krylov-schur",
+    )
+    sim = simulate(
+        prob,
+        "focus",
+        model,
+        rounds=80,
+        seeds=1000,
+        seed=0,
+        lr=1.5e-4,
+        local_steps=3,
+        metrics=("error",),
+    )
     e2 = sim.error**2 * float(prob.x_star @ prob.x_star)
     r = np.arange(20, 81)
 
@@ -693,8 +711,9 @@ def test_stability_map_data_and_plot(tmp_path):
     curve crosses 1 at its bisected boundary; the figure is written."""
     prob = random_quadratic(8, 2, condition=3.0, seed=0)
     prob.participation_p = np.linspace(1, 2, 8) / np.linspace(1, 2, 8).sum()
-    data = run_stability_map(problem=prob, algorithms=("focus", "fedavg"), extra=(0.5, 1.2),
-                             rtol=5e-2)  # fmt: skip
+    data = run_stability_map(
+        problem=prob, algorithms=("focus", "fedavg"), extra=(0.5, 1.2), rtol=5e-2
+    )
     for reg in data.regimes.values():
         for alg in ("focus", "fedavg"):
             cur = reg.curves[alg]
@@ -714,8 +733,13 @@ def test_stability_map_is_the_same_in_worker_processes():
     bit, in the same order (only ``seconds`` differs)."""
     prob = random_quadratic(6, 2, condition=3.0, seed=1)
     prob.participation_p = np.linspace(1, 2, 6) / np.linspace(1, 2, 6).sum()
-    kw = {"problem": prob, "algorithms": ("focus", "fedavg"), "regimes": ("full", "uniform"),
-          "extra": (0.5, 1.2), "rtol": 0.2}  # fmt: skip
+    kw = {
+        "problem": prob,
+        "algorithms": ("focus", "fedavg"),
+        "regimes": ("full", "uniform"),
+        "extra": (0.5, 1.2),
+        "rtol": 0.2,
+    }
     one, two = (run_stability_map(workers=w, **kw).to_dict() for w in (1, 2))
     for data in (one, two):
         for reg in data["regimes"].values():

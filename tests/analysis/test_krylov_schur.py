@@ -72,13 +72,20 @@ def test_a_close_start_converges_at_the_second_reading_and_a_subspace_at_once():
 def test_callback_budget_and_bad_input():
     T = _positive_map(6, 2, seed=4)
     seen = []
-    ks = krylov_schur(lambda v: T @ v, np.ones(36), tol=1e-12, basis=10, keep=5,
-                      callback=lambda a, val, r: seen.append((a, val, r)))  # fmt: skip
+    ks = krylov_schur(
+        lambda v: T @ v,
+        np.ones(36),
+        tol=1e-12,
+        basis=10,
+        keep=5,
+        callback=lambda a, val, r: seen.append((a, val, r)),
+    )
     assert [a for a, _, _ in seen] == list(range(1, ks.applications + 1))
     assert seen[0][1] is None and seen[0][2] == float("inf")
     with pytest.raises(FedTheoryError, match="did not converge"):
-        krylov_schur(lambda v: T @ v, np.ones(36), tol=1e-300, basis=10, keep=5,
-                     max_applications=30)  # fmt: skip
+        krylov_schur(
+            lambda v: T @ v, np.ones(36), tol=1e-300, basis=10, keep=5, max_applications=30
+        )
     with pytest.raises(FedTheoryError, match="zero or not finite"):
         krylov_schur(lambda v: v, np.zeros(8))
     with pytest.raises(FedTheoryError, match="which"):
@@ -113,9 +120,17 @@ def test_progress_reports_the_applications_value_and_residual(monkeypatch):
     prob = random_quadratic(6, 3, condition=4.0, seed=2)
     model = make_participation("uniform", 6, 2)
     seen = []
-    res = exact_rates(prob, "focus", model, lr=0.05, local_steps=2, stationary=False,
-                      mean_square="operator", eigensolver="krylov-schur",
-                      progress=lambda *a: seen.append(a))  # fmt: skip
+    res = exact_rates(
+        prob,
+        "focus",
+        model,
+        lr=0.05,
+        local_steps=2,
+        stationary=False,
+        mean_square="operator",
+        eigensolver="krylov-schur",
+        progress=lambda *a: seen.append(a),
+    )
     stages = {s for s, *_ in seen}
     assert stages == {"mean-square rate"}
     last = [a for s, a, v, r in seen if v is not None][-1]
@@ -134,8 +149,9 @@ def test_a_start_in_an_invariant_subspace_goes_on_with_the_fallback():
     e11[0, 0] = 1.0
     alone = krylov_schur(lambda v: T @ v, e11.reshape(-1), tol=1e-12, basis=8, keep=4)
     assert alone.value == pytest.approx(0.25, rel=1e-14)
-    ks = krylov_schur(lambda v: T @ v, e11.reshape(-1), tol=1e-12, basis=8, keep=4,
-                      fallback=np.eye(3).reshape(-1))  # fmt: skip
+    ks = krylov_schur(
+        lambda v: T @ v, e11.reshape(-1), tol=1e-12, basis=8, keep=4, fallback=np.eye(3).reshape(-1)
+    )
     assert ks.value == pytest.approx(0.81, rel=1e-13)
 
 

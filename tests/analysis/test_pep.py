@@ -42,9 +42,14 @@ pytest.importorskip("PEPit", reason="the optional extra 'pep' is not installed")
 MU, L = 1.0, 10.0
 #: The algorithms that trace (docs/bounds.md), with a setting of each that its registry accepts.
 ALGORITHMS = {
-    "fedavg": {}, "fedprox": {"prox_mu": 0.5}, "scaffold": {}, "focus": {}, "scaffnew": {},
-    "mifa": {}, "feddyn": {"prox_mu": 0.1},
-}  # fmt: skip
+    "fedavg": {},
+    "fedprox": {"prox_mu": 0.5},
+    "scaffold": {},
+    "focus": {},
+    "scaffnew": {},
+    "mifa": {},
+    "feddyn": {"prox_mu": 0.1},
+}
 
 
 def _gd(eta: float, mu: float = MU, L: float = L) -> float:
@@ -69,8 +74,9 @@ def test_fedavg_with_one_local_step_is_gradient_descent_on_the_mean(zeta2):
     # on quadratics the same closed form bounds every instance and is attained
     H = np.stack([np.diag([MU, L]), np.diag([MU, 4.0]), np.diag([MU, 7.0])])
     prob = QuadraticProblem(H, np.einsum("nij,j->ni", H, [1.0, 0.0]))
-    curve = exact_mse_curve(prob, "fedavg", make_participation("full", 3), rounds=R, lr=eta,
-                            local_steps=1)  # fmt: skip
+    curve = exact_mse_curve(
+        prob, "fedavg", make_participation("full", 3), rounds=R, lr=eta, local_steps=1
+    )
     assert curve[R] / curve[0] == pytest.approx(_gd(eta) ** R, rel=1e-12)
 
 
@@ -102,13 +108,13 @@ def test_the_general_worst_case_is_never_below_a_quadratic_of_the_class(
     algorithm, K, eta, zeta2, seed
 ):
     N, R = 2, 2
-    w = worst_after_rounds(algorithm, N, R, mu=MU, L=L, D2=1.0, zeta2=zeta2, lr=eta,
-                           local_steps=K)  # fmt: skip
+    w = worst_after_rounds(algorithm, N, R, mu=MU, L=L, D2=1.0, zeta2=zeta2, lr=eta, local_steps=K)
     rng = np.random.default_rng(seed)
     for _ in range(3):
         prob = _class_quadratic(rng, N, 2, zeta2)
-        exact = exact_mse_curve(prob, algorithm, make_participation("full", N), rounds=R,
-                                lr=eta, local_steps=K)[R]  # fmt: skip
+        exact = exact_mse_curve(
+            prob, algorithm, make_participation("full", N), rounds=R, lr=eta, local_steps=K
+        )[R]
         assert w.value >= exact * (1 - 1e-6)
 
 
@@ -146,8 +152,9 @@ def test_the_traced_round_is_the_round_on_a_quadratic(name, model):
     for p in range(paths.n_paths):
         state = alg.init(prob, x0[None, :])
         for r in range(R):
-            draw = RoundDraw(mask=paths.masks[r, p : p + 1], weights=paths.weights[r, p : p + 1],
-                             r=r)  # fmt: skip
+            draw = RoundDraw(
+                mask=paths.masks[r, p : p + 1], weights=paths.weights[r, p : p + 1], r=r
+            )
             state = alg.round(state, prob, draw, None)
         assert tr.outputs["x"][p] @ V == pytest.approx(state.x[0], rel=1e-12, abs=1e-12)
 
@@ -206,8 +213,16 @@ def test_the_floor_by_a_linear_fixed_point():
 
 def test_the_floor_of_a_sampled_round_is_refused_with_what_to_use():
     with pytest.raises(AssumptionError, match=r"stationary distribution.*mse_after_rounds"):
-        worst_floor("fedavg", 3, mu=MU, L=L, zeta2=1.0, participation=make_participation(
-            "uniform", 3, 2), lr=0.05, local_steps=2)  # fmt: skip
+        worst_floor(
+            "fedavg",
+            3,
+            mu=MU,
+            L=L,
+            zeta2=1.0,
+            participation=make_participation("uniform", 3, 2),
+            lr=0.05,
+            local_steps=2,
+        )
 
 
 def test_the_factor_estimate_of_focus_is_the_worst_quadratic_rate():
@@ -219,8 +234,14 @@ def test_the_factor_estimate_of_focus_is_the_worst_quadratic_rate():
     for h1 in (MU, 4.0, L):
         for h2 in (MU, 4.0, L):
             prob = QuadraticProblem(np.array([[[h1]], [[h2]]]), np.array([[h1], [h2]]))
-            r = exact_rates(prob, "focus", make_participation("full", 2), lr=eta, local_steps=K,
-                            stationary=False)  # fmt: skip
+            r = exact_rates(
+                prob,
+                "focus",
+                make_participation("full", 2),
+                lr=eta,
+                local_steps=K,
+                stationary=False,
+            )
             worst = max(worst, r.mean_square_rate)
     assert est["value"] == pytest.approx(worst, rel=1e-5)
     assert "estimate" in est["method"]
@@ -233,8 +254,9 @@ def test_one_round_expectations_enumerate_the_subsets(model):
     name, M, kw = model
     part = make_participation(name, 2, M, **kw)
     eta = 0.15
-    w = worst_after_rounds("fedavg", 2, 1, mu=MU, L=L, zeta2=0.0, participation=part, lr=eta,
-                           local_steps=1)  # fmt: skip
+    w = worst_after_rounds(
+        "fedavg", 2, 1, mu=MU, L=L, zeta2=0.0, participation=part, lr=eta, local_steps=1
+    )
     draws, probs, _ = part.support()
     empty = float(probs[~np.asarray(draws).any(axis=1)].sum())
     assert w.value == pytest.approx(empty + (1 - empty) * _gd(eta), rel=1e-6)
@@ -261,8 +283,7 @@ def test_lyapunov_contraction():
     w = lyapunov_contraction("fedavg", 2, mu=MU, L=L, zeta2=0.0, lr=eta, local_steps=1)
     assert w.value == pytest.approx(_gd(eta), rel=1e-6)
     # FOCUS weighs its stored gradients; the one-round ratio is at least the contraction of x
-    v = lyapunov_contraction("focus", 2, mu=MU, L=L, weight_clients=0.01, lr=0.05,
-                             local_steps=2)  # fmt: skip
+    v = lyapunov_contraction("focus", 2, mu=MU, L=L, weight_clients=0.01, lr=0.05, local_steps=2)
     assert v.value > 0 and not v.unbounded
     with pytest.raises(AssumptionError, match="2 server and 1 client vectors"):
         lyapunov_contraction("scaffold", 2, mu=MU, L=L, lr=0.05, local_steps=2)
@@ -270,15 +291,17 @@ def test_lyapunov_contraction():
 
 def test_sizes_are_refused_before_work_naming_them():
     with pytest.raises(PepSizeError, match=r"Gram matrix of \d+ and \d+ constraints.*reduce") as g:
-        worst_after_rounds("fedavg", 2, 3, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=3,
-                           max_gram=10)  # fmt: skip
+        worst_after_rounds(
+            "fedavg", 2, 3, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=3, max_gram=10
+        )
     # the refusal carries its sizes (what a caller summarizes over many settings)
     assert g.value.gram > 10 and g.value.constraints > 0 and not g.value.estimated
     assert g.value.paths is None
     part = make_participation("uniform", 6, 3)
     with pytest.raises(PepSizeError, match=r"20\^3 = 8000 paths") as p:
-        worst_after_rounds("fedavg", 6, 3, mu=MU, L=L, zeta2=1.0, participation=part, lr=0.05,
-                           local_steps=1)  # fmt: skip
+        worst_after_rounds(
+            "fedavg", 6, 3, mu=MU, L=L, zeta2=1.0, participation=part, lr=0.05, local_steps=1
+        )
     assert (p.value.paths, p.value.draws, p.value.rounds) == (8000, 20, 3)
     assert p.value.gram is None
 
@@ -308,8 +331,9 @@ def test_a_missing_extra_is_one_line_naming_it():
 def test_the_solver_record():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        w = worst_after_rounds("fedavg", 2, 1, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2,
-                               cross_check=True)  # fmt: skip
+        w = worst_after_rounds(
+            "fedavg", 2, 1, mu=MU, L=L, zeta2=1.0, lr=0.05, local_steps=2, cross_check=True
+        )
     s = w.solver
     assert s["name"] == "CLARABEL" and s["status"] == "optimal"
     assert s["cross_check"]["name"] == "SCS"
@@ -336,8 +360,9 @@ def test_a_large_floor_is_refused_before_it_is_traced(monkeypatch):
 
 def test_lyapunov_weights_of_the_wrong_length_are_named():
     with pytest.raises(AssumptionError, match=r"one weight per client.*3 for 2 clients"):
-        lyapunov_contraction("focus", 2, mu=MU, L=L, weight_clients=[1.0, 2.0, 3.0], lr=0.05,
-                             local_steps=2)  # fmt: skip
+        lyapunov_contraction(
+            "focus", 2, mu=MU, L=L, weight_clients=[1.0, 2.0, 3.0], lr=0.05, local_steps=2
+        )
 
 
 def test_the_lyapunov_ratio_is_not_capped_by_zeta2():

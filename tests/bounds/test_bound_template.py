@@ -60,9 +60,15 @@ def test_the_default_template_saved_as_a_file_runs_as_is(tmp_path, capsys, monke
 
 @pytest.mark.parametrize(
     "quantity",
-    ["mean_rate", "stationary_mse", "rounds_to", "mse_after_rounds",
-     "f_minus_f_star_after_rounds", "grad_norm2_after_rounds"],
-)  # fmt: skip
+    [
+        "mean_rate",
+        "stationary_mse",
+        "rounds_to",
+        "mse_after_rounds",
+        "f_minus_f_star_after_rounds",
+        "grad_norm2_after_rounds",
+    ],
+)
 def test_each_template_runs_and_does_what_it_says(quantity, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path, text = _saved(tmp_path, capsys, quantity)

@@ -94,17 +94,40 @@ def test_the_default_search_finds_the_cube_false_and_the_cli_reproduces_it(minim
     assert r["mean_square_rate"] > w["stated"]
     # ... and `fedtheory simulate` reads it too.
     sim = tmp_path / "sim.json"
-    assert main(["simulate", "--problem-file", w["problem_file"], "--algorithm", "fedavg",
-                 "-R", "5", "-K", "1", "--lr", repr(w["eta"]), "--json", str(sim)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "simulate",
+                "--problem-file",
+                w["problem_file"],
+                "--algorithm",
+                "fedavg",
+                "-R",
+                "5",
+                "-K",
+                "1",
+                "--lr",
+                repr(w["eta"]),
+                "--json",
+                str(sim),
+            ]
+        )
+        == 0
+    )
     assert len(json.loads(sim.read_text())["error"][0]) == 6
 
 
 def _focus_spec(participation: str, bound: str) -> dict:
     return {
-        "algorithm": "focus", "participation": participation, "clients": [3, 4, 6],
-        "local_steps": [1, 2, 3], "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
-        "bound": bound, "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
-    }  # fmt: skip
+        "algorithm": "focus",
+        "participation": participation,
+        "clients": [3, 4, 6],
+        "local_steps": [1, 2, 3],
+        "lr": "1/(4*K*N*L)",
+        "quantity": "mean_square_rate",
+        "bound": bound,
+        "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
+    }
 
 
 @pytest.mark.slow
@@ -124,15 +147,19 @@ def test_a_planted_rate_that_ignores_p_min_is_found_by_the_default_search(tmp_pa
     files = res.to_dict()["worst"]
     p = np.load(files["probabilities_file"])
     prob = ProblemFile(files["problem_file"])
-    again = exact_rates(prob, "focus", make_participation("bernoulli", prob.n_clients, p=p),
-                        lr=w.eta, local_steps=w.sizes["K"])  # fmt: skip
+    again = exact_rates(
+        prob,
+        "focus",
+        make_participation("bernoulli", prob.n_clients, p=p),
+        lr=w.eta,
+        local_steps=w.sizes["K"],
+    )
     assert again.mean_square_rate == pytest.approx(w.exact, rel=1e-10)
 
 
 def test_a_free_constant_gives_the_implied_constant_and_its_argmax(minimal, tmp_path):
     spec = load_spec(minimal)
-    shape = BoundSpec.from_dict({**spec.to_dict(), "bound": "(1 - c*eta*mu_f)**2",
-                                 "constant": "c"})  # fmt: skip
+    shape = BoundSpec.from_dict({**spec.to_dict(), "bound": "(1 - c*eta*mu_f)**2", "constant": "c"})
     res = check(shape, search=30, out_dir=tmp_path, name="shape")
     imp = res.to_dict()["implied_constant"]
     # (1 - c eta mu_f)^2 = exact at c = 1 on every instance (GD at eta = 1/L_f): the largest
@@ -146,11 +173,16 @@ def test_a_free_constant_gives_the_implied_constant_and_its_argmax(minimal, tmp_
 
 def test_a_floor_shape_implied_constant_grows_with_c(tmp_path):
     spec = {
-        "algorithm": "fedavg", "participation": "uniform", "clients": 4,
-        "clients_per_round": [1, 2], "lr": "0.1/L", "quantity": "stationary_mse",
-        "bound": "c*eta*zeta2/mu_f", "constant": "c",
+        "algorithm": "fedavg",
+        "participation": "uniform",
+        "clients": 4,
+        "clients_per_round": [1, 2],
+        "lr": "0.1/L",
+        "quantity": "stationary_mse",
+        "bound": "c*eta*zeta2/mu_f",
+        "constant": "c",
         "class": {"dim": 2, "L": 10.0, "mu": 1.0},
-    }  # fmt: skip
+    }
     res = check(spec, search=20)
     imp = res.implied
     assert imp["direction"].startswith("smallest")
@@ -167,9 +199,14 @@ def test_a_floor_shape_implied_constant_grows_with_c(tmp_path):
 
 def test_rounds_to_is_the_first_round_of_the_exact_transient():
     spec = {
-        "algorithm": "fedavg", "clients": 3, "lr": "1/L_f", "quantity": "rounds_to",
-        "epsilon": 1e-4, "bound": "log(1/epsilon)/(eta*mu_f)", "problem": "quadratic",
-    }  # fmt: skip
+        "algorithm": "fedavg",
+        "clients": 3,
+        "lr": "1/L_f",
+        "quantity": "rounds_to",
+        "epsilon": 1e-4,
+        "bound": "log(1/epsilon)/(eta*mu_f)",
+        "problem": "quadratic",
+    }
     res = check(spec, measure_seeds=1)
     e = res.instances[0]
     prob = random_quadratic(16, 20, seed=0)
@@ -183,13 +220,21 @@ def test_rounds_to_is_the_first_round_of_the_exact_transient():
 
 
 def test_focus_on_figure4_full_has_the_known_exact_rate():
-    spec = {"algorithm": "focus", "local_steps": 3, "lr": 6e-4, "quantity": "mean_square_rate",
-            "bound": "1 - c*eta*mu_f*K*N", "constant": "c", "problem": "figure4"}  # fmt: skip
+    spec = {
+        "algorithm": "focus",
+        "local_steps": 3,
+        "lr": 6e-4,
+        "quantity": "mean_square_rate",
+        "bound": "1 - c*eta*mu_f*K*N",
+        "constant": "c",
+        "problem": "figure4",
+    }
     res = check(spec, measure_seeds=0)
     assert round(res.instances[0].exact, 4) == 0.3598
     c = res.implied["value"]
     assert 1 - c * 6e-4 * res.instances[0].constants["mu_f"] * 3 * 16 == pytest.approx(
-        res.instances[0].exact, rel=1e-12)  # fmt: skip
+        res.instances[0].exact, rel=1e-12
+    )
 
 
 def test_constants_of_an_instance():

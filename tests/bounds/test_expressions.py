@@ -41,10 +41,26 @@ ALLOWED = tuple(CONSTANTS)
 # --- the audit hook ------------------------------------------------------------------------------
 #: Audit events that mean code ran, a module was imported, a file opened or a process started.
 FORBIDDEN = (
-    "exec", "import", "open", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-    "subprocess.Popen", "pickle.find_class", "builtins.input", "ctypes.", "code.__new__",
-    "function.__new__", "socket.", "os.remove", "os.rename", "shutil.", "marshal.loads",
-)  # fmt: skip
+    "exec",
+    "import",
+    "open",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "subprocess.Popen",
+    "pickle.find_class",
+    "builtins.input",
+    "ctypes.",
+    "code.__new__",
+    "function.__new__",
+    "socket.",
+    "os.remove",
+    "os.rename",
+    "shutil.",
+    "marshal.loads",
+)
 
 _watch = threading.local()
 
@@ -95,8 +111,11 @@ def _parse_watched(text, kind: str = "value", allowed=ALLOWED):
 
 
 # Warm up: whatever sympy or numpy load on their first use is loaded before any watch.
-for _text in ("(1 - eta*mu_f)**2 + sqrt(L)*log(N, 2) - min(eta, 1/L) + floor(K/2)",
-              "eta <= 1/L_f and 0 < K < N", "exp(-eta) + abs(mu) + ceiling(d) + max(1, 2)*pi"):  # fmt: skip
+for _text in (
+    "(1 - eta*mu_f)**2 + sqrt(L)*log(N, 2) - min(eta, 1/L) + floor(K/2)",
+    "eta <= 1/L_f and 0 < K < N",
+    "exp(-eta) + abs(mu) + ceiling(d) + max(1, 2)*pi",
+):
     _e = parse_expression(_text, ALLOWED, "warm-up", kind="condition" if "<" in _text else "value")
     _ = _e(_values()), str(_e.sympy), _e.free_symbols
 try:
@@ -118,9 +137,11 @@ def test_what_a_paper_writes_is_read_and_valued_in_float64():
         "min(eta, sqrt(-eta))": math.nan,  # not real: NaN, never an error
         "1e-3 * D2": 1e-3 * v["D2"],
         "pi * d": math.pi * v["d"],
-        "floor(K) + ceiling(N) + abs(-sigma) + exp(-eta)": math.floor(v["K"]) + math.ceil(v["N"])
-        + v["sigma"] + math.exp(-v["eta"]),
-    }  # fmt: skip
+        "floor(K) + ceiling(N) + abs(-sigma) + exp(-eta)": math.floor(v["K"])
+        + math.ceil(v["N"])
+        + v["sigma"]
+        + math.exp(-v["eta"]),
+    }
     for text, want in cases.items():
         e = _parse_watched(text)
         assert isinstance(e, Expression), e
@@ -128,8 +149,12 @@ def test_what_a_paper_writes_is_read_and_valued_in_float64():
 
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted([*(ROOT / "fedtheory" / "bounds" / "papers").glob("*.toml"),
-                  *(ROOT / "docs" / "examples").glob("*.toml")])  # fmt: skip
+SHIPPED = sorted(
+    [
+        *(ROOT / "fedtheory" / "bounds" / "papers").glob("*.toml"),
+        *(ROOT / "docs" / "examples").glob("*.toml"),
+    ]
+)
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
@@ -140,8 +165,10 @@ def test_every_shipped_spec_is_read_by_the_parser(path):
     allowed = (*ALLOWED, *([d["constant"]] if "constant" in d else []))
     conditions = d.get("condition", [])
     texts = [(d["bound"], "value", allowed)]
-    texts += [(t, "condition", allowed) for t in ([conditions] if isinstance(conditions, str)
-                                                  else conditions)]  # fmt: skip
+    texts += [
+        (t, "condition", allowed)
+        for t in ([conditions] if isinstance(conditions, str) else conditions)
+    ]
     if isinstance(d.get("lr"), str):
         texts.append((d["lr"], "value", tuple(LR_CONSTANTS)))
     for text, kind, names in texts:
@@ -155,15 +182,28 @@ def test_a_single_constant_is_a_bound(text):
     (sympy's Symbol is a Boolean, which the old check took for a relation)."""
     e = parse_expression(text, (*ALLOWED, "c"), "the bound")
     assert e.kind == "value" and e.names <= {"D2", "rho", "c", "zeta2"}
-    spec = BoundSpec(algorithm="fedavg", lr="1/L_f", quantity="stationary_mse", bound=text,
-                     constant="c" if text == "c" else None, clients=(4,))  # fmt: skip
+    spec = BoundSpec(
+        algorithm="fedavg",
+        lr="1/L_f",
+        quantity="stationary_mse",
+        bound=text,
+        constant="c" if text == "c" else None,
+        clients=(4,),
+    )
     assert spec.bound_expr.text == text
 
 
 def test_a_single_constant_bound_is_checked_end_to_end():
-    spec = {"algorithm": "fedavg", "clients": 4, "local_steps": 2, "lr": "1/(2*L)",
-            "quantity": "stationary_mse", "bound": "D2", "noise": 0.1,
-            "class": {"dim": 2, "L": 4.0, "mu": 1.0}}  # fmt: skip
+    spec = {
+        "algorithm": "fedavg",
+        "clients": 4,
+        "local_steps": 2,
+        "lr": "1/(2*L)",
+        "quantity": "stationary_mse",
+        "bound": "D2",
+        "noise": 0.1,
+        "class": {"dim": 2, "L": 4.0, "mu": 1.0},
+    }
     res = check(spec, search=6, refine=False)
     assert res.worst is not None and all(e.stated == e.constants["D2"] for e in res.instances)
 
@@ -177,7 +217,7 @@ def test_conditions_are_comparisons_joined_by_and():
         ("eta == 0.1", True),
         ("eta > 1", False),
         ("eta <= sigma", False),
-    ]:  # fmt: skip  (sigma missing: NaN, not met)
+    ]:  # (sigma missing: NaN, not met)
         e = parse_expression(text, ALLOWED, "the condition", kind="condition")
         assert e(v) is want, text
     for text in ["eta", "1", "eta + 1", "sqrt(eta)"]:
@@ -310,11 +350,34 @@ def test_random_unicode_text_parses_or_is_refused_and_runs_nothing(text):
             assert {str(s) for s in out.free_symbols} <= set(ALLOWED)
 
 
-_ATOMS = st.sampled_from([
-    "eta", "K", "x", "os", "sys", "__import__", "__builtins__", "__class__", "exec", "eval",
-    "open", "sympify", "S", "Symbol", "subs", "lambdify", "1", "2.5", "'touch PWNED'",
-    "b'x'", "\"__import__('os').system('touch PWNED')\"", "None", "...", "1j",
-])  # fmt: skip
+_ATOMS = st.sampled_from(
+    [
+        "eta",
+        "K",
+        "x",
+        "os",
+        "sys",
+        "__import__",
+        "__builtins__",
+        "__class__",
+        "exec",
+        "eval",
+        "open",
+        "sympify",
+        "S",
+        "Symbol",
+        "subs",
+        "lambdify",
+        "1",
+        "2.5",
+        "'touch PWNED'",
+        "b'x'",
+        "\"__import__('os').system('touch PWNED')\"",
+        "None",
+        "...",
+        "1j",
+    ]
+)
 _FULL_WIDTH = str.maketrans({c: chr(ord(c) + 0xFEE0) for c in "abcdefghijklmnopqrstuvwxyz"})
 
 
@@ -323,14 +386,49 @@ def _hostile(draw, depth: int = 0) -> str:
     if depth > 3 or draw(st.integers(0, 3)) == 0:
         return draw(_ATOMS)
     a, b = draw(_hostile(depth + 1)), draw(_hostile(depth + 1))
-    name = draw(st.sampled_from(["subs", "system", "__class__", "__globals__", "evalf", "func",
-                                 "__subclasses__", "replace", "xreplace", "atoms"]))  # fmt: skip
-    form = draw(st.sampled_from([
-        "{a}.{n}", "{a}.{n}({b})", "{a}({b})", "{a}({n}={b})", "{a}[{b}]", "lambda: {a}",
-        "lambda {n}: {a}", "({a}, {b})", "[{a} for {n} in {b}]", "{a} + {b}", "{a} ** {b}",
-        "-{a}", "{a} < {b}", "{a} and {b}", "f({a}, *{b})", "{{{a}: {b}}}", "f'{{{a}}}'",
-        "({n} := {a})", "{a} if {b} else {a}", "{a}.{n}(\"{b}\")", "getattr({a}, '{n}')",
-    ]))  # fmt: skip
+    name = draw(
+        st.sampled_from(
+            [
+                "subs",
+                "system",
+                "__class__",
+                "__globals__",
+                "evalf",
+                "func",
+                "__subclasses__",
+                "replace",
+                "xreplace",
+                "atoms",
+            ]
+        )
+    )
+    form = draw(
+        st.sampled_from(
+            [
+                "{a}.{n}",
+                "{a}.{n}({b})",
+                "{a}({b})",
+                "{a}({n}={b})",
+                "{a}[{b}]",
+                "lambda: {a}",
+                "lambda {n}: {a}",
+                "({a}, {b})",
+                "[{a} for {n} in {b}]",
+                "{a} + {b}",
+                "{a} ** {b}",
+                "-{a}",
+                "{a} < {b}",
+                "{a} and {b}",
+                "f({a}, *{b})",
+                "{{{a}: {b}}}",
+                "f'{{{a}}}'",
+                "({n} := {a})",
+                "{a} if {b} else {a}",
+                '{a}.{n}("{b}")',
+                "getattr({a}, '{n}')",
+            ]
+        )
+    )
     text = form.format(a=a, b=b, n=name)
     if draw(st.integers(0, 4)) == 0:  # full-width letters, which Python folds into ASCII names
         text = text.translate(_FULL_WIDTH)
@@ -377,9 +475,16 @@ def _payloads(marker: Path) -> list[str]:
     ]
 
 
-BASE = {"algorithm": "fedavg", "clients": 3, "local_steps": 1, "lr": "1/L_f",
-        "quantity": "mean_square_rate", "bound": "(1 - eta*mu_f)**2",
-        "condition": "eta <= 1/L_f", "class": {"dim": 2, "L": 4.0, "mu": 1.0}}  # fmt: skip
+BASE = {
+    "algorithm": "fedavg",
+    "clients": 3,
+    "local_steps": 1,
+    "lr": "1/L_f",
+    "quantity": "mean_square_rate",
+    "bound": "(1 - eta*mu_f)**2",
+    "condition": "eta <= 1/L_f",
+    "class": {"dim": 2, "L": 4.0, "mu": 1.0},
+}
 FIELDS = ("bound", "lr", "condition")
 
 
@@ -405,13 +510,17 @@ def test_the_exploit_class_through_each_field_by_the_cli_exits_2_and_runs_nothin
     marker = tmp_path / "PWNED"
     for k, payload in enumerate(_payloads(marker)):
         spec = {**BASE, field: payload}
-        lines = [f"{key} = {_toml_string(v) if isinstance(v, str) else v}"
-                 for key, v in spec.items() if key != "class"]  # fmt: skip
+        lines = [
+            f"{key} = {_toml_string(v) if isinstance(v, str) else v}"
+            for key, v in spec.items()
+            if key != "class"
+        ]
         lines += ["[class]", "dim = 2", "L = 4.0", "mu = 1.0"]
         path = tmp_path / f"spec{k}.toml"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        code = main(["bound", str(path), "--search", "2", "--seeds", "0",
-                     "--out-dir", str(tmp_path)])  # fmt: skip
+        code = main(
+            ["bound", str(path), "--search", "2", "--seeds", "0", "--out-dir", str(tmp_path)]
+        )
         out, err = capsys.readouterr()
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (payload, err)
         assert not marker.exists(), payload

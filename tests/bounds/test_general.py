@@ -61,8 +61,9 @@ def test_a_floor_that_holds_on_quadratics_is_violated_over_the_class_with_a_file
     spec = tmp_path / "floor.toml"
     spec.write_text(FLOOR)
     out = tmp_path / "res.json"
-    code, _ = _run(capsys, "bound", str(spec), "--class", "both", "--search", "24",
-                   "--json", str(out))  # fmt: skip
+    code, _ = _run(
+        capsys, "bound", str(spec), "--class", "both", "--search", "24", "--json", str(out)
+    )
     assert code == 0
     res = json.loads(out.read_text())
     q, g = res["classes"]["quadratic"], res["classes"]["smooth-strongly-convex"]
@@ -88,10 +89,15 @@ def test_a_floor_that_holds_on_quadratics_is_violated_over_the_class_with_a_file
 
 
 FOCUS_RATE = {
-    "algorithm": "focus", "clients": 2, "local_steps": 2, "lr": 0.05, "rounds": 5,
-    "quantity": "mean_square_rate", "bound": "0.81",
+    "algorithm": "focus",
+    "clients": 2,
+    "local_steps": 2,
+    "lr": 0.05,
+    "rounds": 5,
+    "quantity": "mean_square_rate",
+    "bound": "0.81",
     "class": {"dim": 1, "L": 10.0, "mu": 1.0, "zeta2": 0.0},
-}  # fmt: skip
+}
 
 
 def test_focus_full_participation_rate_is_the_same_factor_on_both_classes():
@@ -109,8 +115,9 @@ def test_unbounded_is_an_answer(tmp_path, capsys):
     spec = tmp_path / "floor.toml"
     spec.write_text(FLOOR.replace("zeta2 = 1.0", "").replace('bound = "', 'bound = "1 + 0*'))
     out = tmp_path / "res.json"
-    code, err = _run(capsys, "bound", str(spec), "--class", "smooth-strongly-convex",
-                     "--json", str(out))  # fmt: skip
+    code, err = _run(
+        capsys, "bound", str(spec), "--class", "smooth-strongly-convex", "--json", str(out)
+    )
     assert code == 0
     res = json.loads(out.read_text())
     assert res["unbounded"] and "zeta2" in res["lacks"]
@@ -142,8 +149,16 @@ def _floor_dict() -> dict:
 def test_the_class_keys_of_a_spec():
     spec = BoundSpec.from_dict(_floor_dict())
     assert spec.functions == "quadratic" and spec.instance_class.zeta2 == 1.0 and spec.D2 == 1.0
-    general = {**_floor_dict(), "class": {"functions": "smooth-strongly-convex", "L": 10.0,
-                                          "mu": 0.0, "zeta2": 1.0, "D2": 2.0}}  # fmt: skip
+    general = {
+        **_floor_dict(),
+        "class": {
+            "functions": "smooth-strongly-convex",
+            "L": 10.0,
+            "mu": 0.0,
+            "zeta2": 1.0,
+            "D2": 2.0,
+        },
+    }
     spec = BoundSpec.from_dict(general)
     assert spec.functions == "smooth-strongly-convex" and spec.D2 == 2.0
     with pytest.raises(FedTheoryError, match="mu = 0 and a class without dim"):
@@ -171,11 +186,20 @@ def test_quadratic_draws_meet_the_class_bounds_with_equality():
         assert e.constants["D2"] == pytest.approx(3.0, rel=1e-9)
 
 
-@pytest.mark.parametrize("quantity", ["mse_after_rounds", "f_minus_f_star_after_rounds",
-                                      "grad_norm2_after_rounds"])  # fmt: skip
+@pytest.mark.parametrize(
+    "quantity", ["mse_after_rounds", "f_minus_f_star_after_rounds", "grad_norm2_after_rounds"]
+)
 def test_quantities_after_rounds_on_a_quadratic_are_the_run(quantity):
-    spec = {"algorithm": "fedavg", "clients": 3, "local_steps": 2, "lr": 0.02, "rounds": 3,
-            "quantity": quantity, "bound": "100", "problem": "quadratic"}  # fmt: skip
+    spec = {
+        "algorithm": "fedavg",
+        "clients": 3,
+        "local_steps": 2,
+        "lr": 0.02,
+        "rounds": 3,
+        "quantity": quantity,
+        "bound": "100",
+        "problem": "quadratic",
+    }
     res = check(spec, measure_seeds=0)
     prob = make_problem("quadratic")
     run = simulate(prob, "fedavg", "full", rounds=3, lr=0.02, local_steps=2, seeds=1)
@@ -191,8 +215,7 @@ def test_quantities_after_rounds_on_a_quadratic_are_the_run(quantity):
 @pytest.mark.parametrize("name", ["focus-thm1-rate", "fedavg-thm2-floor"])
 def test_the_papers_files_on_both_classes(name, tmp_path, capsys):
     out = tmp_path / "res.json"
-    code, _ = _run(capsys, "bound", name, "--class", "both", "--search", "4", "--json",
-                   str(out))  # fmt: skip
+    code, _ = _run(capsys, "bound", name, "--class", "both", "--search", "4", "--json", str(out))
     assert code == 0
     res = json.loads(out.read_text())
     g = res["classes"]["smooth-strongly-convex"]

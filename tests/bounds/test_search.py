@@ -34,17 +34,32 @@ def _interior(spec: BoundSpec, draw):
         # a ratio objective through kappa_f, p_min, zeta2 and D2, Bernoulli weights drawn
         {"bound": "1 - eta*mu_f*K*N*p_min/(2*kappa_f) - 1e-3*zeta2/(1 + D2)"},
         # a free constant (the objective is the oriented c_i), weighted M of N
-        {"participation": "weighted", "clients_per_round": 2, "bound": "1 - c*eta*mu*K*p_min",
-         "constant": "c"},
+        {
+            "participation": "weighted",
+            "clients_per_round": 2,
+            "bound": "1 - c*eta*mu*K*p_min",
+            "constant": "c",
+        },
         # the mean rate of FedAvg with a step set by L
-        {"algorithm": "fedavg", "quantity": "mean_rate", "lr": "0.5/(K*L)",
-         "bound": "1 - eta*mu_f/(2*kappa)"},
+        {
+            "algorithm": "fedavg",
+            "quantity": "mean_rate",
+            "lr": "0.5/(K*L)",
+            "bound": "1 - eta*mu_f/(2*kappa)",
+        },
     ],
-)  # fmt: skip
+)
 def test_the_climbing_gradient_is_the_objectives(changes):
-    d = {"algorithm": "focus", "participation": "bernoulli", "clients": 4, "local_steps": 2,
-         "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
-         "class": {"dim": 3, "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]}, **changes}  # fmt: skip
+    d = {
+        "algorithm": "focus",
+        "participation": "bernoulli",
+        "clients": 4,
+        "local_steps": 2,
+        "lr": "1/(4*K*N*L)",
+        "quantity": "mean_square_rate",
+        "class": {"dim": 3, "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
+        **changes,
+    }
     spec = BoundSpec.from_dict(d)
     draw = _interior(spec, _draw(spec, 7, 3))
     fun = _Climber(spec, draw, "test")
@@ -59,15 +74,23 @@ def test_the_climbing_gradient_is_the_objectives(changes):
 
 
 def test_structured_extremes_cover_every_pattern_and_setting():
-    d = {"algorithm": "focus", "participation": "bernoulli", "clients": [4, 6, 8],
-         "local_steps": [1, 3], "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
-         "bound": "1 - eta*mu_f", "class": {"dim": [2, 4], "L": 10.0, "mu": 1.0}}  # fmt: skip
+    d = {
+        "algorithm": "focus",
+        "participation": "bernoulli",
+        "clients": [4, 6, 8],
+        "local_steps": [1, 3],
+        "lr": "1/(4*K*N*L)",
+        "quantity": "mean_square_rate",
+        "bound": "1 - eta*mu_f",
+        "class": {"dim": [2, 4], "L": 10.0, "mu": 1.0},
+    }
     spec = BoundSpec.from_dict(d)
     draws = structured_draws(spec, 1000)
     labels = {x.label for x in draws}
     assert labels == {"extreme " + "/".join(p) for p in PATTERNS}
-    assert {(x.N, x.d, x.K) for x in draws} == {(n, k, s) for n in (4, 8) for k in (2, 4)
-                                                  for s in (1, 3)}  # fmt: skip
+    assert {(x.N, x.d, x.K) for x in draws} == {
+        (n, k, s) for n in (4, 8) for k in (2, 4) for s in (1, 3)
+    }
     # the capped list still has every pattern and every extreme setting once
     few = structured_draws(spec, len(PATTERNS))
     assert {x.label for x in few} == labels
@@ -83,11 +106,19 @@ def test_structured_extremes_cover_every_pattern_and_setting():
 
 
 def test_the_budget_grows_with_the_class_dimension():
-    small = BoundSpec.from_dict({"algorithm": "fedavg", "clients": 4, "lr": "1/L_f",
-                                 "quantity": "mean_rate", "bound": "1",
-                                 "class": {"dim": 3, "L": 2.0, "mu": 1.0}})  # fmt: skip
-    big = BoundSpec.from_dict({**small.to_dict(), "clients": 16, "class": {"dim": 10, "L": 2.0,
-                                                                         "mu": 1.0}})  # fmt: skip
+    small = BoundSpec.from_dict(
+        {
+            "algorithm": "fedavg",
+            "clients": 4,
+            "lr": "1/L_f",
+            "quantity": "mean_rate",
+            "bound": "1",
+            "class": {"dim": 3, "L": 2.0, "mu": 1.0},
+        }
+    )
+    big = BoundSpec.from_dict(
+        {**small.to_dict(), "clients": 16, "class": {"dim": 10, "L": 2.0, "mu": 1.0}}
+    )
     assert plan(small, 200).starts == 3 and plan(big, 200).starts == 7
     assert plan(big, 200).parameters == 16 * 10 + 16 * 45 + 16 * 10 + 10
 
@@ -96,21 +127,30 @@ def test_the_budget_grows_with_the_class_dimension():
 #: |1 - eta L_f| <= |1 - eta mu_f|, so the bound fails exactly for kappa_f in (1, 1.01005):
 #: the ratio is 1 everywhere else (flat: no gradient, no Nelder-Mead climbs there).
 CORNER_GD = {
-    "algorithm": "fedavg", "participation": "full", "clients": 4, "local_steps": 1,
-    "lr": "1.005/L_f", "quantity": "mean_square_rate", "bound": "(1 - eta*mu_f)**2",
+    "algorithm": "fedavg",
+    "participation": "full",
+    "clients": 4,
+    "local_steps": 1,
+    "lr": "1.005/L_f",
+    "quantity": "mean_square_rate",
+    "bound": "(1 - eta*mu_f)**2",
     "class": {"dim": 3, "L": 10.0, "mu": 1.0},
-}  # fmt: skip
+}
 #: Corner (ii): FOCUS under Bernoulli participation contracts like 1 - c eta mu_f K N with
 #: c >= 0.065 on 250 random draws of this class at each of the seeds 0-9 (measured: the
 #: smallest c_i over the draws is 0.065 to 0.30), but c_i = 0.052 where one client's spectrum
 #: is at L, the others' at mu, and that client is rare (p = 0.05): the bound with c = 0.06 is
 #: false, and the draws never come near the instance that breaks it.
 CORNER_RARE = {
-    "algorithm": "focus", "participation": "bernoulli", "clients": [4, 5, 6],
-    "local_steps": [1, 2], "lr": "1/(4*K*N*L)", "quantity": "mean_square_rate",
+    "algorithm": "focus",
+    "participation": "bernoulli",
+    "clients": [4, 5, 6],
+    "local_steps": [1, 2],
+    "lr": "1/(4*K*N*L)",
+    "quantity": "mean_square_rate",
     "bound": "1 - 0.06*eta*mu_f*K*N",
     "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0, "p_range": [0.05, 1.0]},
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("seed", [0, 7])
@@ -173,14 +213,24 @@ def test_the_printed_result_gives_the_worst_instance_and_its_command(tmp_path, c
     small = _draw(four, 0, 1).instance(four)
     npz = small.write(tmp_path / "four.npz")["problem_file"]
     toml = tmp_path / "rare.toml"
-    toml.write_text("\n".join([
-        'algorithm = "focus"', 'participation = "bernoulli"', "clients = 8",
-        "local_steps = [2, 1]", 'lr = "1/(4*K*N*L)"', 'quantity = "mean_square_rate"',
-        'bound = "1 - 0.06*eta*mu_f*K*N"', "p = [0.5, 0.5, 0.9, 0.2]",
-    ]))  # fmt: skip
+    toml.write_text(
+        "\n".join(
+            [
+                'algorithm = "focus"',
+                'participation = "bernoulli"',
+                "clients = 8",
+                "local_steps = [2, 1]",
+                'lr = "1/(4*K*N*L)"',
+                'quantity = "mean_square_rate"',
+                'bound = "1 - 0.06*eta*mu_f*K*N"',
+                "p = [0.5, 0.5, 0.9, 0.2]",
+            ]
+        )
+    )
     out = tmp_path / "r.json"
-    assert main(["bound", str(toml), "--problem-file", npz, "--seeds", "0", "--json",
-                 str(out)]) == 0  # fmt: skip
+    assert (
+        main(["bound", str(toml), "--problem-file", npz, "--seeds", "0", "--json", str(out)]) == 0
+    )
     text = capsys.readouterr().out
     assert "note: " + npz + " has N = 4 clients; the spec's clients = 8 apply" in text
     assert "note: K = 2 (the first of the spec's local_steps = [2, 1]" in text

@@ -16,11 +16,16 @@ EPS = float(np.finfo(np.float64).eps)
 
 def _focus_exact(quantity: str = "stationary_mse", bound: str = "0", algorithm: str = "focus"):
     return {
-        "algorithm": algorithm, "participation": "uniform", "clients": [3, 4],
-        "clients_per_round": [1, 2], "local_steps": [1, 3], "lr": "0.1/(K*N*L)",
-        "quantity": quantity, "bound": bound,
+        "algorithm": algorithm,
+        "participation": "uniform",
+        "clients": [3, 4],
+        "clients_per_round": [1, 2],
+        "local_steps": [1, 3],
+        "lr": "0.1/(K*N*L)",
+        "quantity": quantity,
+        "bound": bound,
         "class": {"dim": [2, 3], "L": 10.0, "mu": 1.0},
-    }  # fmt: skip
+    }
 
 
 def test_focus_converges_exactly_so_a_zero_floor_holds():
@@ -49,11 +54,19 @@ def test_a_false_zero_floor_is_still_violated():
 def test_gradient_descent_with_condition_number_one_meets_its_textbook_rate(L):
     # Full participation, K = 1 FedAvg at eta = 1/L_f is gradient descent; with every
     # eigenvalue equal the exact rate is 0, and (1 - eta mu_f)^2 is 0 up to rounding.
-    spec = {"algorithm": "fedavg", "clients": [2, 4], "lr": "1/L_f",
-            "quantity": "mean_square_rate", "bound": "(1 - eta*mu_f)**2",
-            "class": {"dim": [1, 3, 10], "L": L, "mu": L}}  # fmt: skip
-    for quantity, bound in (("mean_square_rate", "(1 - eta*mu_f)**2"),
-                            ("mean_rate", "1 - eta*mu_f"), ("mean_rate", "0")):  # fmt: skip
+    spec = {
+        "algorithm": "fedavg",
+        "clients": [2, 4],
+        "lr": "1/L_f",
+        "quantity": "mean_square_rate",
+        "bound": "(1 - eta*mu_f)**2",
+        "class": {"dim": [1, 3, 10], "L": L, "mu": L},
+    }
+    for quantity, bound in (
+        ("mean_square_rate", "(1 - eta*mu_f)**2"),
+        ("mean_rate", "1 - eta*mu_f"),
+        ("mean_rate", "0"),
+    ):
         res = check({**spec, "quantity": quantity, "bound": bound}, search=12, refine=False)
         assert not res.violated, (quantity, bound, res.sentence())
         assert all(abs(e.exact) <= e.floor for e in res.instances)
@@ -61,8 +74,14 @@ def test_gradient_descent_with_condition_number_one_meets_its_textbook_rate(L):
 
 
 def test_a_zero_rate_bound_is_violated_as_soon_as_the_condition_number_exceeds_one():
-    spec = {"algorithm": "fedavg", "clients": 2, "lr": "1/L_f", "quantity": "mean_rate",
-            "bound": "0", "class": {"dim": 2, "L": 1.001, "mu": 1.0}}  # fmt: skip
+    spec = {
+        "algorithm": "fedavg",
+        "clients": 2,
+        "lr": "1/L_f",
+        "quantity": "mean_rate",
+        "bound": "0",
+        "class": {"dim": 2, "L": 1.001, "mu": 1.0},
+    }
     res = check(spec, search=6, refine=False)
     assert res.violated
     # the exact rate 1 - mu_f/L_f is up to 1e-3 here: far above the floor (16 ulps at d = 2)

@@ -83,19 +83,28 @@ def make_work(d: Path) -> Path:
     np.save(d / "strings.npy", np.array(["0.5", "0.5"]))
     np.savez(d / "singular.npz", A=rng.standard_normal((2, 1, 5)), b=rng.standard_normal((2, 1)))
     # sweep specs that are refused before any worker starts
-    (d / "unknown_key.toml").write_text('problem = "quadratic"\nalgorithm = "fedavg"\nrounds = 2\n'
-                                        'local_steps = 1\nlr = 0.1\nlrr = 0.2\n')  # fmt: skip
-    (d / "no_lr.toml").write_text('problem = "quadratic"\nalgorithm = "fedavg"\nrounds = 2\n'
-                                  'local_steps = 1\n')  # fmt: skip
-    (d / "nan_lr.toml").write_text('problem = "quadratic"\nalgorithm = "fedavg"\nrounds = 2\n'
-                                   'local_steps = 1\nlr = nan\n')  # fmt: skip
-    (d / "huge.toml").write_text('problem = "quadratic"\nalgorithm = "fedavg"\nrounds = -2\n'
-                                 'local_steps = 1\nlr = 0.1\nseeds = 100000000000000000000\n')  # fmt: skip
-    (d / "bad_file.toml").write_text('problem_file = "junk.bin"\nalgorithm = "fedavg"\n'
-                                     'rounds = 2\nlocal_steps = 1\nlr = 0.1\n')  # fmt: skip
+    (d / "unknown_key.toml").write_text(
+        'problem = "quadratic"\nalgorithm = "fedavg"\nrounds = 2\n'
+        "local_steps = 1\nlr = 0.1\nlrr = 0.2\n"
+    )
+    (d / "no_lr.toml").write_text(
+        'problem = "quadratic"\nalgorithm = "fedavg"\nrounds = 2\nlocal_steps = 1\n'
+    )
+    (d / "nan_lr.toml").write_text(
+        'problem = "quadratic"\nalgorithm = "fedavg"\nrounds = 2\nlocal_steps = 1\nlr = nan\n'
+    )
+    (d / "huge.toml").write_text(
+        'problem = "quadratic"\nalgorithm = "fedavg"\nrounds = -2\n'
+        "local_steps = 1\nlr = 0.1\nseeds = 100000000000000000000\n"
+    )
+    (d / "bad_file.toml").write_text(
+        'problem_file = "junk.bin"\nalgorithm = "fedavg"\nrounds = 2\nlocal_steps = 1\nlr = 0.1\n'
+    )
     (d / "not.toml").write_text("this is [not toml\n")
-    gd = ('algorithm = "fedavg"\nclients = 4\nlr = "1/L_f"\nquantity = "mean_square_rate"\n'
-          'condition = "eta <= 1/L_f"\n[class]\ndim = 3\nL = 10.0\nmu = 1.0\n')  # fmt: skip
+    gd = (
+        'algorithm = "fedavg"\nclients = 4\nlr = "1/L_f"\nquantity = "mean_square_rate"\n'
+        'condition = "eta <= 1/L_f"\n[class]\ndim = 3\nL = 10.0\nmu = 1.0\n'
+    )
     (d / "bound.toml").write_text('bound = "(1 - eta*mu_f)**3"\n' + gd)
     (d / "bound_shape.toml").write_text('bound = "1 - c*eta*mu_f"\nconstant = "c"\n' + gd)
     (d / "bound_bad.toml").write_text('bound = "1 - eta*lambda_min"\n' + gd)
@@ -125,9 +134,20 @@ GOOD_INPUT = {
     "trace": ["@trace.csv"],
 }
 BAD_INPUT = [
-    "@missing.npy", "@folder", "@text.txt", "@empty.txt", "@junk.bin", "@nan.txt", "@vec.npy",
-    "@arch.npz", "@complex.npy", "@strings.npy", "@singular.npz", "", "@fresh/../folder/",
-]  # fmt: skip
+    "@missing.npy",
+    "@folder",
+    "@text.txt",
+    "@empty.txt",
+    "@junk.bin",
+    "@nan.txt",
+    "@vec.npy",
+    "@arch.npz",
+    "@complex.npy",
+    "@strings.npy",
+    "@singular.npz",
+    "",
+    "@fresh/../folder/",
+]
 GOOD_OUTPUT = ["@fresh/out.json", "-", "/dev/null", "@" + EXISTING]
 BAD_OUTPUT = ["@folder", "@folder/", "@missing_dir/out.json", "@text.txt/out.json", ""]
 GOOD_PLOT = ["@fresh/plot.png", "@fresh/plot.pdf"]
@@ -179,8 +199,19 @@ VECTOR_IN = value(GOOD_INPUT["vector"], BAD_INPUT)
 
 
 # --- one strategy per subcommand -------------------------------------------------------------
-TOPOLOGIES = ["ring", "complete", "torus", "hypercube", "star", "path", "exponential",
-              "erdos-renyi", "random-geometric", "identity", "one-peer-exponential"]  # fmt: skip
+TOPOLOGIES = [
+    "ring",
+    "complete",
+    "torus",
+    "hypercube",
+    "star",
+    "path",
+    "exponential",
+    "erdos-renyi",
+    "random-geometric",
+    "identity",
+    "one-peer-exponential",
+]
 
 
 @st.composite
@@ -194,8 +225,9 @@ def spectral_argv(draw) -> list[str]:
     else:
         base = ["spectral", "--edges", draw(value(GOOD_INPUT["edges"], BAD_INPUT))]
     extra = {
-        "--weights": value(["uniform", "metropolis", "max-degree", "laplacian", "random"],
-                           ["bogus", ""]),
+        "--weights": value(
+            ["uniform", "metropolis", "max-degree", "laplacian", "random"], ["bogus", ""]
+        ),
         "--lazy": None,
         "--alpha": floats(0.1, 0.2),
         "--seed": ints(0, 3),
@@ -208,10 +240,11 @@ def spectral_argv(draw) -> list[str]:
         "--solver": value(["auto", "lu", "amg"], ["bogus"]),
         "--atol": floats(1e-10, 1e-8),
         "--gamma": floats(0.5, 0.9),
-        "--setting": value(["N=8,M=2", "N=16,M=4,C=2,m=1,K=2"],
-                           ["N=abc", "N=0", "N=-1,M=2", "N=8,M=20", "X=1", "N", "N=1e400",
-                            "N=8,M=2,C=3", ""]),
-    }  # fmt: skip
+        "--setting": value(
+            ["N=8,M=2", "N=16,M=4,C=2,m=1,K=2"],
+            ["N=abc", "N=0", "N=-1,M=2", "N=8,M=20", "X=1", "N", "N=1e400", "N=8,M=2,C=3", ""],
+        ),
+    }
     return draw(options(base, extra, outputs={"--json": JSON_OUT, "--plot": PLOT_OUT}))
 
 
@@ -220,9 +253,14 @@ MODELS = ["full", "uniform", "weighted", "bernoulli", "markov", "cyclic", "clust
 
 #: What each model needs on a valid command line (N = 4 matches the probability files).
 NEEDS = {
-    "uniform": ["-M"], "weighted": ["-M", "--probabilities"], "bernoulli": ["-M"],
-    "markov": ["-M"], "cyclic": ["-M"], "cluster": ["-M", "--clusters"], "trace": ["--trace"],
-}  # fmt: skip
+    "uniform": ["-M"],
+    "weighted": ["-M", "--probabilities"],
+    "bernoulli": ["-M"],
+    "markov": ["-M"],
+    "cyclic": ["-M"],
+    "cluster": ["-M", "--clusters"],
+    "trace": ["--trace"],
+}
 
 
 @st.composite
@@ -258,20 +296,33 @@ def simulate_argv(draw) -> list[str]:
         problem = ["--problem", draw(value(["quadratic", "least-squares"], ["bogus", ""]))]
     else:
         problem = ["--problem-file", draw(value(GOOD_INPUT["problem"], BAD_INPUT))]
-    base = ["simulate", *problem,
-            "--algorithm", draw(value(ALGORITHMS + ["FOCUS", "HA-Fed"], ["bogus", ""])),
-            "-R", draw(ints(0, 4)), "-K", draw(value(["1", "2"], BAD_SMALL_INT)),
-            "--lr", draw(floats(0.01, 0.05))]  # fmt: skip
+    base = [
+        "simulate",
+        *problem,
+        "--algorithm",
+        draw(value(ALGORITHMS + ["FOCUS", "HA-Fed"], ["bogus", ""])),
+        "-R",
+        draw(ints(0, 4)),
+        "-K",
+        draw(value(["1", "2"], BAD_SMALL_INT)),
+        "--lr",
+        draw(floats(0.01, 0.05)),
+    ]
     extra = {
-        "--participation": value(["full", "uniform", "weighted", "bernoulli", "markov", "cluster"],
-                                 ["bogus"]),
+        "--participation": value(
+            ["full", "uniform", "weighted", "bernoulli", "markov", "cluster"], ["bogus"]
+        ),
         "-M": ints(1, 4),
         "--probabilities": VECTOR_IN,
         "--aggregation": value(["mean", "weighted", "unbiased"], ["bogus"]),
         "--global-lr": floats(0.5, 1.0),
         "--beta1": floats(0.9, 0.0),
-        "--beta2": floats(0.99,),
-        "--eps": floats(1e-8,),
+        "--beta2": floats(
+            0.99,
+        ),
+        "--eps": floats(
+            1e-8,
+        ),
         "--eps-placement": value(["inside", "outside"], ["bogus"]),
         "--prox-mu": floats(0.1, 0.0),
         "--topology": value(["ring", "complete"], ["bogus", ""]),
@@ -284,7 +335,7 @@ def simulate_argv(draw) -> list[str]:
         "--backend": value(["numpy"], ["cupy", "bogus"]),
         "-R": ints(0, 4),
         "--lr": floats(0.01, 5.0),
-    }  # fmt: skip
+    }
     return draw(options(base, extra, outputs={"--json": JSON_OUT}))
 
 
@@ -296,12 +347,20 @@ def rate_argv(draw) -> list[str]:
         problem = ["--problem", draw(value(["quadratic"], ["bogus", ""]))]
     else:
         problem = ["--problem-file", draw(value(GOOD_INPUT["problem"], BAD_INPUT))]
-    base = ["rate", *problem,
-            "--algorithm", draw(value(ALGORITHMS + ["FOCUS", "SCAFFOLD"], ["bogus", ""])),
-            "-K", draw(value(["1", "2"], BAD_SMALL_INT)), "--lr", draw(floats(0.01, 0.05))]  # fmt: skip
+    base = [
+        "rate",
+        *problem,
+        "--algorithm",
+        draw(value(ALGORITHMS + ["FOCUS", "SCAFFOLD"], ["bogus", ""])),
+        "-K",
+        draw(value(["1", "2"], BAD_SMALL_INT)),
+        "--lr",
+        draw(floats(0.01, 0.05)),
+    ]
     extra = {
-        "--participation": value(["full", "uniform", "weighted", "bernoulli", "markov"],
-                                 ["bogus", "cluster"]),
+        "--participation": value(
+            ["full", "uniform", "weighted", "bernoulli", "markov"], ["bogus", "cluster"]
+        ),
         "-M": ints(1, 4),
         "--probabilities": VECTOR_IN,
         "--aggregation": value(["mean", "weighted", "unbiased"], ["bogus"]),
@@ -312,24 +371,49 @@ def rate_argv(draw) -> list[str]:
         "--tol": floats(1e-10, 1e-6),
         "--largest-stable-lr": None,
         "--lr": floats(0.01, 50.0),
-    }  # fmt: skip
+    }
     return draw(options(base, extra, outputs={"--json": JSON_OUT}))
 
 
 @st.composite
 def study_argv(draw) -> list[str]:
     which = draw(value(["local-steps", "rho"], ["bogus", ""]))
-    base = ["study", which, "-N", draw(ints(4, 4)), "--clusters", "2", "--dim", "2",
-            "--seeds", draw(ints(2, 2)), "--algorithms",
-            draw(value(["fedamsgrad", "afga"], ["bogus", "", ","]))]  # fmt: skip
+    base = [
+        "study",
+        which,
+        "-N",
+        draw(ints(4, 4)),
+        "--clusters",
+        "2",
+        "--dim",
+        "2",
+        "--seeds",
+        draw(ints(2, 2)),
+        "--algorithms",
+        draw(value(["fedamsgrad", "afga"], ["bogus", "", ","])),
+    ]
     if which == "rho":
-        base += ["--K", draw(value(["1", "2"], BAD_SMALL_INT)), "--R", draw(ints(2, 3)),
-                 "--M", draw(ints(1, 2)),
-                 "--topologies", draw(value(["ring,complete"], ["bogus", ""]))]  # fmt: skip
+        base += [
+            "--K",
+            draw(value(["1", "2"], BAD_SMALL_INT)),
+            "--R",
+            draw(ints(2, 3)),
+            "--M",
+            draw(ints(1, 2)),
+            "--topologies",
+            draw(value(["ring,complete"], ["bogus", ""])),
+        ]
     else:
-        base += ["--K", draw(value(["1,2"], ["1,-2", "a,b", "", "0"])),
-                 "--R", draw(value(["3"], BAD_INT)), "--M", draw(value(["2"], BAD_INT)),
-                 "--topologies", draw(value(["ring"], ["bogus", ""]))]  # fmt: skip
+        base += [
+            "--K",
+            draw(value(["1,2"], ["1,-2", "a,b", "", "0"])),
+            "--R",
+            draw(value(["3"], BAD_INT)),
+            "--M",
+            draw(value(["2"], BAD_INT)),
+            "--topologies",
+            draw(value(["ring"], ["bogus", ""])),
+        ]
     extra = {
         "--problem": value(["pl", "quadratic"], ["bogus"]),
         "--sigma": floats(1.0, 0.5),
@@ -355,13 +439,28 @@ def study_argv(draw) -> list[str]:
 def nn_argv(draw) -> list[str]:
     """Only argument checks: every command line carries one bad value that must be refused
     before any data is generated or any network trained."""
-    bad = draw(st.sampled_from([
-        ["--algorithms", "bogus"], ["--rounds", "abc"], ["--clients", "2.5"],
-        ["--activation", "sigmoid"], ["--lr", "AFGA"], ["--lr", "AFGA=abc"],
-        ["--global-lr", "bogus=1"], ["--data", "@missing.npz"], ["--data", "@folder"],
-        ["--data", "@junk.bin"], ["--data", "@vec.npy"], ["--data", "@text.txt"],
-        ["--backend", "bogus"], ["--hidden"], ["--iid", "--alpha", "0.5"], ["--bogus"],
-    ]))  # fmt: skip
+    bad = draw(
+        st.sampled_from(
+            [
+                ["--algorithms", "bogus"],
+                ["--rounds", "abc"],
+                ["--clients", "2.5"],
+                ["--activation", "sigmoid"],
+                ["--lr", "AFGA"],
+                ["--lr", "AFGA=abc"],
+                ["--global-lr", "bogus=1"],
+                ["--data", "@missing.npz"],
+                ["--data", "@folder"],
+                ["--data", "@junk.bin"],
+                ["--data", "@vec.npy"],
+                ["--data", "@text.txt"],
+                ["--backend", "bogus"],
+                ["--hidden"],
+                ["--iid", "--alpha", "0.5"],
+                ["--bogus"],
+            ]
+        )
+    )
     extra = {"--seeds": ints(1, 2), "--rounds": ints(1, 2), "--seed": ints(0, 3)}
     argv = draw(options(["nn", *bad], extra, outputs={"--json": JSON_OUT}))
     return argv
@@ -372,8 +471,7 @@ def figures_argv(draw) -> list[str]:
     """Only argument checks: an unknown name, --list, or a refused output folder."""
     kind = draw(st.sampled_from(["list", "unknown", "out"]))
     if kind == "list":
-        return ["figures", "--list", *draw(st.lists(st.sampled_from(["--bogus", "x"]),
-                                                    max_size=1))]  # fmt: skip
+        return ["figures", "--list", *draw(st.lists(st.sampled_from(["--bogus", "x"]), max_size=1))]
     if kind == "unknown":
         return ["figures", draw(st.sampled_from(["bogus", "", "participation,bogus"]))]
     out = draw(st.sampled_from(["@" + EXISTING, "@text.txt/sub", "@junk.bin", ""]))
@@ -388,16 +486,30 @@ def verify_argv(draw) -> list[str]:
     argv = ["verify", "--only", only]
     if draw(st.booleans()):
         argv.append("--list")
-    extra = {"--seed": value(["0", "1"], BAD_INT), "--full": None,
-             "--figures-dir": st.sampled_from(["@fresh/figs", "@" + EXISTING, "@text.txt/x"])}  # fmt: skip
+    extra = {
+        "--seed": value(["0", "1"], BAD_INT),
+        "--full": None,
+        "--figures-dir": st.sampled_from(["@fresh/figs", "@" + EXISTING, "@text.txt/x"]),
+    }
     return draw(options(argv, extra, outputs={"--json": JSON_OUT, "--html": JSON_OUT}))
 
 
 @st.composite
 def sweep_argv(draw) -> list[str]:
     """Only refusals before any Dask worker starts: a bad spec file or a bad store."""
-    spec = draw(st.sampled_from(["@unknown_key.toml", "@no_lr.toml", "@nan_lr.toml",
-                                 "@huge.toml", "@bad_file.toml", "@not.toml", *BAD_INPUT]))  # fmt: skip
+    spec = draw(
+        st.sampled_from(
+            [
+                "@unknown_key.toml",
+                "@no_lr.toml",
+                "@nan_lr.toml",
+                "@huge.toml",
+                "@bad_file.toml",
+                "@not.toml",
+                *BAD_INPUT,
+            ]
+        )
+    )
     store = draw(st.sampled_from(["@fresh/store", "@" + EXISTING, "@text.txt/sub", ""]))
     extra = {"--workers": value(["1"], BAD_INT), "--no-progress": None}
     return draw(options(["sweep", spec, "--store", store], extra, outputs={"--json": JSON_OUT}))
@@ -407,12 +519,22 @@ def sweep_argv(draw) -> list[str]:
 def bound_argv(draw) -> list[str]:
     """Small GD bounds (N = 4, d = 3: a search of 8 draws in milliseconds), bad specs, and the
     instance flags; counterexample files go to a fresh folder."""
-    spec = draw(value(["@bound.toml", "@bound_shape.toml"],
-                      ["@bound_bad.toml", "@not.toml", "@text.txt", "@junk.bin", "@folder",
-                       "bogus", ""]))  # fmt: skip
-    base = ["bound", spec, "--search", draw(value(["0", "3", "8"], BAD_SMALL_INT)),
-            "--out-dir", draw(value(["@fresh"], ["@text.txt/sub", "@" + EXISTING])),
-            "--seeds", draw(value(["0", "2"], ["-1"]))]  # fmt: skip
+    spec = draw(
+        value(
+            ["@bound.toml", "@bound_shape.toml"],
+            ["@bound_bad.toml", "@not.toml", "@text.txt", "@junk.bin", "@folder", "bogus", ""],
+        )
+    )
+    base = [
+        "bound",
+        spec,
+        "--search",
+        draw(value(["0", "3", "8"], BAD_SMALL_INT)),
+        "--out-dir",
+        draw(value(["@fresh"], ["@text.txt/sub", "@" + EXISTING])),
+        "--seeds",
+        draw(value(["0", "2"], ["-1"])),
+    ]
     extra = {
         "--seed": ints(0, 3),
         "--problem-file": value(GOOD_INPUT["problem"], BAD_INPUT),
@@ -490,8 +612,9 @@ def run_cli(argv: list[str], work: Path) -> tuple[Outcome, list[str]]:
         except BaseException:  # a traceback is what the fuzzer looks for
             crash = traceback.format_exc().strip().splitlines()[-1]
     out.flush()
-    outcome = Outcome(argv, status, out.buffer.getvalue().decode(errors="replace"),
-                      err.getvalue(), crash)  # fmt: skip
+    outcome = Outcome(
+        argv, status, out.buffer.getvalue().decode(errors="replace"), err.getvalue(), crash
+    )
     return outcome, outcome.problems(work, before)
 
 
@@ -511,8 +634,12 @@ RUNS: dict[str, int] = {}
 
 
 def _fuzz(name: str):
-    @settings(max_examples=EXAMPLES[name], deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
+    @settings(
+        max_examples=EXAMPLES[name],
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     @given(argv=STRATEGIES[name])
     def check(work, argv):
         RUNS[name] = RUNS.get(name, 0) + 1

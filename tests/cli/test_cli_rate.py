@@ -46,12 +46,27 @@ def test_contract_json_file(npz, tmp_path, capsys, part):
     extra = [] if part == "full" else ["--clients-per-round", "2"]
     if part in ("weighted", "bernoulli"):
         extra += ["--probabilities", str(p)]
-    code, said, err = _run(["--problem-file", str(f), "--algorithm", "focus", "--participation",
-                            part, *extra, *BASE, "--json", str(out)], capsys)  # fmt: skip
+    code, said, err = _run(
+        [
+            "--problem-file",
+            str(f),
+            "--algorithm",
+            "focus",
+            "--participation",
+            part,
+            *extra,
+            *BASE,
+            "--json",
+            str(out),
+        ],
+        capsys,
+    )
     assert code == 0, err
     # --json OUT prints the same human summary as without it, then where the JSON went
-    _, plain, _ = _run(["--problem-file", str(f), "--algorithm", "focus", "--participation",
-                        part, *extra, *BASE], capsys)  # fmt: skip
+    _, plain, _ = _run(
+        ["--problem-file", str(f), "--algorithm", "focus", "--participation", part, *extra, *BASE],
+        capsys,
+    )
     assert plain.strip() and said == plain + f"wrote {out}\n"
     d = json.loads(out.read_text())
     for key in (*KEYS, "fixed_point", "stationary_mean", "stationary_mse"):
@@ -70,9 +85,25 @@ def test_contract_json_file(npz, tmp_path, capsys, part):
 
 
 def test_json_stdout_and_floor_of_fedavg(capsys):
-    code, out, err = _run(["--problem", "quadratic", "--algorithm", "fedavg", "--participation",
-                           "uniform", "-M", "4", "-K", "3", "--lr", "0.05", "--json", "-"],
-                          capsys)  # fmt: skip
+    code, out, err = _run(
+        [
+            "--problem",
+            "quadratic",
+            "--algorithm",
+            "fedavg",
+            "--participation",
+            "uniform",
+            "-M",
+            "4",
+            "-K",
+            "3",
+            "--lr",
+            "0.05",
+            "--json",
+            "-",
+        ],
+        capsys,
+    )
     assert code == 0, err
     d = json.loads(out)  # stdout holds the JSON only; the summary went to stderr
     assert "mean-square rate" in err and "wrote" not in err + out
@@ -86,15 +117,30 @@ def test_json_stdout_and_floor_of_fedavg(capsys):
 
 
 def test_human_summary(capsys):
-    code, out, _ = _run(["--problem", "quadratic", "--algorithm", "scaffold", "-K", "2",
-                         "--lr", "0.05"], capsys)  # fmt: skip
+    code, out, _ = _run(
+        ["--problem", "quadratic", "--algorithm", "scaffold", "-K", "2", "--lr", "0.05"], capsys
+    )
     assert code == 0
     assert "mean-square rate" in out and "fixed point" in out and "stated rate" in out
 
 
 def test_largest_stable_lr_flag(capsys):
-    code, out, err = _run(["--problem", "quadratic", "--algorithm", "fedavg", "-K", "2",
-                           "--lr", "0.05", "--largest-stable-lr", "--json", "-"], capsys)  # fmt: skip
+    code, out, err = _run(
+        [
+            "--problem",
+            "quadratic",
+            "--algorithm",
+            "fedavg",
+            "-K",
+            "2",
+            "--lr",
+            "0.05",
+            "--largest-stable-lr",
+            "--json",
+            "-",
+        ],
+        capsys,
+    )
     assert code == 0, err
     s = json.loads(out)["largest_stable_lr"]
     assert s["rate_lo"] < 1 and s["lo"] < s["hi"] <= s["lo"] * (1 + 1e-3)
@@ -133,12 +179,14 @@ def test_missing_flags_and_bad_files(tmp_path, capsys):
     bad.write_text("not an archive")
     code, _, err = _run(["--problem-file", str(bad), "--algorithm", "focus", *BASE], capsys)
     assert code == 2 and "npz" in err and len(err.strip().splitlines()) == 1
-    code, _, err = _run(["--problem-file", str(tmp_path / "none.npz"), "--algorithm", "focus",
-                         *BASE], capsys)  # fmt: skip
+    code, _, err = _run(
+        ["--problem-file", str(tmp_path / "none.npz"), "--algorithm", "focus", *BASE], capsys
+    )
     assert code == 2 and "no such file" in err
     np.savez(tmp_path / "noA.npz", b=np.zeros((2, 3)))
-    code, _, err = _run(["--problem-file", str(tmp_path / "noA.npz"), "--algorithm", "focus",
-                         *BASE], capsys)  # fmt: skip
+    code, _, err = _run(
+        ["--problem-file", str(tmp_path / "noA.npz"), "--algorithm", "focus", *BASE], capsys
+    )
     assert code == 2 and "'A'" in err
 
 

@@ -35,8 +35,9 @@ def spec(tmp_path):
 
 def test_summary_json_then_resume(spec, tmp_path, capsys):
     store = tmp_path / "store"
-    code, out, err = _run([str(spec), "--store", str(store), "--workers", "1", "--json", "-",
-                           "--no-progress"], capsys)  # fmt: skip
+    code, out, err = _run(
+        [str(spec), "--store", str(store), "--workers", "1", "--json", "-", "--no-progress"], capsys
+    )
     assert code == 0, err
     summary = json.loads(out)
     assert {k: summary[k] for k in ("tasks_total", "tasks_skipped", "tasks_run")} == {
@@ -101,8 +102,7 @@ def test_store_from_another_spec_is_one_line(spec, tmp_path, capsys):
     ]
 
 
-def test_raising_seeds_grows_the_store_and_a_block_change_says_what_to_set(spec, tmp_path,
-                                                                          capsys):  # fmt: skip
+def test_raising_seeds_grows_the_store_and_a_block_change_says_what_to_set(spec, tmp_path, capsys):
     """The obvious edit, seeds = 3 -> 4 in a spec without seed_block, grows the store in its
     own blocks of 3; a seed_block that would move the stored seeds is one line saying which
     value to set."""

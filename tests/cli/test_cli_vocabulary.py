@@ -34,10 +34,25 @@ def test_help_shows_defaults_and_an_example(name, capsys):
     [
         ["spectral", "ring", "-N", "8"],
         ["participation", "uniform", "-N", "6", "-M", "2"],
-        ["simulate", "--problem", "quadratic", "--algorithm", "FOCUS", "-R", "3", "-K", "1",
-         "--lr", "0.01", "--participation", "uniform", "-M", "4"],
+        [
+            "simulate",
+            "--problem",
+            "quadratic",
+            "--algorithm",
+            "FOCUS",
+            "-R",
+            "3",
+            "-K",
+            "1",
+            "--lr",
+            "0.01",
+            "--participation",
+            "uniform",
+            "-M",
+            "4",
+        ],
     ],
-)  # fmt: skip
+)
 def test_json_bare_dash_and_file_mean_the_same_everywhere(argv, capsys, tmp_path):
     bare_code, bare, _ = _run(capsys, *argv, "--json")
     dash_code, dash, _ = _run(capsys, *argv, "--json", "-")
@@ -78,8 +93,21 @@ def test_client_counts_have_one_spelling_with_old_aliases(capsys):
 def test_algorithm_names_in_any_case(capsys):
     codes = []
     for name in ("SCAFFOLD", "Scaffold", "scaffold"):
-        code, out, err = _run(capsys, "simulate", "--problem", "quadratic", "--algorithm", name,
-                              "-R", "2", "-K", "1", "--lr", "0.01", "--json")  # fmt: skip
+        code, out, err = _run(
+            capsys,
+            "simulate",
+            "--problem",
+            "quadratic",
+            "--algorithm",
+            name,
+            "-R",
+            "2",
+            "-K",
+            "1",
+            "--lr",
+            "0.01",
+            "--json",
+        )
         codes.append(code)
         assert json.loads(out)["algorithm"] == "scaffold", err
     assert codes == [0, 0, 0]
@@ -102,14 +130,44 @@ def test_usage_errors_are_one_line_and_exit_two(argv, needle, capsys):
 
 def test_simulate_settings_the_algorithm_does_not_read_are_refused(capsys):
     """--topology for FedAvg would silently do nothing: one line naming what FedAvg reads."""
-    code, _, err = _run(capsys, "simulate", "--problem", "quadratic", "--algorithm", "fedavg",
-                        "-R", "2", "-K", "1", "--lr", "0.01", "--topology", "ring")  # fmt: skip
+    code, _, err = _run(
+        capsys,
+        "simulate",
+        "--problem",
+        "quadratic",
+        "--algorithm",
+        "fedavg",
+        "-R",
+        "2",
+        "-K",
+        "1",
+        "--lr",
+        "0.01",
+        "--topology",
+        "ring",
+    )
     assert code == 2 and "fedavg does not use topology" in err and "global_lr" in err
 
 
 def test_simulate_option_sets_a_typed_algorithm_option(capsys):
-    base = ["simulate", "--problem", "quadratic", "--algorithm", "fedau", "-R", "5", "-K", "1",
-            "--lr", "0.01", "--participation", "uniform", "-M", "3", "--json"]  # fmt: skip
+    base = [
+        "simulate",
+        "--problem",
+        "quadratic",
+        "--algorithm",
+        "fedau",
+        "-R",
+        "5",
+        "-K",
+        "1",
+        "--lr",
+        "0.01",
+        "--participation",
+        "uniform",
+        "-M",
+        "3",
+        "--json",
+    ]
     a = json.loads(_run(capsys, *base, "--option", "cutoff=2")[1])
     b = json.loads(_run(capsys, *base)[1])
     assert a["settings"]["cutoff"] == 2 and b["settings"]["cutoff"] == 10

@@ -32,14 +32,28 @@ def examples(own_algorithms):
 
 def test_rate_of_a_file_algorithm_is_the_python_oracle(capsys, examples):
     alg = f"{examples}/fednova.py:fednova"
-    base = ["rate", "--algorithm", alg, "--problem", "quadratic", "--participation", "uniform",
-            "-M", "4", "-K", "3", "--lr", "0.02", "--json", "-"]  # fmt: skip
+    base = [
+        "rate",
+        "--algorithm",
+        alg,
+        "--problem",
+        "quadratic",
+        "--participation",
+        "uniform",
+        "-M",
+        "4",
+        "-K",
+        "3",
+        "--lr",
+        "0.02",
+        "--json",
+        "-",
+    ]
     code, out, err = _run(capsys, *base)
     assert code == 0, err
     got = json.loads(out)
     prob = make_problem("quadratic", seed=0)
-    res = exact_rates(prob, "fednova", make_participation("uniform", 16, 4), lr=0.02,
-                      local_steps=3)  # fmt: skip
+    res = exact_rates(prob, "fednova", make_participation("uniform", 16, 4), lr=0.02, local_steps=3)
     assert got["algorithm"] == "fednova"
     assert got["mean_square_rate"] == pytest.approx(res.mean_square_rate, rel=1e-12)
     code, out, _ = _run(capsys, *base, "--option", "normalized=false")
@@ -58,17 +72,46 @@ def test_rate_takes_options_as_simulate_does(capsys):
 def test_simulate_runs_a_file_algorithm_with_an_array_option(capsys, examples):
     steps = ",".join(["1", "2", "3", "2"] * 4)
     code, out, err = _run(
-        capsys, "simulate", "--algorithm", f"{examples}/fednova.py:fednova", "--problem",
-        "quadratic", "-R", "5", "-K", "3", "--lr", "0.02", "--seeds", "2", "--workers", "1",
-        "--option", f"steps={steps}", "--json", "-",
-    )  # fmt: skip
+        capsys,
+        "simulate",
+        "--algorithm",
+        f"{examples}/fednova.py:fednova",
+        "--problem",
+        "quadratic",
+        "-R",
+        "5",
+        "-K",
+        "3",
+        "--lr",
+        "0.02",
+        "--seeds",
+        "2",
+        "--workers",
+        "1",
+        "--option",
+        f"steps={steps}",
+        "--json",
+        "-",
+    )
     assert code == 0, err
     got = json.loads(out)
     assert got["algorithm"] == "fednova" and got["settings"]["steps"] == [1, 2, 3, 2] * 4
     code, _, err = _run(
-        capsys, "simulate", "--algorithm", f"{examples}/fednova.py:fednova", "--problem",
-        "quadratic", "-R", "5", "-K", "3", "--lr", "0.02", "--option", "steps=1,2",
-    )  # fmt: skip
+        capsys,
+        "simulate",
+        "--algorithm",
+        f"{examples}/fednova.py:fednova",
+        "--problem",
+        "quadratic",
+        "-R",
+        "5",
+        "-K",
+        "3",
+        "--lr",
+        "0.02",
+        "--option",
+        "steps=1,2",
+    )
     assert code == 2 and "needs one number of local steps in 1..K = 3 per client (16)" in err
 
 
@@ -91,8 +134,20 @@ def test_help_says_that_a_file_is_run(command, capsys):
 )
 @pytest.mark.parametrize("command", ["simulate", "rate"])
 def test_a_bad_algorithm_is_one_line(command, text, said, capsys, examples):
-    code, _, err = _run(capsys, command, "--algorithm", text.format(examples=examples),
-                        "--problem", "quadratic", "-K", "1", "--lr", "0.1", "-R", "2")  # fmt: skip
+    code, _, err = _run(
+        capsys,
+        command,
+        "--algorithm",
+        text.format(examples=examples),
+        "--problem",
+        "quadratic",
+        "-K",
+        "1",
+        "--lr",
+        "0.1",
+        "-R",
+        "2",
+    )
     assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
 
 
@@ -108,8 +163,9 @@ def _spec(path, **keys):
     return path
 
 
-GD = dict(clients=4, local_steps=1, lr="1/L_f", quantity="mean_square_rate",
-          bound="(1 - eta*mu_f)**2")  # fmt: skip
+GD = dict(
+    clients=4, local_steps=1, lr="1/L_f", quantity="mean_square_rate", bound="(1 - eta*mu_f)**2"
+)
 
 
 @pytest.mark.parametrize(
@@ -135,23 +191,35 @@ def test_bound_spec_options_are_checked_and_used(capsys, tmp_path):
     spec = _spec(tmp_path / "c.toml", options={"global_lr": 0.5}, **base)
     code, _, err = _run(capsys, "bound", spec)
     assert code == 2 and "give global_lr as top-level keys" in err
-    plain = json.loads(_run(capsys, "bound", _spec(tmp_path / "d.toml", **base), "--seeds", "0",
-                            "--json", "-")[1])  # fmt: skip
-    heavy = json.loads(_run(capsys, "bound", _spec(tmp_path / "e.toml", options={
-        "server_momentum": 0.9}, **base), "--seeds", "0", "--json", "-")[1])  # fmt: skip
+    plain = json.loads(
+        _run(capsys, "bound", _spec(tmp_path / "d.toml", **base), "--seeds", "0", "--json", "-")[1]
+    )
+    heavy = json.loads(
+        _run(
+            capsys,
+            "bound",
+            _spec(tmp_path / "e.toml", options={"server_momentum": 0.9}, **base),
+            "--seeds",
+            "0",
+            "--json",
+            "-",
+        )[1]
+    )
     assert heavy["worst"]["exact"] != pytest.approx(plain["worst"]["exact"], rel=1e-3)
 
 
 def test_the_example_bounds_run_from_anywhere(capsys, examples, tmp_path, monkeypatch):
     """The specs name their algorithm relative to themselves; run from another folder."""
     monkeypatch.chdir(tmp_path)
-    code, out, err = _run(capsys, "bound", examples / "server_momentum_bound.toml", "--search",
-                          "8", "--json", "-")  # fmt: skip
+    code, out, err = _run(
+        capsys, "bound", examples / "server_momentum_bound.toml", "--search", "8", "--json", "-"
+    )
     assert code == 0, err
     heavy = json.loads(out)
     assert not heavy["violated"] and heavy["worst"]["ratio"] == pytest.approx(1.0, abs=1e-6)
-    code, out, err = _run(capsys, "bound", examples / "fednova_bound.toml", "--search", "8",
-                          "--json", "-")  # fmt: skip
+    code, out, err = _run(
+        capsys, "bound", examples / "fednova_bound.toml", "--search", "8", "--json", "-"
+    )
     assert code == 0, err
     assert 0 < json.loads(out)["implied_constant"]["value"] < np.inf
 
@@ -160,11 +228,20 @@ def test_a_violated_bound_reproduces_with_the_file_and_its_options(capsys, examp
     """The breaker's ``rate`` command names the algorithm's file and options: run, it gives the
     exact value the check reported."""
     shutil.copy(examples / "fednova.py", tmp_path / "my_algos.py")
-    spec = _spec(tmp_path / "b.toml", algorithm="my_algos.py:fednova", clients=4,
-                 local_steps=2, lr="1/(2*L)", quantity="mean_square_rate", bound="0.5",
-                 options={"normalized": False}, **{"class": {"dim": 2, "L": 4.0, "mu": 1.0}})  # fmt: skip
-    code, out, err = _run(capsys, "bound", spec, "--search", "8", "--json", "-", "--out-dir",
-                          tmp_path)  # fmt: skip
+    spec = _spec(
+        tmp_path / "b.toml",
+        algorithm="my_algos.py:fednova",
+        clients=4,
+        local_steps=2,
+        lr="1/(2*L)",
+        quantity="mean_square_rate",
+        bound="0.5",
+        options={"normalized": False},
+        **{"class": {"dim": 2, "L": 4.0, "mu": 1.0}},
+    )
+    code, out, err = _run(
+        capsys, "bound", spec, "--search", "8", "--json", "-", "--out-dir", tmp_path
+    )
     assert code == 0, err
     worst = json.loads(out)["worst"]
     assert json.loads(out)["violated"]
@@ -177,8 +254,13 @@ def test_a_violated_bound_reproduces_with_the_file_and_its_options(capsys, examp
 
 def test_a_sweep_spec_names_algorithms_relative_to_itself(tmp_path, examples):
     shutil.copy(examples / "fednova.py", tmp_path / "my_algos.py")
-    raw = dict(problem="quadratic", lr=0.02, local_steps=2, rounds=3,
-               algorithm=["my_algos.py:fednova", "FOCUS"])  # fmt: skip
+    raw = dict(
+        problem="quadratic",
+        lr=0.02,
+        local_steps=2,
+        rounds=3,
+        algorithm=["my_algos.py:fednova", "FOCUS"],
+    )
     spec = normalize(raw, base_dir=tmp_path)
     assert spec.values["algorithm"] == (f"{tmp_path / 'my_algos.py'}:fednova", "focus")
     assert list(spec.hashable()["algorithm_files"]) == [f"{tmp_path / 'my_algos.py'}:fednova"]
@@ -243,11 +325,22 @@ def test_a_two_worker_sweep_imports_the_file_on_its_workers(tmp_path, examples, 
     name = resolve_algorithm(f"{tmp_path / 'my_algos.py'}:fednova").name
     prob = make_problem("quadratic", seed=0)
     model = make_participation("uniform", 16, 4)
-    for k, (alg, opts) in enumerate([(name, {"normalized": False}),
-                                     ("fedavg", {"server_momentum": 0.5})]):  # fmt: skip
+    for k, (alg, opts) in enumerate(
+        [(name, {"normalized": False}), ("fedavg", {"server_momentum": 0.5})]
+    ):
         for s in range(4):
-            ref = simulate(prob, alg, model, rounds=6, seeds=1, seed_ids=[s], lr=0.02,
-                           local_steps=3, metrics=("error",), **opts)  # fmt: skip
+            ref = simulate(
+                prob,
+                alg,
+                model,
+                rounds=6,
+                seeds=1,
+                seed_ids=[s],
+                lr=0.02,
+                local_steps=3,
+                metrics=("error",),
+                **opts,
+            )
             np.testing.assert_allclose(ds.error.values[k, s], ref.error[0], rtol=1e-12)
     log.unlink()
     assert _run(capsys, "sweep", "--check", tmp_path / "st")[0] == 0

@@ -40,10 +40,24 @@ def test_contract_json(npz, tmp_path, capsys, part):
     if part in ("weighted",):
         extra += ["--probabilities", str(p)]
     code, _, err = _run(
-        ["--problem-file", str(f), "--algorithm", "focus", "--participation", part, *extra,
-         *BASE, "--seeds", "3", "--seed", "4", "--json", str(out)],
+        [
+            "--problem-file",
+            str(f),
+            "--algorithm",
+            "focus",
+            "--participation",
+            part,
+            *extra,
+            *BASE,
+            "--seeds",
+            "3",
+            "--seed",
+            "4",
+            "--json",
+            str(out),
+        ],
         capsys,
-    )  # fmt: skip
+    )
     assert code == 0, err
     d = json.loads(out.read_text())
     for key in ("algorithm", "rounds", "x_star", "error", "x_final"):
@@ -85,8 +99,10 @@ def test_bad_input_one_line_nonzero(npz, tmp_path, capsys):
     np.savez(nan, A=A2, b=b)
     ok = ["--problem-file", str(f), "--algorithm", "fedavg"]
     cases = [
-        (["--problem-file", str(tmp_path / "missing.npz"), "--algorithm", "fedavg", *BASE],
-         "no such file"),
+        (
+            ["--problem-file", str(tmp_path / "missing.npz"), "--algorithm", "fedavg", *BASE],
+            "no such file",
+        ),
         (["--problem-file", str(bad_shape), "--algorithm", "fedavg", *BASE], "shape"),
         (["--problem-file", str(nan), "--algorithm", "fedavg", *BASE], "non-finite"),
         ([*ok, "--rounds", "5", "--local-steps", "2", "--lr", "0"], "step size"),
@@ -95,7 +111,7 @@ def test_bad_input_one_line_nonzero(npz, tmp_path, capsys):
         ([*ok, "--participation", "uniform", "--clients-per-round", "7", *BASE], "exceeds"),
         (["--problem-file", str(f), "--algorithm", "nope", *BASE], "unknown algorithm"),
         ([*ok, "--participation", "weighted", "--clients-per-round", "2", *BASE], "probabilit"),
-    ]  # fmt: skip
+    ]
     for args, msg in cases:
         code, _, err = _run(args, capsys)
         assert code != 0
@@ -107,10 +123,22 @@ def test_divergence_is_reported_not_a_crash(npz, tmp_path, capsys):
     f, _, _ = npz
     out = tmp_path / "d.json"
     code, _, err = _run(
-        ["--problem-file", str(f), "--algorithm", "fedavg", "--rounds", "80",
-         "--local-steps", "3", "--lr", "5", "--json", str(out)],
+        [
+            "--problem-file",
+            str(f),
+            "--algorithm",
+            "fedavg",
+            "--rounds",
+            "80",
+            "--local-steps",
+            "3",
+            "--lr",
+            "5",
+            "--json",
+            str(out),
+        ],
         capsys,
-    )  # fmt: skip
+    )
     assert code == 0, err
     d = json.loads(out.read_text())
     assert d["diverged"] == [True] and d["error"][0][-1] is None
@@ -120,10 +148,19 @@ def test_full_participation_refuses_clients_per_round(npz, capsys):
     """All clients take part: a client count would be recorded but not used (one line)."""
     f, _, _ = npz
     code, _, err = _run(
-        ["--problem-file", str(f), "--algorithm", "focus", "--participation", "full",
-         "--clients-per-round", "3", *BASE],
+        [
+            "--problem-file",
+            str(f),
+            "--algorithm",
+            "focus",
+            "--participation",
+            "full",
+            "--clients-per-round",
+            "3",
+            *BASE,
+        ],
         capsys,
-    )  # fmt: skip
+    )
     assert code == 2 and err.count("\n") == 1
     assert "full participation does not use clients per round M" in err
 

@@ -15,8 +15,17 @@ from fedtheory.problems.nn.data import federated_synthetic
 from fedtheory.problems.nn.problem import MLPProblem
 from fedtheory.simulation import simulate
 
-SMALL = dict(n_clients=10, participation=0.5, num_samples=400, rounds=3, local_steps=2, batch_size=8, hidden=(8,),
-             seeds=2, eval_every=2)  # fmt: skip
+SMALL = dict(
+    n_clients=10,
+    participation=0.5,
+    num_samples=400,
+    rounds=3,
+    local_steps=2,
+    batch_size=8,
+    hidden=(8,),
+    seeds=2,
+    eval_every=2,
+)
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +86,34 @@ def test_run_n1_refusals():
 def test_cli_nn_writes_json_and_figure(tmp_path, capsys):
 
     out = tmp_path / "n1.json"
-    rc = main(["nn", "--algorithms", "FedAvg", "--clients", "10", "--samples", "400", "--rounds",
-               "2", "--local-steps", "2", "--batch-size", "8", "--hidden", "8", "--seeds", "2",
-               "--eval-every", "1", "--json", str(out), "--plot", "--out", str(tmp_path)])  # fmt: skip
+    rc = main(
+        [
+            "nn",
+            "--algorithms",
+            "FedAvg",
+            "--clients",
+            "10",
+            "--samples",
+            "400",
+            "--rounds",
+            "2",
+            "--local-steps",
+            "2",
+            "--batch-size",
+            "8",
+            "--hidden",
+            "8",
+            "--seeds",
+            "2",
+            "--eval-every",
+            "1",
+            "--json",
+            str(out),
+            "--plot",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "ordering (best first): FedAvg" in text and "+-" in text

@@ -36,10 +36,17 @@ from fedtheory.io import dumps
 @pytest.fixture(scope="module")
 def tiny():
     return run_local_steps_study(
-        ["fedamsgrad", "afga", "hafed"], Ks=(1, 2, 4), Rs=(12, 24), Ms=(4,),
-        topologies=("ring", "complete"), n_clients=12, clusters=2, dim=3, seeds=3,
+        ["fedamsgrad", "afga", "hafed"],
+        Ks=(1, 2, 4),
+        Rs=(12, 24),
+        Ms=(4,),
+        topologies=("ring", "complete"),
+        n_clients=12,
+        clusters=2,
+        dim=3,
+        seeds=3,
         progress=False,
-    )  # fmt: skip
+    )
 
 
 def test_schedules_are_the_theorems():
@@ -115,8 +122,17 @@ def test_fit_recovers_a_planted_exponent(tiny):
 
 
 def test_rho_ablation_and_plots(tmp_path, tiny):
-    res = run_rho_ablation(["afga"], topologies=("complete", "ring"), K=2, R=10, M=4,
-                           n_clients=12, dim=3, seeds=2, progress=False)  # fmt: skip
+    res = run_rho_ablation(
+        ["afga"],
+        topologies=("complete", "ring"),
+        K=2,
+        R=10,
+        M=4,
+        n_clients=12,
+        dim=3,
+        seeds=2,
+        progress=False,
+    )
     (trend,) = res.rho_trends
     assert trend["rho"][0] < trend["rho"][1] and trend["topologies"] == ["complete", "ring"]
     p1 = plot_local_steps(tiny, tmp_path / "k.png")
@@ -126,9 +142,30 @@ def test_rho_ablation_and_plots(tmp_path, tiny):
 
 def test_study_cli_json_and_plot(tmp_path, capsys):
     out, png = tmp_path / "s.json", tmp_path / "s.png"
-    args = ["study", "local-steps", "--algorithms", "fedamsgrad,afga", "--topologies",
-            "complete", "--K", "1,2", "--R", "10", "--M", "2", "--N", "6", "--dim", "2",
-            "--seeds", "2", "--json", str(out), "--plot", str(png)]  # fmt: skip
+    args = [
+        "study",
+        "local-steps",
+        "--algorithms",
+        "fedamsgrad,afga",
+        "--topologies",
+        "complete",
+        "--K",
+        "1,2",
+        "--R",
+        "10",
+        "--M",
+        "2",
+        "--N",
+        "6",
+        "--dim",
+        "2",
+        "--seeds",
+        "2",
+        "--json",
+        str(out),
+        "--plot",
+        str(png),
+    ]
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "fedamsgrad" in text and "afga" in text and "wall time" in text
@@ -149,9 +186,15 @@ def test_study_cli_bad_input_is_one_line(capsys):
 def test_time_to_target_runs_gossip_and_server_only_algorithms_side_by_side():
     """Each algorithm gets the settings it reads (FedAMSGrad no topology, CAFGA its clusters)."""
     res = run_time_to_target(
-        ("fedamsgrad", "afga", "cafga"), (1.0,), rounds=3, local_steps=2, n_clients=10,
-        clients_per_round=2, clusters=2, seeds=1,
-    )  # fmt: skip
+        ("fedamsgrad", "afga", "cafga"),
+        (1.0,),
+        rounds=3,
+        local_steps=2,
+        n_clients=10,
+        clients_per_round=2,
+        clusters=2,
+        seeds=1,
+    )
     assert set(res.results) == {"fedamsgrad", "afga", "cafga"}
     assert [t.algorithm for t in res.targets[1.0]] != []
     assert "1.0:" in repr(res) and len(repr(res)) < 200

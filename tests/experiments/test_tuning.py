@@ -33,8 +33,9 @@ def test_the_budget_is_said_when_spent_and_nan_never_wins():
     t = tune_grid(lambda p: -p["c"], [Axis("c", (1.0, 2.0))], max_extensions=3)
     assert t.best == {"c": 16.0} and t.status["c"] == "grid's edge: extension budget spent"
     assert not t.decisive
-    t = tune_grid(lambda p: math.nan if p["c"] > 1 else p["c"], [Axis("c", (0.5, 1.0, 2.0))],
-                  max_extensions=0)  # fmt: skip
+    t = tune_grid(
+        lambda p: math.nan if p["c"] > 1 else p["c"], [Axis("c", (0.5, 1.0, 2.0))], max_extensions=0
+    )
     assert t.best == {"c": 0.5}
 
 

@@ -12,8 +12,16 @@ from fedtheory.experiments.local_steps import gradient_curves, window_mean, wind
 from fedtheory.experiments.n1 import nn_tuning, run_n1, tuned_hyper, validation_split
 from fedtheory.experiments.time_to_target import hours_to_target, tune_constant
 
-SMALL_N1 = dict(n_clients=10, participation=0.5, num_samples=400, rounds=3, local_steps=2,
-                batch_size=8, hidden=(8,), eval_every=1)  # fmt: skip
+SMALL_N1 = dict(
+    n_clients=10,
+    participation=0.5,
+    num_samples=400,
+    rounds=3,
+    local_steps=2,
+    batch_size=8,
+    hidden=(8,),
+    eval_every=1,
+)
 
 
 def test_window_metrics_read_the_second_half():
@@ -28,17 +36,27 @@ def test_gradient_curves_pairs_the_seeds_across_the_grid():
     assert [g.shape for g in a.curves] == [(3, 12), (3, 12)]
     np.testing.assert_array_equal(a.curves[1][1:], b.curves[0])  # seed ids select, not shift
     assert a.outside == [[], []] and a.settings["steps"][0]["eta"] > 0
-    t = gradient_curves("afga", variable="topology", values=("complete", "ring"), K=2, R=12,
-                        seeds=2)  # fmt: skip
+    t = gradient_curves(
+        "afga", variable="topology", values=("complete", "ring"), K=2, R=12, seeds=2
+    )
     assert t.rho[0] == pytest.approx(0.0, abs=1e-12) and t.rho[1] > 0.9
     assert any("rho" in v for v in t.outside[1]) and not t.outside[0]
     with pytest.raises(AssumptionError, match="variable must be"):
         gradient_curves("afga", variable="N")
-    m = gradient_curves("hafed", variable="M", values=(5, 50), K=2, R=12, seeds=2,
-                        topology="complete")  # fmt: skip
+    m = gradient_curves(
+        "hafed", variable="M", values=(5, 50), K=2, R=12, seeds=2, topology="complete"
+    )
     assert m.settings["steps"][1]["eta"] > m.settings["steps"][0]["eta"]  # eta = c sqrt(K M)
-    held = gradient_curves("hafed", variable="M", values=(5, 50), K=2, R=12, seeds=2,
-                           topology="complete", steps_at={"M": 5})  # fmt: skip
+    held = gradient_curves(
+        "hafed",
+        variable="M",
+        values=(5, 50),
+        K=2,
+        R=12,
+        seeds=2,
+        topology="complete",
+        steps_at={"M": 5},
+    )
     assert held.settings["steps"][0] == held.settings["steps"][1] == m.settings["steps"][0]
     with pytest.raises(AssumptionError, match="steps_at holds"):
         gradient_curves("hafed", variable="M", values=(5,), steps_at={"N": 5})
@@ -61,13 +79,16 @@ def test_time_to_target_tuning_picks_the_fastest_constant_and_extends_its_grid()
     kw = dict(rounds=40, n_clients=20, clients_per_round=4, clusters=4, local_steps=2)
     grid = (0.003, 0.03)
     t = tune_constant("fedamsgrad", grid, 50.0, seed=1, seed_ids=(1000, 1001), **kw)
-    med = [np.median(hours_to_target("fedamsgrad", c, 50.0, seed=1, seed_ids=(1000, 1001),
-                                     **kw)[0]) for c in t.grid]  # fmt: skip
+    med = [
+        np.median(hours_to_target("fedamsgrad", c, 50.0, seed=1, seed_ids=(1000, 1001), **kw)[0])
+        for c in t.grid
+    ]
     assert set(grid) <= set(t.grid) and t.median_hours == tuple(med)
     assert t.c == t.grid[int(np.argmin(med))]  # the fastest of every value tried
     assert t.interior == (min(t.grid) < t.c < max(t.grid))
-    stay, _ = hours_to_target("fedamsgrad", t.c, 50.0, seed=1, seed_ids=(1000, 1001),
-                              stay=True, **kw)  # fmt: skip
+    stay, _ = hours_to_target(
+        "fedamsgrad", t.c, 50.0, seed=1, seed_ids=(1000, 1001), stay=True, **kw
+    )
     first, _ = hours_to_target("fedamsgrad", t.c, 50.0, seed=1, seed_ids=(1000, 1001), **kw)
     assert np.all(stay >= first)  # staying below comes no earlier than the first crossing
     never, final = hours_to_target("fedamsgrad", 0.003, 1e-12, seed_ids=(0,), **kw)
@@ -89,8 +110,12 @@ def test_n1_tunes_on_a_validation_split_that_is_not_the_test_split():
     root) and never contains a test row; the recorded tuning says it was made so."""
     rng = np.random.default_rng(0)
     x = np.arange(200.0)[:, None] * np.ones((1, 3))
-    arrays = {"x": x, "y": rng.integers(0, 3, 200), "x_test": -np.ones((50, 3)),
-              "y_test": np.zeros(50, int)}  # fmt: skip
+    arrays = {
+        "x": x,
+        "y": rng.integers(0, 3, 200),
+        "x_test": -np.ones((50, 3)),
+        "y_test": np.zeros(50, int),
+    }
     v = validation_split(arrays, seed=5)
     train, val = set(v["x"][:, 0]), set(v["x_test"][:, 0])
     assert not train & val and len(val) == 40 and train | val == set(range(200))

@@ -60,8 +60,9 @@ def test_margin_of_a_one_dimensional_quadratic_is_its_closed_form():
     (worked out from Taylor, Hendrickx and Glineur 2017, Thm 4): >= 0 iff mu <= lam <= L."""
     x = np.array([-1.5, 0.25, 2.0])
     for lam in (0.5, 1.0, 3.0, 10.0, 12.0):
-        m = check_interpolation(x[None, :, None], lam * x[None, :, None], lam / 2 * x[None] ** 2,
-                                [3], MU, L)  # fmt: skip
+        m = check_interpolation(
+            x[None, :, None], lam * x[None, :, None], lam / 2 * x[None] ** 2, [3], MU, L
+        )
         k = (lam - MU) * (L - lam) / (2 * (L - MU))
         dx2 = [(a - b) ** 2 for a in x for b in x if a != b]
         want = k * (min(dx2) if k >= 0 else max(dx2))  # the smallest over the pairs
@@ -88,8 +89,9 @@ def test_margins_are_per_client_and_ignore_padding():
     X1, G1, F1, _ = _quadratic_data(rng, 4, 2, 2.0, 8.0)
     X2, G2, F2, _ = _quadratic_data(rng, 2, 2, 2.0, 8.0)
     pad = lambda a: np.concatenate([a, np.full((2,) + a.shape[1:], 1e6)])  # noqa: E731
-    both = check_interpolation(np.stack([X1, pad(X2)]), np.stack([G1, pad(G2)]),
-                               np.stack([F1, pad(F2)]), [4, 2], MU, L)  # fmt: skip
+    both = check_interpolation(
+        np.stack([X1, pad(X2)]), np.stack([G1, pad(G2)]), np.stack([F1, pad(F2)]), [4, 2], MU, L
+    )
     assert both[0] == check_interpolation(X1[None], G1[None], F1[None], [4], MU, L)[0]
     assert both[1] == check_interpolation(X2[None], G2[None], F2[None], [2], MU, L)[0]
 
@@ -119,8 +121,13 @@ def test_interpolant_of_one_row_is_its_lower_bound():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 5), P=st.integers(1, 12),
-       mu=st.sampled_from([0.0, MU]), near=st.booleans())  # fmt: skip
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    d=st.integers(1, 5),
+    P=st.integers(1, 12),
+    mu=st.sampled_from([0.0, MU]),
+    near=st.booleans(),
+)
 def test_interpolant_is_consistent_and_below_the_function(seed, d, P, mu, near):
     """At a new point x the returned (x, g, W(x)) keeps every interpolation inequality with the
     data (to 1e-12 of the data's scale); W is the smallest interpolant, so it lies below the
@@ -231,8 +238,16 @@ def _record(problem, client_values, x0, **run):
     grads = problem.grads(points.transpose(1, 0, 2)).transpose(1, 0, 2)
     values = client_values(points.transpose(1, 0, 2)).T
     counts = np.array([len(p) for p in pts])
-    return res, dict(points=points, grads=grads, values=values, counts=counts, mu=MU, L=L,
-                     x0=np.asarray(x0, dtype=float), x_star=problem.x_star)  # fmt: skip
+    return res, dict(
+        points=points,
+        grads=grads,
+        values=values,
+        counts=counts,
+        mu=MU,
+        L=L,
+        x0=np.asarray(x0, dtype=float),
+        x_star=problem.x_star,
+    )
 
 
 def test_replay_of_a_huber_run_through_simulate_reproduces_it(tmp_path, capsys):
@@ -289,8 +304,9 @@ def test_problem_batches_seeds_and_clients_and_solves_off_the_data(tmp_path):
     np.testing.assert_array_equal(G[1], data["grads"][:, 1])
     for i in range(2):
         n = data["counts"][i]
-        want = lowest_interpolant(data["points"][i, :n], data["grads"][i, :n],
-                                  data["values"][i, :n], X[2, i], mu=MU, L=L)[1]  # fmt: skip
+        want = lowest_interpolant(
+            data["points"][i, :n], data["grads"][i, :n], data["values"][i, :n], X[2, i], mu=MU, L=L
+        )[1]
         np.testing.assert_allclose(G[2, i], want, rtol=1e-14, atol=1e-14)
     assert prob.solves == 2
     np.testing.assert_allclose(prob.full_grad(X[2, :1]), prob.grads(X[2:, :1].repeat(2, 1)).mean(1))
@@ -308,10 +324,19 @@ def _two_clients(rng, lo=1.5, hi=9.0):
     points[1, :2] = rng.standard_normal((2, 2))
     points[0, 4] = points[1, 2] = x_star
     grads = np.stack([(points[i] - z[i]) @ H[i] for i in range(2)])
-    values = np.stack([0.5 * np.einsum("pd,de,pe->p", points[i] - z[i], H[i], points[i] - z[i])
-                       for i in range(2)])  # fmt: skip
-    return dict(points=points, grads=grads, values=values, counts=np.array([5, 3]), mu=MU, L=L,
-                x0=rng.standard_normal(2), x_star=x_star)  # fmt: skip
+    values = np.stack(
+        [0.5 * np.einsum("pd,de,pe->p", points[i] - z[i], H[i], points[i] - z[i]) for i in range(2)]
+    )
+    return dict(
+        points=points,
+        grads=grads,
+        values=values,
+        counts=np.array([5, 3]),
+        mu=MU,
+        L=L,
+        x0=rng.standard_normal(2),
+        x_star=x_star,
+    )
 
 
 # -- refusals -----------------------------------------------------------------------------------
@@ -322,14 +347,28 @@ def test_a_non_interpolable_file_is_refused_naming_the_worst_pair(tmp_path, caps
     out = tmp_path / "bad.npz"
     with pytest.raises(NotInterpolableError, match=r"client 1's .*rows \(0, 2\) has margin") as exc:
         write_interpolation_file(out, **data)
-    margins = check_interpolation(data["points"], data["grads"], data["values"], data["counts"],
-                                  MU, L)  # fmt: skip
+    margins = check_interpolation(
+        data["points"], data["grads"], data["values"], data["counts"], MU, L
+    )
     assert exc.value.client == 1 and exc.value.pair == (0, 2)
     assert exc.value.margin == margins.min() == margins[1] < 0
     assert not out.exists()
     _save(out, data)
-    code = main(["simulate", "--problem-file", str(out), "--algorithm", "fedavg",
-                 "-R", "2", "-K", "2", "--lr", "0.05"])  # fmt: skip
+    code = main(
+        [
+            "simulate",
+            "--problem-file",
+            str(out),
+            "--algorithm",
+            "fedavg",
+            "-R",
+            "2",
+            "-K",
+            "2",
+            "--lr",
+            "0.05",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "client 1" in err
 
@@ -365,8 +404,21 @@ def test_bad_files_are_refused_in_one_line(tmp_path, capsys, change, words):
     with pytest.raises(FedTheoryError, match=None) as exc:
         make_problem(path=f)
     assert words in str(exc.value) and str(f) in str(exc.value)
-    code = main(["simulate", "--problem-file", str(f), "--algorithm", "fedavg",
-                 "-R", "2", "-K", "2", "--lr", "0.05"])  # fmt: skip
+    code = main(
+        [
+            "simulate",
+            "--problem-file",
+            str(f),
+            "--algorithm",
+            "fedavg",
+            "-R",
+            "2",
+            "-K",
+            "2",
+            "--lr",
+            "0.05",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and words in err
 
@@ -377,8 +429,21 @@ def test_pickled_objects_are_refused_in_one_line(tmp_path, capsys):
     _save(f, data, algorithm=np.array([{"name": "fedavg"}], dtype=object))
     with pytest.raises(FedTheoryError, match="not a readable .npz archive"):
         read_interpolation(f)
-    code = main(["simulate", "--problem-file", str(f), "--algorithm", "fedavg",
-                 "-R", "2", "-K", "2", "--lr", "0.05"])  # fmt: skip
+    code = main(
+        [
+            "simulate",
+            "--problem-file",
+            str(f),
+            "--algorithm",
+            "fedavg",
+            "-R",
+            "2",
+            "-K",
+            "2",
+            "--lr",
+            "0.05",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "pickle" in err.lower()
 
@@ -386,8 +451,21 @@ def test_pickled_objects_are_refused_in_one_line(tmp_path, capsys):
 def test_rate_and_bound_refuse_an_interpolation_file_in_one_line(tmp_path, capsys):
     data = _two_clients(np.random.default_rng(8))
     write_interpolation_file(tmp_path / "w.npz", **data)
-    code = main(["rate", "--problem-file", str(tmp_path / "w.npz"), "--algorithm", "fedavg",
-                 "--participation", "full", "-K", "2", "--lr", "0.05"])  # fmt: skip
+    code = main(
+        [
+            "rate",
+            "--problem-file",
+            str(tmp_path / "w.npz"),
+            "--algorithm",
+            "fedavg",
+            "--participation",
+            "full",
+            "-K",
+            "2",
+            "--lr",
+            "0.05",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert err.endswith(
@@ -406,16 +484,28 @@ def test_writer_refuses_unknown_metadata_and_keeps_the_known():
     with pytest.raises(UnknownOptionError, match="'seeds'"):
         interpolation_data(**data, seeds=3)
     kept = interpolation_data(**data, lr=0.05, rounds=4, algorithm="fedavg", tau=1e-4, value=0.3)
-    assert kept.metadata == {"lr": 0.05, "rounds": 4, "algorithm": "fedavg", "tau": 1e-4,
-                             "value": 0.3}  # fmt: skip
+    assert kept.metadata == {
+        "lr": 0.05,
+        "rounds": 4,
+        "algorithm": "fedavg",
+        "tau": 1e-4,
+        "value": 0.3,
+    }
 
 
 def test_file_round_trip(tmp_path):
     data = _two_clients(np.random.default_rng(10))
     data["points"][1, 3:] = 7.0  # padding: written as zeros
-    info = write_interpolation_file(tmp_path / "r.npz", **data, algorithm="scaffold", lr=0.1,
-                                    local_steps=3, rounds=2, participation="uniform",
-                                    clients_per_round=1)  # fmt: skip
+    info = write_interpolation_file(
+        tmp_path / "r.npz",
+        **data,
+        algorithm="scaffold",
+        lr=0.1,
+        local_steps=3,
+        rounds=2,
+        participation="uniform",
+        clients_per_round=1,
+    )
     back = read_interpolation(tmp_path / "r.npz")
     assert back.metadata["algorithm"] == "scaffold" and back.metadata["clients_per_round"] == 1
     assert (back.points[1, 3:] == 0).all()

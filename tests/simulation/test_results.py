@@ -68,21 +68,51 @@ def test_to_xarray_is_tidy_like_a_sweep_store(run):
         assert ds[name].attrs["units"] == VARIABLES[name].units, name
     for dim in ("seed", "round", VARIABLES["x_final"].extra):
         assert ds[dim].attrs == DIMENSIONS[dim], dim
-    settings = {k: ds.attrs[k] for k in ("problem", "algorithm", "participation", "n_clients",
-                                        "clients_per_round", "local_steps", "lr")}  # fmt: skip
-    assert settings == {"problem": "QuadraticProblem", "algorithm": "focus",
-                        "participation": "uniform", "n_clients": 8, "clients_per_round": 3,
-                        "local_steps": 1, "lr": 0.05}  # fmt: skip
-    named = simulate(make_problem("quadratic"), "fedavg", "bernoulli", rounds=2, lr=0.05,
-                     probabilities=[0.5, 0.25] * 8).to_xarray()  # fmt: skip
+    settings = {
+        k: ds.attrs[k]
+        for k in (
+            "problem",
+            "algorithm",
+            "participation",
+            "n_clients",
+            "clients_per_round",
+            "local_steps",
+            "lr",
+        )
+    }
+    assert settings == {
+        "problem": "QuadraticProblem",
+        "algorithm": "focus",
+        "participation": "uniform",
+        "n_clients": 8,
+        "clients_per_round": 3,
+        "local_steps": 1,
+        "lr": 0.05,
+    }
+    named = simulate(
+        make_problem("quadratic"),
+        "fedavg",
+        "bernoulli",
+        rounds=2,
+        lr=0.05,
+        probabilities=[0.5, 0.25] * 8,
+    ).to_xarray()
     assert named.attrs["problem"] == "quadratic" and named.attrs["clients_per_round"] == 6.0
 
 
 def test_to_xarray_holds_only_the_recorded_metrics():
     pytest.importorskip("xarray")
     P = random_quadratic(8, 3, seed=0)
-    res = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=6, seeds=2,
-                   metrics=["error", "tracking_residual"])  # fmt: skip
+    res = simulate(
+        P,
+        "focus",
+        "uniform",
+        clients_per_round=3,
+        lr=0.05,
+        rounds=6,
+        seeds=2,
+        metrics=["error", "tracking_residual"],
+    )
     ds = res.to_xarray()
     metrics = [v for v in ds.data_vars if ds[v].dims == ("seed", "round")]
     assert metrics == ["error", "tracking_residual"]
@@ -104,15 +134,24 @@ def test_to_dataframe_has_a_row_per_recorded_value_and_no_row_of_nan():
     recorded value has its row."""
     pytest.importorskip("pandas")
     P = random_quadratic(8, 3, seed=0)
-    res = simulate(P, "fedavg", "full", lr=0.05, rounds=30, seeds=3, record_every=7,
-                   metrics=["error", "grad_norm2"])  # fmt: skip
+    res = simulate(
+        P,
+        "fedavg",
+        "full",
+        lr=0.05,
+        rounds=30,
+        seeds=3,
+        record_every=7,
+        metrics=["error", "grad_norm2"],
+    )
     df = res.to_dataframe()
     assert not df["value"].isna().any()
     assert len(df) == 3 * len(res.recorded_rounds) * 2
     assert sorted(set(df["round"])) == list(res.recorded_rounds)
     bad = simulate(P, "fedavg", "full", lr=50.0, rounds=20, seeds=2).to_dataframe()
-    finite = int(np.isfinite(simulate(P, "fedavg", "full", lr=50.0, rounds=20,
-                                      seeds=2).error).sum())  # fmt: skip
+    finite = int(
+        np.isfinite(simulate(P, "fedavg", "full", lr=50.0, rounds=20, seeds=2).error).sum()
+    )
     assert len(bad) == finite and not bad["value"].isna().any() and bad["diverged"].all()
 
 
@@ -126,13 +165,24 @@ def test_to_xarray_names_the_extra_when_xarray_is_missing(run, monkeypatch):
 
 def test_a_float32_run_keeps_and_records_float32():
     P = random_quadratic(8, 3, seed=0)
-    r = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=10, seeds=2,
-                 dtype=np.float32)  # fmt: skip
+    r = simulate(
+        P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=10, seeds=2, dtype=np.float32
+    )
     assert r.dtype == "float32"
     assert all(v.dtype == np.float32 for v in r.metrics.values())
     assert r.x_final.dtype == np.float32 and "float32" in repr(r)
-    blocks = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=10, seeds=5,
-                      dtype=np.float32, seed_block=2, workers=1)  # fmt: skip
+    blocks = simulate(
+        P,
+        "focus",
+        "uniform",
+        clients_per_round=3,
+        lr=0.05,
+        rounds=10,
+        seeds=5,
+        dtype=np.float32,
+        seed_block=2,
+        workers=1,
+    )
     assert blocks.dtype == "float32" and blocks.error.dtype == np.float32
 
 
@@ -156,11 +206,15 @@ def test_one_metric_vocabulary_and_the_earlier_names_still_run():
     ``f_minus_f_star``, ``tracking_residual``); the earlier Python names read the same arrays,
     with a DeprecationWarning."""
     P = random_quadratic(8, 3, seed=0)
-    res = simulate(P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=5, seeds=2,
-                   metrics="all")  # fmt: skip
+    res = simulate(
+        P, "focus", "uniform", clients_per_round=3, lr=0.05, rounds=5, seeds=2, metrics="all"
+    )
     assert {"error", "f_minus_f_star", "grad_norm2", "tracking_residual"} <= set(res.metrics)
-    for old, new in (("rel_error", "error"), ("subopt", "f_minus_f_star"),
-                     ("tracking", "tracking_residual")):  # fmt: skip
+    for old, new in (
+        ("rel_error", "error"),
+        ("subopt", "f_minus_f_star"),
+        ("tracking", "tracking_residual"),
+    ):
         with pytest.warns(DeprecationWarning, match=f"{old!r} is now called {new!r}"):
             np.testing.assert_array_equal(getattr(res, old), res.metrics[new])
     with pytest.warns(DeprecationWarning):

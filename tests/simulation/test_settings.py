@@ -155,23 +155,52 @@ def test_a_problem_lends_its_own_probabilities_to_weighted_everywhere(figure4, c
     assert built.probabilities_from == "problem"
     assert np.array_equal(built.model.p, figure4.participation_p / figure4.participation_p.sum())
     mine = np.full(figure4.n_clients, 1 / figure4.n_clients)
-    assert build_participation("weighted", figure4, clients_per_round=4,
-                               probabilities=mine).probabilities_from == "given"  # fmt: skip
+    assert (
+        build_participation(
+            "weighted", figure4, clients_per_round=4, probabilities=mine
+        ).probabilities_from
+        == "given"
+    )
     with pytest.raises(AssumptionError, match="needs probabilities"):  # N clients only: no p
         build_participation("weighted", figure4.n_clients, clients_per_round=4)
     # simulate, the command line and a sweep task: the same model, said where p came from
-    argv = ["simulate", "--problem", "figure4", "--algorithm", "focus", "--participation",
-            "weighted", "-M", "4", "-K", "3", "--lr", "1e-4", "-R", "50"]  # fmt: skip
+    argv = [
+        "simulate",
+        "--problem",
+        "figure4",
+        "--algorithm",
+        "focus",
+        "--participation",
+        "weighted",
+        "-M",
+        "4",
+        "-K",
+        "3",
+        "--lr",
+        "1e-4",
+        "-R",
+        "50",
+    ]
     assert main([*argv, "--json", str(tmp_path / "o.json")]) == 0
     said = capsys.readouterr().out
     out = json.loads((tmp_path / "o.json").read_text())
     assert out["probabilities_from"] == "problem" and "p: the problem's own (figure4)" in said
-    res = simulate(figure4, "focus", "weighted", clients_per_round=4, local_steps=3, lr=1e-4,
-                   rounds=50)  # fmt: skip
+    res = simulate(
+        figure4, "focus", "weighted", clients_per_round=4, local_steps=3, lr=1e-4, rounds=50
+    )
     assert res.config["probabilities_from"] == "problem"
     assert np.array_equal(np.asarray(out["error"][0], dtype=float), res.error[0])
-    spec = normalize({"problem": "figure4", "algorithm": "focus", "participation": "weighted",
-                      "clients_per_round": 4, "local_steps": 3, "lr": 1e-4, "rounds": 50})  # fmt: skip
+    spec = normalize(
+        {
+            "problem": "figure4",
+            "algorithm": "focus",
+            "participation": "weighted",
+            "clients_per_round": 4,
+            "local_steps": 3,
+            "lr": 1e-4,
+            "rounds": 50,
+        }
+    )
     task = run_task(spec.tasks()[0])
     assert np.array_equal(task.error[0], res.error[0])
     # rate's model (its exact rates take minutes on figure4's N = 16 under weighted draws)
@@ -184,8 +213,9 @@ def test_a_problem_lends_its_own_probabilities_to_weighted_everywhere(figure4, c
 def test_every_model_setting_reaches_the_model_wherever_the_model_is_accepted(figure4, capsys):
     built = build_participation("bernoulli", 8, clients_per_round=2, empty="skip")
     assert built.model.empty == "skip"
-    assert build_participation("weighted", 8, clients_per_round=2, probabilities=np.full(8, 1 / 8),
-                               replace=True).model.replace  # fmt: skip
+    assert build_participation(
+        "weighted", 8, clients_per_round=2, probabilities=np.full(8, 1 / 8), replace=True
+    ).model.replace
     markov = build_participation("markov", 8, markov_a=0.2, markov_b=0.4, start="on").model
     assert np.allclose(markov.a, 0.2) and markov.describe()["start"] == "on"
     with pytest.raises(UnknownOptionError, match="uniform participation does not use 'empty'"):
@@ -194,8 +224,22 @@ def test_every_model_setting_reaches_the_model_wherever_the_model_is_accepted(fi
         build_participation("uniform", 8, clients_per_round=2, rounds=3)
     # the algorithm's clusters are not the model's: uniform participation ignores them
     assert build_participation("uniform", 8, clients_per_round=2, clusters=2).model.m == 2
-    base = ["--problem", "quadratic", "--algorithm", "fedavg", "-K", "1", "--lr", "0.01",
-            "--participation", "bernoulli", "-M", "3", "--json", "-"]  # fmt: skip
+    base = [
+        "--problem",
+        "quadratic",
+        "--algorithm",
+        "fedavg",
+        "-K",
+        "1",
+        "--lr",
+        "0.01",
+        "--participation",
+        "bernoulli",
+        "-M",
+        "3",
+        "--json",
+        "-",
+    ]
     outs = []
     for empty in ("redraw", "skip"):
         assert main(["simulate", *base, "-R", "20", "--seeds", "3", "--empty", empty]) == 0
@@ -203,9 +247,19 @@ def test_every_model_setting_reaches_the_model_wherever_the_model_is_accepted(fi
     assert outs[0] != outs[1]  # another law of the draws
     assert main(["rate", *base, "--empty", "skip"]) == 0
     assert "skip" in json.dumps(json.loads(capsys.readouterr().out)["participation"])
-    spec = normalize({"problem": "quadratic", "algorithm": "fedavg", "participation": "bernoulli",
-                      "clients_per_round": 3, "empty": "skip", "local_steps": 1, "lr": 0.01,
-                      "rounds": 20, "seeds": 3})  # fmt: skip
+    spec = normalize(
+        {
+            "problem": "quadratic",
+            "algorithm": "fedavg",
+            "participation": "bernoulli",
+            "clients_per_round": 3,
+            "empty": "skip",
+            "local_steps": 1,
+            "lr": 0.01,
+            "rounds": 20,
+            "seeds": 3,
+        }
+    )
     assert np.array_equal(run_task(spec.tasks()[0]).error, np.asarray(outs[1], dtype=float))
 
 
@@ -226,8 +280,14 @@ def test_the_table_and_a_sweep_spec_accept_the_same_numbers(name, value):
             value_ok = True
         except AssumptionError:
             value_ok = False
-    raw = {"problem": "quadratic", "algorithm": "fedavg", "local_steps": 1, "lr": 0.1,
-           "rounds": 2, name: value}  # fmt: skip
+    raw = {
+        "problem": "quadratic",
+        "algorithm": "fedavg",
+        "local_steps": 1,
+        "lr": 0.1,
+        "rounds": 2,
+        name: value,
+    }
     try:
         normalize(raw)
         spec_ok = True

@@ -74,8 +74,11 @@ def test_unrequested_metrics_are_not_recorded_and_the_rest_unchanged(prob):
     assert np.array_equal(full.error, some.error)
     assert np.array_equal(full.x_final, some.x_final)
     assert list(some.metrics) == ["error"] and "tracking_residual" in some.metrics.available
-    for read in (lambda: some.grad_norm2, lambda: some.metrics["tracking_residual"],
-                 lambda: some.final("grad_norm2")):  # fmt: skip
+    for read in (
+        lambda: some.grad_norm2,
+        lambda: some.metrics["tracking_residual"],
+        lambda: some.final("grad_norm2"),
+    ):
         with pytest.raises(MetricNotRecordedError, match=r"metrics=\['error', '"):
             read()
     assert getattr(some, "consensus", None) is None and some.metrics.get("consensus") is None

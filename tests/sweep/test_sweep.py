@@ -105,13 +105,28 @@ def _n_complete_tasks(store: Path) -> int:
 
 
 def test_spec_defaults_order_and_hash():
-    a = normalize({"lr": [0.1, 0.2], "algorithm": ["focus", "fedavg"], "problem": "quadratic",
-                   "local_steps": 1, "rounds": 5})  # fmt: skip
+    a = normalize(
+        {
+            "lr": [0.1, 0.2],
+            "algorithm": ["focus", "fedavg"],
+            "problem": "quadratic",
+            "local_steps": 1,
+            "rounds": 5,
+        }
+    )
     # dimensions follow KEYS, not the table's order; ints for float keys become floats
     assert list(a.swept) == ["algorithm", "lr"]
     assert a.values["seeds"] == 1 and a.values["seed_block"] == 1 and a.values["global_lr"] == 1.0
-    b = normalize({"problem": "quadratic", "rounds": 5, "local_steps": 1,
-                   "algorithm": ["focus", "fedavg"], "lr": [0.1, 0.2], "global_lr": 1})  # fmt: skip
+    b = normalize(
+        {
+            "problem": "quadratic",
+            "rounds": 5,
+            "local_steps": 1,
+            "algorithm": ["focus", "fedavg"],
+            "lr": [0.1, 0.2],
+            "global_lr": 1,
+        }
+    )
     assert a.hash == b.hash  # same normalized spec, written differently
     c = normalize({**b.to_dict(), "lr": [0.1, 0.3]})
     assert c.hash != a.hash
@@ -129,8 +144,9 @@ def test_spec_files_are_hashed_by_content_and_relative_to_the_toml(tmp_path):
     sub.mkdir()
     np.savez(sub / "p.npz", A=rng.standard_normal((4, 6, 3)), b=rng.standard_normal((4, 6)))
     toml = sub / "s.toml"
-    toml.write_text('problem_file = "p.npz"\nalgorithm = "focus"\nlr = 0.1\nlocal_steps = 1\n'
-                    "rounds = 3\n")  # fmt: skip
+    toml.write_text(
+        'problem_file = "p.npz"\nalgorithm = "focus"\nlr = 0.1\nlocal_steps = 1\nrounds = 3\n'
+    )
     spec = load_spec(toml)
     assert spec.values["problem_file"] == str((sub / "p.npz").resolve())
     h = spec.hash
@@ -220,8 +236,9 @@ def test_the_core_package_does_not_import_the_extra(modules_loaded_by):
 
 def test_missing_extra_is_one_line(tmp_path):
     spec = tmp_path / "s.toml"
-    spec.write_text('problem = "quadratic"\nalgorithm = "focus"\nlr = 0.1\nlocal_steps = 1\n'
-                    "rounds = 3\n")  # fmt: skip
+    spec.write_text(
+        'problem = "quadratic"\nalgorithm = "focus"\nlr = 0.1\nlocal_steps = 1\nrounds = 3\n'
+    )
     code = (
         "import sys; sys.modules['zarr'] = None; from fedtheory.cli import main; "
         f"sys.exit(main(['sweep', {str(spec)!r}, '--store', {str(tmp_path / 'st')!r}]))"
@@ -288,8 +305,9 @@ def test_workers_keep_the_allocators_own_trim_threshold(monkeypatch):
     were faulted in again); local workers start without it."""
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     with Engine(workers=1) as eng:
-        [(_, started_with)] = list(eng.map(_initial_env, [["MALLOC_TRIM_THRESHOLD_"]],
-                                           progress=False))  # fmt: skip
+        [(_, started_with)] = list(
+            eng.map(_initial_env, [["MALLOC_TRIM_THRESHOLD_"]], progress=False)
+        )
     assert started_with == [None]
 
 
@@ -327,10 +345,16 @@ def _reference(config, seed_ids):
     problem = make_problem(config["problem"], seed=config["seed"])
     model = make_participation("uniform", problem.n_clients, config["clients_per_round"])
     return simulate(
-        problem, config["algorithm"], model, rounds=config["rounds"], seeds=len(seed_ids),
-        seed=config["seed"], seed_ids=list(seed_ids), lr=config["lr"],
+        problem,
+        config["algorithm"],
+        model,
+        rounds=config["rounds"],
+        seeds=len(seed_ids),
+        seed=config["seed"],
+        seed_ids=list(seed_ids),
+        lr=config["lr"],
         local_steps=config["local_steps"],
-    )  # fmt: skip
+    )
 
 
 def test_results_equal_simulate(engine, fast_store):
@@ -400,8 +424,10 @@ def test_an_empty_directory_becomes_the_store(engine, tmp_path):
     (tmp_path / "empty").mkdir()
     summary = run_sweep(small, tmp_path / "empty", scheduler=engine.address, progress=False)
     assert summary["tasks_run"] == 1 and summary["dims"] == {
-        "seed": 2, "round": 61, "component": 20
-    }  # fmt: skip
+        "seed": 2,
+        "round": 61,
+        "component": 20,
+    }
     ds = xr.open_zarr(tmp_path / "empty")
     assert ds.error.dims == ("seed", "round") and bool(ds.complete.all())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # no temporary left behind
@@ -420,8 +446,9 @@ def test_stores_that_cannot_be_made(tmp_path):
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
 
 
-def test_full_disk_is_one_line_and_the_store_stays_readable(engine, fast_store, tmp_path,
-                                                            monkeypatch):  # fmt: skip
+def test_full_disk_is_one_line_and_the_store_stays_readable(
+    engine, fast_store, tmp_path, monkeypatch
+):
     """The 5th task's x_final chunk cannot be written: ENOSPC, as from a full disk."""
     store = tmp_path / "full"
     real_set = zarr.storage.LocalStore.set
@@ -459,8 +486,18 @@ def test_driver_killed_with_sigkill_resumes_to_the_uninterrupted_store(
 ):
     spec, reference = slow_reference
     store = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "fedtheory", "sweep", str(spec), "--store", str(store),
-           "--workers", "2", "--no-progress"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "fedtheory",
+        "sweep",
+        str(spec),
+        "--store",
+        str(store),
+        "--workers",
+        "2",
+        "--no-progress",
+    ]
     proc = subprocess.Popen(
         cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -486,8 +523,19 @@ def test_driver_killed_with_sigkill_resumes_to_the_uninterrupted_store(
     assert int(partial.complete.all("seed").sum()) == killed_at
 
     out = tmp_path / "summary.json"
-    code = main(["sweep", str(spec), "--store", str(store), "--scheduler", engine.address,
-                 "--json", str(out), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "sweep",
+            str(spec),
+            "--store",
+            str(store),
+            "--scheduler",
+            engine.address,
+            "--json",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     summary = json.loads(out.read_text())
     assert summary["tasks_total"] == 16
@@ -505,8 +553,9 @@ def test_worker_killed_mid_sweep_loses_nothing(engine, slow_reference, tmp_path)
 
     def sweep() -> None:
         try:
-            box["summary"] = run_sweep(spec, tmp_path / "w", scheduler=engine.address,
-                                       progress=False)  # fmt: skip
+            box["summary"] = run_sweep(
+                spec, tmp_path / "w", scheduler=engine.address, progress=False
+            )
         except BaseException as exc:  # handed to the test thread
             box["error"] = exc
 

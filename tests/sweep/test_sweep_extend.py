@@ -74,31 +74,48 @@ def test_per_algorithm_tables_make_one_run_axis(tmp_path):
     assert spec.values["algorithm"] == ("focus", "fedadam")
     tasks = spec.tasks()
     assert [(t.config["algorithm"], t.config["global_lr"], t.config["lr"]) for t in tasks] == [
-        ("focus", 1.0, 0.01), ("fedadam", 0.1, 0.01), ("fedadam", 0.01, 0.01)
-    ]  # fmt: skip
+        ("focus", 1.0, 0.01),
+        ("fedadam", 0.1, 0.01),
+        ("fedadam", 0.01, 0.01),
+    ]
     assert "global_lr" not in spec.fixed and spec.fixed["lr"] == 0.01
     again = normalize(spec.to_dict())
     assert again.hash == spec.hash and again.axes == spec.axes
     # another order of the tables is another layout, so another spec
-    swapped = {**spec.to_dict(), "algorithm": None,
-               "algorithms": dict(reversed(list(spec.to_dict()["algorithms"].items())))}  # fmt: skip
+    swapped = {
+        **spec.to_dict(),
+        "algorithm": None,
+        "algorithms": dict(reversed(list(spec.to_dict()["algorithms"].items()))),
+    }
     assert normalize(swapped).hash != spec.hash
     assert check_spec(spec).dim == 20  # every point builds
 
 
 def test_a_table_with_a_setting_its_algorithm_does_not_read_is_refused():
-    spec = normalize({**BASE, "lr": 0.01, "local_steps": 1,
-                      "algorithms": {"fedadam": {}, "focus": {"global_lr": [0.5]}}})  # fmt: skip
+    spec = normalize(
+        {
+            **BASE,
+            "lr": 0.01,
+            "local_steps": 1,
+            "algorithms": {"fedadam": {}, "focus": {"global_lr": [0.5]}},
+        }
+    )
     with pytest.raises(FedTheoryError, match="focus does not use global_lr"):
         check_spec(spec)
 
 
 def test_zip_pairs_values_into_one_axis():
-    spec = normalize({**BASE, "algorithm": ["focus", "fedavg"],
-                      "zip": {"lr": [0.02, 0.01, 0.005], "local_steps": [1, 2, 4]}})  # fmt: skip
+    spec = normalize(
+        {
+            **BASE,
+            "algorithm": ["focus", "fedavg"],
+            "zip": {"lr": [0.02, 0.01, 0.005], "local_steps": [1, 2, 4]},
+        }
+    )
     assert [(a.name, a.keys) for a in spec.axes] == [
-        ("algorithm", ("algorithm",)), ("zip", ("local_steps", "lr"))
-    ]  # fmt: skip
+        ("algorithm", ("algorithm",)),
+        ("zip", ("local_steps", "lr")),
+    ]
     assert spec.grid_shape == (2, 3)
     pairs = [(t.config["lr"], t.config["local_steps"]) for t in spec.tasks()]
     assert pairs == [(0.02, 1), (0.01, 2), (0.005, 4)] * 2
@@ -108,25 +125,40 @@ def test_zip_pairs_values_into_one_axis():
 @pytest.mark.parametrize(
     ("change", "messages"),
     [
-        ({"zip": {"lr": [0.1, 0.2, 0.3], "local_steps": [1, 2]}},
-         ["the lists of [zip] in spec differ in length (lr has 3, local_steps has 2 values)"]),
+        (
+            {"zip": {"lr": [0.1, 0.2, 0.3], "local_steps": [1, 2]}},
+            ["the lists of [zip] in spec differ in length (lr has 3, local_steps has 2 values)"],
+        ),
         ({"zip": {"lr": [0.1, 0.2]}}, ["[zip] in spec zips one key"]),
-        ({"lr": 0.1, "zip": {"lr": [0.1, 0.2], "local_steps": [1, 2]}},
-         ["key 'lr' in [zip] of spec is also given at the top level"]),
-        ({"zip": {"rounds": [1, 2], "lr": [0.1, 0.2]}}, ["key 'rounds' in [zip] of spec cannot be"]),
+        (
+            {"lr": 0.1, "zip": {"lr": [0.1, 0.2], "local_steps": [1, 2]}},
+            ["key 'lr' in [zip] of spec is also given at the top level"],
+        ),
+        (
+            {"zip": {"rounds": [1, 2], "lr": [0.1, 0.2]}},
+            ["key 'rounds' in [zip] of spec cannot be"],
+        ),
         ({"zip": {"lr": [0.1, 0.1], "local_steps": [1, 1]}}, ["lists the point (0.1, 1) twice"]),
-        ({"algorithms": {"fedadam": {"rounds": 3}}},
-         ["key 'rounds' in [algorithms.fedadam] of spec: an algorithm's table takes"]),
-        ({"algorithms": {"fedadam": {"global_lr": [-1.0]}}},
-         ["key 'global_lr' in [algorithms.fedadam] of spec must be > 0, got -1.0"]),
-        ({"lr": [0.1, 0.2], "algorithms": {"fedadam": {"lr": 0.3}}},
-         ["key 'lr' in [algorithms.fedadam] of spec is swept for every algorithm too"]),
-        ({"algorithm": "focus", "algorithms": {"fedadam": {}}},
-         ["gives the algorithms as [algorithms.NAME] tables and as 'algorithm'"]),
+        (
+            {"algorithms": {"fedadam": {"rounds": 3}}},
+            ["key 'rounds' in [algorithms.fedadam] of spec: an algorithm's table takes"],
+        ),
+        (
+            {"algorithms": {"fedadam": {"global_lr": [-1.0]}}},
+            ["key 'global_lr' in [algorithms.fedadam] of spec must be > 0, got -1.0"],
+        ),
+        (
+            {"lr": [0.1, 0.2], "algorithms": {"fedadam": {"lr": 0.3}}},
+            ["key 'lr' in [algorithms.fedadam] of spec is swept for every algorithm too"],
+        ),
+        (
+            {"algorithm": "focus", "algorithms": {"fedadam": {}}},
+            ["gives the algorithms as [algorithms.NAME] tables and as 'algorithm'"],
+        ),
         ({"algorithms": {"fedadamx": {}}}, ["[algorithms.fedadamx] in spec: unknown algorithm"]),
         ({"algorithms": ["focus"]}, ["'algorithms' in spec must be a table"]),
     ],
-)  # fmt: skip
+)
 def test_bad_tables_are_refused_naming_the_key(change, messages):
     raw = {**BASE, "algorithm": "fedadam", "lr": 0.1, "local_steps": 1}
     if "algorithms" in change:
@@ -146,14 +178,23 @@ def test_every_problem_of_a_spec_is_reported_at_once(tmp_path, capsys):
         normalize({"problem": "quadratic", "lr": -1.0, "learning_rate": 1, "seeds": 0})
     text = str(err.value)
     assert text.startswith("spec needs the keys 'algorithm' (")
-    for part in ("'rounds' (rounds R)", "'local_steps' (local steps K)",
-                 "unknown key 'learning_rate' in spec", "key 'lr' in spec must be > 0, got -1.0",
-                 "key 'seeds' in spec must be >= 1, got 0"):  # fmt: skip
+    for part in (
+        "'rounds' (rounds R)",
+        "'local_steps' (local steps K)",
+        "unknown key 'learning_rate' in spec",
+        "key 'lr' in spec must be > 0, got -1.0",
+        "key 'seeds' in spec must be >= 1, got 0",
+    ):
         assert part in text, part
     assert "\n" not in text
     # a required key given in every algorithm's table is given
-    spec = normalize({**BASE, "local_steps": 1,
-                      "algorithms": {"focus": {"lr": 0.1}, "fedavg": {"lr": [0.1, 0.2]}}})  # fmt: skip
+    spec = normalize(
+        {
+            **BASE,
+            "local_steps": 1,
+            "algorithms": {"focus": {"lr": 0.1}, "fedavg": {"lr": [0.1, 0.2]}},
+        }
+    )
     assert [p[1:] for p in spec.axes[0].points] == [(0.1,), (0.1,), (0.2,)]
     with pytest.raises(FedTheoryError, match="needs the key 'lr'"):
         normalize({**BASE, "local_steps": 1, "algorithms": {"focus": {"lr": 0.1}, "fedavg": {}}})
@@ -162,15 +203,26 @@ def test_every_problem_of_a_spec_is_reported_at_once(tmp_path, capsys):
     assert main(["sweep", str(bad), "--store", str(tmp_path / "s")]) == 2
     err_lines = capsys.readouterr().err.strip().splitlines()
     assert len(err_lines) == 1
-    for part in ("needs the keys 'algorithm'", "'rounds'", "key 'lr' in", "must be > 0",
-                 "local_steps has 2, beta1 has 1 values"):  # fmt: skip
+    for part in (
+        "needs the keys 'algorithm'",
+        "'rounds'",
+        "key 'lr' in",
+        "must be > 0",
+        "local_steps has 2, beta1 has 1 values",
+    ):
         assert part in err_lines[0], part
     assert not (tmp_path / "s").exists()
 
 
 def _spec(**change) -> dict:
-    return {**BASE, "algorithm": ["focus", "fedavg"], "lr": [0.01, 0.02], "local_steps": 2,
-            "seeds": 4, **change}  # fmt: skip
+    return {
+        **BASE,
+        "algorithm": ["focus", "fedavg"],
+        "lr": [0.01, 0.02],
+        "local_steps": 2,
+        "seeds": 4,
+        **change,
+    }
 
 
 @pytest.mark.parametrize(
@@ -210,8 +262,9 @@ def test_more_seeds_need_full_blocks():
 def _final_spec(tmp_path: Path) -> Path:
     """COMPARE_TOML with more seeds and one more FedAdam step size."""
     f = tmp_path / "final.toml"
-    f.write_text(COMPARE_TOML.replace("seeds = 2", "seeds = 4")
-                 .replace("[0.1, 0.01]", "[0.1, 0.01, 0.001]"))  # fmt: skip
+    f.write_text(
+        COMPARE_TOML.replace("seeds = 2", "seeds = 4").replace("[0.1, 0.01]", "[0.1, 0.01, 0.001]")
+    )
     return f
 
 
@@ -286,8 +339,11 @@ def test_an_extension_that_would_move_data_is_refused(engine, tmp_path):
             StoreError, match=rf"made from a different spec \(it differs in {keys}\)"
         ):
             _sweep(engine, spec, store)
-    with pytest.raises(StoreError, match=r"seed_block, seeds\): its tasks hold seed_block = 2 "
-                       r"seeds each: set seed_block = 2 \(or leave seed_block out"):  # fmt: skip
+    with pytest.raises(
+        StoreError,
+        match=r"seed_block, seeds\): its tasks hold seed_block = 2 "
+        r"seeds each: set seed_block = 2 \(or leave seed_block out",
+    ):
         _sweep(engine, bigger, store)
     other = tmp_path / "other"
     _sweep(engine, _with_problem(tmp_path, '["quadratic"]'), other)
@@ -323,14 +379,20 @@ def test_raising_seeds_alone_grows_the_store_in_its_own_blocks(engine, tmp_path)
     ("old", "new", "says"),
     [
         ({"seeds": 4}, {"seeds": 2}, "the store holds 4 seeds: set seeds = 4 or more"),
-        ({"seeds": 5, "seed_block": 2}, {"seeds": 6, "seed_block": 2},
-         "its 5 seeds end in a short block of 1 (seed_block = 2), and a store grows by whole "
-         "blocks only: give another --store for seeds = 6"),
-        ({"seeds": 4, "seed_block": 2}, {"seeds": 8, "seed_block": 4},
-         "set seed_block = 2 (or leave seed_block out: the store's is kept)"),
+        (
+            {"seeds": 5, "seed_block": 2},
+            {"seeds": 6, "seed_block": 2},
+            "its 5 seeds end in a short block of 1 (seed_block = 2), and a store grows by whole "
+            "blocks only: give another --store for seeds = 6",
+        ),
+        (
+            {"seeds": 4, "seed_block": 2},
+            {"seeds": 8, "seed_block": 4},
+            "set seed_block = 2 (or leave seed_block out: the store's is kept)",
+        ),
         ({"seeds": 4}, {"seeds": 4, "lr": 0.5}, None),  # not about seeds: no hint
     ],
-)  # fmt: skip
+)
 def test_a_refused_seed_change_says_exactly_what_to_change(old, new, says):
     stored = normalize(_spec(**old)).hashable()
     assert normalize(_spec(**new)).on_store(stored).growth(stored) is None
@@ -356,8 +418,12 @@ def _with_problem(tmp_path: Path, problem: str) -> Path:
 
 
 def test_zip_and_run_points_equal_the_cartesian_sweep(engine, tmp_path):
-    zipped = {**BASE, "algorithm": "fedavg", "seeds": 2,
-              "zip": {"lr": [0.02, 0.01], "local_steps": [1, 3]}}  # fmt: skip
+    zipped = {
+        **BASE,
+        "algorithm": "fedavg",
+        "seeds": 2,
+        "zip": {"lr": [0.02, 0.01], "local_steps": [1, 3]},
+    }
     grid = {**BASE, "algorithm": "fedavg", "seeds": 2, "lr": [0.02, 0.01], "local_steps": [1, 3]}
     _sweep(engine, zipped, tmp_path / "zip")
     _sweep(engine, grid, tmp_path / "grid")
@@ -367,10 +433,21 @@ def test_zip_and_run_points_equal_the_cartesian_sweep(engine, tmp_path):
         at = {"lr": float(z.lr[i]), "local_steps": int(z.local_steps[i])}
         np.testing.assert_array_equal(z.error.isel(zip=i).values, g.error.sel(at).values)
         np.testing.assert_array_equal(z.x_final.isel(zip=i).values, g.x_final.sel(at).values)
-    runs = {**BASE, "lr": 0.01, "local_steps": 2, "seeds": 2,
-            "algorithms": {"focus": {}, "fedadam": {"global_lr": [0.1, 0.01]}}}  # fmt: skip
-    plain = {**BASE, "lr": 0.01, "local_steps": 2, "seeds": 2, "algorithm": "fedadam",
-             "global_lr": [0.1, 0.01]}  # fmt: skip
+    runs = {
+        **BASE,
+        "lr": 0.01,
+        "local_steps": 2,
+        "seeds": 2,
+        "algorithms": {"focus": {}, "fedadam": {"global_lr": [0.1, 0.01]}},
+    }
+    plain = {
+        **BASE,
+        "lr": 0.01,
+        "local_steps": 2,
+        "seeds": 2,
+        "algorithm": "fedadam",
+        "global_lr": [0.1, 0.01],
+    }
     _sweep(engine, runs, tmp_path / "runs")
     _sweep(engine, plain, tmp_path / "plain")
     r, p = _load(tmp_path / "runs"), _load(tmp_path / "plain")
@@ -402,8 +479,13 @@ def test_cf_attributes_and_fixed_settings_through_xarray(engine, tmp_path):
 
 
 def test_a_key_some_algorithms_leave_unset_is_nan_or_empty(engine, tmp_path):
-    spec = {**BASE, "lr": 0.01, "local_steps": 2, "seeds": 2,
-            "algorithms": {"fedavg": {}, "cafga": {"clusters": [2, 4], "topology": "ring"}}}  # fmt: skip
+    spec = {
+        **BASE,
+        "lr": 0.01,
+        "local_steps": 2,
+        "seeds": 2,
+        "algorithms": {"fedavg": {}, "cafga": {"clusters": [2, 4], "topology": "ring"}},
+    }
     path = tmp_path / "store"
     assert _sweep(engine, spec, path)["tasks_run"] == 3
     ds = open_sweep(path)  # verified: the NaN coordinate is what the spec makes
@@ -424,7 +506,8 @@ def test_a_store_of_format_2_is_refused_not_misread(engine, tmp_path):
     meta["attributes"]["fedtheory_store"] = "fedtheory-sweep-2"
     root.write_text(json.dumps(meta))
     for call in (lambda: _sweep(engine, f, path), lambda: open_sweep(path), lambda: check(path)):
-        with pytest.raises(StoreError, match="has format fedtheory-sweep-2, this fedtheory reads "
-                                             "fedtheory-sweep-3"):  # fmt: skip
+        with pytest.raises(
+            StoreError, match="has format fedtheory-sweep-2, this fedtheory reads fedtheory-sweep-3"
+        ):
             call()
     assert check(tmp_path / "copy").complete

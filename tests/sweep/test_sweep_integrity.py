@@ -81,10 +81,13 @@ def _same(path: Path, reference) -> None:
 def test_checksums_cover_every_value_and_the_place():
     rng = np.random.default_rng(0)
     values = {
-        "error": rng.random((2, 5)), "x_final": rng.random((2, 3)),
-        "diverged": np.array([False, True]), "diverged_at": np.array([-1, 3]),
-        "diverging": np.array([False, False]), "diverging_at": np.array([-1, -1]),
-    }  # fmt: skip
+        "error": rng.random((2, 5)),
+        "x_final": rng.random((2, 3)),
+        "diverged": np.array([False, True]),
+        "diverged_at": np.array([-1, 3]),
+        "diverging": np.array([False, False]),
+        "diverging_at": np.array([-1, -1]),
+    }
     base = checksums((0, 1), (4, 5), values)
     assert base.dtype == np.uint64 and base[0] != base[1] and 0 not in base
     for name, arr in values.items():  # any one value changed changes its seed's checksum only
@@ -95,8 +98,10 @@ def test_checksums_cover_every_value_and_the_place():
     assert not np.array_equal(checksums((1, 0), (4, 5), values), base)  # another grid point
     assert not np.array_equal(checksums((0, 1), (6, 7), values), base)  # other seeds
     nan = {**values, "error": np.where(values["error"] > 2, 0.0, -np.nan)}
-    assert np.array_equal(checksums((0, 1), (4, 5), nan),  # one NaN: as Zarr reads it back
-                          checksums((0, 1), (4, 5), {**nan, "error": np.abs(nan["error"])}))  # fmt: skip
+    assert np.array_equal(
+        checksums((0, 1), (4, 5), nan),  # one NaN: as Zarr reads it back
+        checksums((0, 1), (4, 5), {**nan, "error": np.abs(nan["error"])}),
+    )
 
 
 def test_a_fresh_store_checks_complete(reference, capsys):
@@ -121,8 +126,9 @@ def test_a_fresh_store_checks_complete(reference, capsys):
         ("garbage", "unreadable chunk of error"),
     ],
 )
-def test_a_damaged_chunk_is_found_refused_and_repaired(engine, reference, tmp_path, capsys,
-                                                       damage, reason):  # fmt: skip
+def test_a_damaged_chunk_is_found_refused_and_repaired(
+    engine, reference, tmp_path, capsys, damage, reason
+):
     """The issue's cases: a deleted chunk read back as NaN marked complete; a truncated or
     garbage chunk that resume called complete and reading failed on with a RuntimeError."""
     path = _copy(reference, tmp_path)
@@ -206,8 +212,11 @@ def test_a_store_of_the_old_format_is_refused(reference, tmp_path):
     meta = json.loads(root.read_text())
     meta["attributes"]["fedtheory_store"] = "fedtheory-sweep-1"
     root.write_text(json.dumps(meta))
-    for call in (lambda: run_sweep(SPEC, path, workers=1, progress=False),
-                 lambda: open_sweep(path), lambda: check(path)):  # fmt: skip
+    for call in (
+        lambda: run_sweep(SPEC, path, workers=1, progress=False),
+        lambda: open_sweep(path),
+        lambda: check(path),
+    ):
         with pytest.raises(StoreError, match="has format fedtheory-sweep-1, this fedtheory reads"):
             call()
 
@@ -253,8 +262,12 @@ def test_resume_repairs_any_damage_or_refuses_in_one_line(engine, reference, tmp
     then a reader is refused too (or reads the right data)."""
     OUTCOMES.clear()
 
-    @settings(max_examples=20, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+    @settings(
+        max_examples=20,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
     @given(ops=DAMAGE)
     def damaged(ops):
         path = tmp_path / "store"
@@ -283,22 +296,41 @@ def test_resume_repairs_any_damage_or_refuses_in_one_line(engine, reference, tmp
 # --- one driver per store --------------------------------------------------------------------
 
 
-def test_one_driver_per_store_and_a_killed_driver_leaves_no_lock(engine, reference, tmp_path,
-                                                                 capsys):  # fmt: skip
+def test_one_driver_per_store_and_a_killed_driver_leaves_no_lock(
+    engine, reference, tmp_path, capsys
+):
     path = _copy(reference, tmp_path)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from fedtheory.sweep.store import StoreLock; StoreLock(Path(sys.argv[1])).acquire(); "
-         "print('locked', flush=True); time.sleep(120)", str(path)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; "
+            "from fedtheory.sweep.store import StoreLock; StoreLock(Path(sys.argv[1])).acquire(); "
+            "print('locked', flush=True); time.sleep(120)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(StoreInUseError, match=rf"in use by another fedtheory sweep \(pid "
-                           rf"{holder.pid} on .*\): one driver per store"):  # fmt: skip
+        with pytest.raises(
+            StoreInUseError,
+            match=rf"in use by another fedtheory sweep \(pid "
+            rf"{holder.pid} on .*\): one driver per store",
+        ):
             _resume(engine, path)
-        code = main(["sweep", "--no-progress", str(_spec_file(tmp_path)), "--store", str(path),
-                     "--scheduler", engine.address])  # fmt: skip
+        code = main(
+            [
+                "sweep",
+                "--no-progress",
+                str(_spec_file(tmp_path)),
+                "--store",
+                str(path),
+                "--scheduler",
+                engine.address,
+            ]
+        )
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and "in use by another fedtheory sweep" in err[0]
     finally:
@@ -309,8 +341,9 @@ def test_one_driver_per_store_and_a_killed_driver_leaves_no_lock(engine, referen
     assert _resume(engine, path)["tasks_skipped"] == 8
 
 
-def test_a_link_planted_as_the_lock_is_refused_and_never_written_through(engine, reference,
-                                                                         tmp_path, capsys):  # fmt: skip
+def test_a_link_planted_as_the_lock_is_refused_and_never_written_through(
+    engine, reference, tmp_path, capsys
+):
     """``ln -s victim.txt STORE/.fedtheory-lock``, then a sweep: the victim used to be emptied."""
     path = _copy(reference, tmp_path)
     victim = tmp_path / "victim.txt"
@@ -320,8 +353,17 @@ def test_a_link_planted_as_the_lock_is_refused_and_never_written_through(engine,
     with pytest.raises(StoreError, match=f"holds {LOCK_FILE}, a symbolic link"):
         _resume(engine, path)
     assert victim.read_text() == "precious\n"
-    code = main(["sweep", "--no-progress", str(_spec_file(tmp_path)), "--store", str(path),
-                 "--scheduler", engine.address])  # fmt: skip
+    code = main(
+        [
+            "sweep",
+            "--no-progress",
+            str(_spec_file(tmp_path)),
+            "--store",
+            str(path),
+            "--scheduler",
+            engine.address,
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "symbolic link" in err[0]
     assert victim.read_text() == "precious\n" and (path / LOCK_FILE).is_symlink()
@@ -345,8 +387,9 @@ def _alarm(seconds: int):
 
 
 @pytest.mark.parametrize("where", ["error/c/1/0/1/0", "zarr.json", "lr/c/0"])
-def test_a_fifo_in_the_store_is_refused_by_check_open_and_resume(engine, reference, tmp_path,
-                                                                   capsys, where):  # fmt: skip
+def test_a_fifo_in_the_store_is_refused_by_check_open_and_resume(
+    engine, reference, tmp_path, capsys, where
+):
     """A FIFO where a chunk or the metadata belongs used to hang ``sweep --check``, ``open``
     and the resume (zarr opened it and waited for a writer)."""
     path = _copy(reference, tmp_path)
@@ -354,8 +397,12 @@ def test_a_fifo_in_the_store_is_refused_by_check_open_and_resume(engine, referen
     os.mkfifo(path / where)
     _alarm(60)
     try:
-        for call in (lambda: check(path), lambda: open_sweep(path),
-                     lambda: open_sweep(path, verify=False), lambda: _resume(engine, path)):  # fmt: skip
+        for call in (
+            lambda: check(path),
+            lambda: open_sweep(path),
+            lambda: open_sweep(path, verify=False),
+            lambda: _resume(engine, path),
+        ):
             with pytest.raises(StoreError, match=f"holds {where}, a FIFO, where only files"):
                 call()
         code = main(["sweep", "--check", str(path)])
@@ -378,8 +425,9 @@ def _spec_file(tmp_path: Path) -> Path:
 
 def test_an_error_leaves_no_empty_store_behind(tmp_path, capsys):
     spec = _spec_file(tmp_path)
-    code = main(["sweep", str(spec), "--store", str(tmp_path / "new"), "--scheduler",
-                 "notanaddress"])  # fmt: skip
+    code = main(
+        ["sweep", str(spec), "--store", str(tmp_path / "new"), "--scheduler", "notanaddress"]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert "cannot reach the Dask scheduler at notanaddress" in err[0]
@@ -396,16 +444,32 @@ def test_workers_and_scheduler_together_are_refused(tmp_path, capsys):
     for an unset flag and ran on the scheduler."""
     spec = _spec_file(tmp_path)
     for n in ("1", "2", str(os.cpu_count())):
-        code = main(["sweep", str(spec), "--store", str(tmp_path / "s"), "--workers", n,
-                     "--scheduler", "tcp://127.0.0.1:9"])  # fmt: skip
+        code = main(
+            [
+                "sweep",
+                str(spec),
+                "--store",
+                str(tmp_path / "s"),
+                "--workers",
+                n,
+                "--scheduler",
+                "tcp://127.0.0.1:9",
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 2 and "not allowed with argument" in err, err
     assert not (tmp_path / "s").exists()
 
 
 def test_a_million_point_grid_is_refused_with_its_estimate(tmp_path):
-    grid = {**SPEC, "algorithm": "fedavg", "lr": [1e-6 * (i + 1) for i in range(1000)],
-            "local_steps": list(range(1, 1001)), "seeds": 10, "seed_block": 10}  # fmt: skip
+    grid = {
+        **SPEC,
+        "algorithm": "fedavg",
+        "lr": [1e-6 * (i + 1) for i in range(1000)],
+        "local_steps": list(range(1, 1001)),
+        "seeds": 10,
+        "seed_block": 10,
+    }
     with pytest.raises(FedTheoryError) as err:
         run_sweep(grid, tmp_path / "big", workers=1, progress=False)
     msg = str(err.value)

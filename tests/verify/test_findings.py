@@ -21,8 +21,12 @@ EX = dict(effect=Effect.exact(1.0, "unit"), test="exact")
 
 
 def _fails(ctx):
-    return judge(False, "X reaches 1e-10, 3 +- 1 rounds before Y (5 of 5 seeds); exact: 0.5",
-                 criterion="c", **EX)  # fmt: skip
+    return judge(
+        False,
+        "X reaches 1e-10, 3 +- 1 rounds before Y (5 of 5 seeds); exact: 0.5",
+        criterion="c",
+        **EX,
+    )
 
 
 def _undecided(ctx):
@@ -35,7 +39,7 @@ def _undecided(ctx):
             test="t",
             sub="a",
             reason="the interval contains 1",
-        ),  # fmt: skip
+        ),
         judge(True, "fine", criterion="c", sub="b", **EX),
     ]
 
@@ -113,10 +117,15 @@ def test_without_brackets_the_first_clause_ends_at_the_first_semicolon(text):
 
 
 def test_a_claims_seconds_are_its_results_together():
-    rs = [ClaimResult(id=f"A6/{k}", source="s", stated="t", measured="m", verdict="fails",
-                      seconds=17.85) for k in ("a", "b")]  # fmt: skip
-    rs.append(ClaimResult(id="C1", source="s", stated="t", measured="m", verdict="holds",
-                          seconds=2.0))  # fmt: skip
+    rs = [
+        ClaimResult(
+            id=f"A6/{k}", source="s", stated="t", measured="m", verdict="fails", seconds=17.85
+        )
+        for k in ("a", "b")
+    ]
+    rs.append(
+        ClaimResult(id="C1", source="s", stated="t", measured="m", verdict="holds", seconds=2.0)
+    )
     assert claim_seconds(rs) == {"A6": pytest.approx(35.7), "C1": 2.0}
 
 
@@ -127,8 +136,9 @@ def _e(est, lo, hi):
 def test_a_shape_reading_says_how_the_metric_moves_and_never_calls_a_miss_a_fit():
     # 000 Cor. 4.7 read in M (A12/AFGA): the metric falls like M^-1.94, far faster than the
     # bound's M^-0.5; the closest a M^-0.5 + b misses it by 657%
-    text = ShapeTest(-0.5, 0.209, 0.0, _e(-1.94, -2.03, -1.84), _e(-1.44, -1.53, -1.34), 6.572,
-                     0.975).text("M")  # fmt: skip
+    text = ShapeTest(
+        -0.5, 0.209, 0.0, _e(-1.94, -2.03, -1.84), _e(-1.44, -1.53, -1.34), 6.572, 0.975
+    ).text("M")
     assert "fits" not in text
     assert text.startswith("slope in log M -1.94 [-2.03, -1.84]: falls faster than M^-0.5;")
     assert "closest a M^-0.5 + b is 0.209 M^-0.5 + 0, up to 657.2% off the metric" in text

@@ -44,8 +44,14 @@ def _drawn(ctx, cid: str) -> str:
 
 
 def _fails(ctx):
-    return judge(False, "B leads A by 3 rounds", criterion="c", figure=_drawn(ctx, "Y1"),
-                 effect=Effect(-3.0, -4.0, -2.0, "rounds"), test="paired t")  # fmt: skip
+    return judge(
+        False,
+        "B leads A by 3 rounds",
+        criterion="c",
+        figure=_drawn(ctx, "Y1"),
+        effect=Effect(-3.0, -4.0, -2.0, "rounds"),
+        test="paired t",
+    )
 
 
 def _undecided(ctx):
@@ -59,7 +65,7 @@ def _undecided(ctx):
             sub="a",
             figure=figure,
             reason="the interval contains 1",
-        ),  # fmt: skip
+        ),
         judge(
             True,
             "fine",
@@ -68,13 +74,19 @@ def _undecided(ctx):
             figure=figure,
             effect=Effect.exact(1.0, "u"),
             test="exact",
-        ),  # fmt: skip
+        ),
     ]
 
 
 def _holds(ctx):
-    return judge(True, "as stated", criterion="c", figure=_drawn(ctx, "Y3"),
-                 effect=Effect.exact(1.0, "u"), test="exact")  # fmt: skip
+    return judge(
+        True,
+        "as stated",
+        criterion="c",
+        figure=_drawn(ctx, "Y3"),
+        effect=Effect.exact(1.0, "u"),
+        test="exact",
+    )
 
 
 @pytest.fixture

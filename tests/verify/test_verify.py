@@ -91,19 +91,28 @@ def test_a_verdict_needs_its_effect_and_test_but_not_stated_does_not():
 
 
 def test_the_interval_rule_reads_the_side_of_the_null_value():
-    up, down, tie = (Effect(2.0, 1.0, 3.0, "u"), Effect(-2.0, -3.0, -1.0, "u"),
-                     Effect(0.0, 0.0, 0.0, "u"))  # fmt: skip
+    up, down, tie = (
+        Effect(2.0, 1.0, 3.0, "u"),
+        Effect(-2.0, -3.0, -1.0, "u"),
+        Effect(0.0, 0.0, 0.0, "u"),
+    )
     kw = dict(criterion="c", test="t")
     assert judge_effect(up, "m", **kw).verdict == HOLDS
     assert judge_effect(down, "m", **kw).verdict == FAILS
     assert judge_effect(tie, "m", **kw).verdict == INCONCLUSIVE  # a tie is never a fails
     # a claim "at most -1/2" (an upper bound on an exponent)
-    assert judge_effect(Effect(-0.8, -0.9, -0.7, "u"), "m", null=-0.5, claimed=-1,
-                        **kw).verdict == HOLDS  # fmt: skip
-    assert judge_effect(Effect(-0.4, -0.45, -0.35, "u"), "m", null=-0.5, claimed=-1,
-                        **kw).verdict == FAILS  # fmt: skip
-    assert judge_effect(Effect(-0.5, -0.6, -0.4, "u"), "m", null=-0.5, claimed=-1,
-                        **kw).verdict == INCONCLUSIVE  # fmt: skip
+    assert (
+        judge_effect(Effect(-0.8, -0.9, -0.7, "u"), "m", null=-0.5, claimed=-1, **kw).verdict
+        == HOLDS
+    )
+    assert (
+        judge_effect(Effect(-0.4, -0.45, -0.35, "u"), "m", null=-0.5, claimed=-1, **kw).verdict
+        == FAILS
+    )
+    assert (
+        judge_effect(Effect(-0.5, -0.6, -0.4, "u"), "m", null=-0.5, claimed=-1, **kw).verdict
+        == INCONCLUSIVE
+    )
 
 
 def test_a_tie_at_the_computations_accuracy_decides_nothing():
@@ -113,8 +122,10 @@ def test_a_tie_at_the_computations_accuracy_decides_nothing():
     roundoff = Effect(2e-17, 1e-17, 3e-17, "slope")
     assert judge_effect(roundoff, "m", **kw).verdict == HOLDS
     assert judge_effect(roundoff, "m", floor=1e-14, **kw).verdict == INCONCLUSIVE
-    assert judge_effect(Effect(-2e-17, -3e-17, -1e-17, "u"), "m", floor=1e-14,
-                        **kw).verdict == INCONCLUSIVE  # fmt: skip
+    assert (
+        judge_effect(Effect(-2e-17, -3e-17, -1e-17, "u"), "m", floor=1e-14, **kw).verdict
+        == INCONCLUSIVE
+    )
     assert judge_effect(Effect(0.3, 0.1, 0.5, "u"), "m", floor=1e-14, **kw).verdict == HOLDS
     assert judge_effect(Effect(-0.3, -0.5, -0.1, "u"), "m", floor=1e-14, **kw).verdict == FAILS
 
@@ -129,16 +140,23 @@ def test_a_decision_whose_fresh_seed_check_disagrees_is_not_kept(verdict):
     if sign < 0:
         stop = Effect(-13.4, -23.7, -3.1, "rounds", 0.99, 60)
     fresh_tie = Effect(sign * 6.7, -11.8, 25.2, "rounds", 0.95, 20)
-    agree = Effect(sign * 8.0, min(sign * 2.0, sign * 14.0), max(sign * 2.0, sign * 14.0),
-                   "rounds", 0.95, 20)  # fmt: skip
+    agree = Effect(
+        sign * 8.0, min(sign * 2.0, sign * 14.0), max(sign * 2.0, sign * 14.0), "rounds", 0.95, 20
+    )
     kw = dict(criterion="c", test="t", effect=stop)
     o = combined(verdict, "m", confirmation=fresh_tie, **kw)
     assert o.verdict == INCONCLUSIVE and "fresh-seed check" in o.reason
     assert o.evidence["verdict_before_fresh_seed_check"] == verdict
     assert combined(verdict, "m", confirmation=agree, **kw).verdict == verdict
     assert combined(verdict, "m", **kw).verdict == verdict  # no early stop, no fresh block
-    opposite = Effect(-sign * 8.0, min(-sign * 2.0, -sign * 14.0), max(-sign * 2.0, -sign * 14.0),
-                      "rounds", 0.95, 20)  # fmt: skip
+    opposite = Effect(
+        -sign * 8.0,
+        min(-sign * 2.0, -sign * 14.0),
+        max(-sign * 2.0, -sign * 14.0),
+        "rounds",
+        0.95,
+        20,
+    )
     assert combined(verdict, "m", confirmation=opposite, **kw).verdict == INCONCLUSIVE
     diverged = Effect(None, None, None, "rounds", 0.95, 20)
     assert combined(verdict, "m", confirmation=diverged, **kw).verdict == INCONCLUSIVE
@@ -181,13 +199,21 @@ def _regimes(ctx):
 
 
 def _fails(ctx):
-    return judge(1.0 > 2.0, 1.0, criterion="1 > 2", effect=Effect(-1.0, -1.5, -0.5, "u", 0.95, 7),
-                 seeds=7, test="paired t")  # fmt: skip
+    return judge(
+        1.0 > 2.0,
+        1.0,
+        criterion="1 > 2",
+        effect=Effect(-1.0, -1.5, -0.5, "u", 0.95, 7),
+        seeds=7,
+        test="paired t",
+    )
 
 
 def _invariant_ok(ctx):
-    return [invariant(True, 1e-16, criterion="residual < 1e-10", **EX, sub="inv"),
-            not_stated("Thm 9: formula lost", "rho 0.5", sub="lost")]  # fmt: skip
+    return [
+        invariant(True, 1e-16, criterion="residual < 1e-10", **EX, sub="inv"),
+        not_stated("Thm 9: formula lost", "rho 0.5", sub="lost"),
+    ]
 
 
 def _invariant_broken(ctx):
@@ -195,14 +221,23 @@ def _invariant_broken(ctx):
 
 
 def _unconfirmed(ctx):
-    return combined(HOLDS, "13.4 rounds ahead", criterion="c", test="paired t",
-                    effect=Effect(13.4, 3.1, 23.7, "rounds", 0.99, 60),
-                    confirmation=Effect(6.7, -11.8, 25.2, "rounds", 0.95, 20))  # fmt: skip
+    return combined(
+        HOLDS,
+        "13.4 rounds ahead",
+        criterion="c",
+        test="paired t",
+        effect=Effect(13.4, 3.1, 23.7, "rounds", 0.99, 60),
+        confirmation=Effect(6.7, -11.8, 25.2, "rounds", 0.95, 20),
+    )
 
 
 def _measurement(ctx):
-    return measurement("c <= 2.5 over 250 instances", criterion="none: a constant always exists",
-                       effect=Effect.exact(2.5, "implied constant c"), test="exact")  # fmt: skip
+    return measurement(
+        "c <= 2.5 over 250 instances",
+        criterion="none: a constant always exists",
+        effect=Effect.exact(2.5, "implied constant c"),
+        test="exact",
+    )
 
 
 def _figure(ctx):
@@ -218,13 +253,22 @@ def _figure(ctx):
 @pytest.fixture
 def extra_claims(monkeypatch):
     all_claims()  # register the catalog first
-    claims = (("Z1", _crash), ("Z2", _missing), ("Z3", _regimes), ("Z4", _figure), ("Z5", _fails),
-              ("Z6", _invariant_ok), ("Z7", _invariant_broken),
-              ("Z8", _measurement), ("Z9", _unconfirmed))  # fmt: skip
+    claims = (
+        ("Z1", _crash),
+        ("Z2", _missing),
+        ("Z3", _regimes),
+        ("Z4", _figure),
+        ("Z5", _fails),
+        ("Z6", _invariant_ok),
+        ("Z7", _invariant_broken),
+        ("Z8", _measurement),
+        ("Z9", _unconfirmed),
+    )
     regimes = {"Z3": ("a", "b"), "Z6": ("inv", "lost")}  # declared as a claim declares them
     for cid, fn in claims:
-        monkeypatch.setitem(REGISTRY, cid, Claim(cid, "test", f"test claim {cid}", fn,
-                                                 regimes=regimes.get(cid, ())))  # fmt: skip
+        monkeypatch.setitem(
+            REGISTRY, cid, Claim(cid, "test", f"test claim {cid}", fn, regimes=regimes.get(cid, ()))
+        )
 
 
 def test_a_failed_import_inside_a_check_is_a_crash_not_a_verdict(extra_claims, capsys):
@@ -239,8 +283,10 @@ def test_a_fresh_process_finds_the_whole_catalog():
     lists every claim of the catalog."""
     done = subprocess.run(
         [sys.executable, "-m", "fedtheory", "verify", "--list"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert [line.split()[0] for line in done.stdout.splitlines()] == CATALOG
 
@@ -255,8 +301,11 @@ def test_a_broken_module_used_by_a_claim_makes_verify_exit_non_zero(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "FEDTHEORY_NO_PROGRESS": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "fedtheory", "verify", "--only", "C1"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode != 0
     assert "fedtheory.analysis.rates" in done.stderr and "holds" not in done.stdout
 
@@ -290,8 +339,13 @@ def test_json_contract_and_exit_zero_when_every_claim_ran(extra_claims, capsys):
         assert isinstance(d["stated"], str) and isinstance(d["measured"], str | int | float)
         assert {"estimate", "ci_low", "ci_high", "unit"} <= d["effect"].keys()
     z5 = data[-1]
-    assert z5["effect"] == {"estimate": -1.0, "ci_low": -1.5, "ci_high": -0.5, "unit": "u",
-                            "confidence": 0.95}  # fmt: skip
+    assert z5["effect"] == {
+        "estimate": -1.0,
+        "ci_low": -1.5,
+        "ci_high": -0.5,
+        "unit": "u",
+        "confidence": 0.95,
+    }
     assert z5["seeds"] == 7 and z5["test"] == "paired t" and z5["reason"] is None
 
 
@@ -304,13 +358,28 @@ def test_invariants_and_not_stated_are_kept_apart(extra_claims, capsys):
     assert "claims about the papers: 1 fails; besides them: 1 invariant, 1 not stated" in out
 
 
-def test_a_measurement_is_reported_apart_and_not_counted_as_a_verdict(extra_claims, tmp_path,
-                                                                      capsys):  # fmt: skip
+def test_a_measurement_is_reported_apart_and_not_counted_as_a_verdict(
+    extra_claims, tmp_path, capsys
+):
     """``measured`` (a quantity no outcome of which could contradict the claim) goes through
     JSON, the table, Markdown and HTML, and the summary counts it besides the verdicts."""
     js, md, page = tmp_path / "r.json", tmp_path / "v.md", tmp_path / "r.html"
-    assert main(["verify", "--only", "Z5,Z8", "--json", str(js), "--markdown", str(md),
-                 "--html", str(page)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "verify",
+                "--only",
+                "Z5,Z8",
+                "--json",
+                str(js),
+                "--markdown",
+                str(md),
+                "--html",
+                str(page),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     report = json.loads(js.read_text())
     z8 = {d["id"]: d for d in report["results"]}["Z8"]
@@ -351,9 +420,13 @@ def test_unknown_claim_id_is_one_line_and_exit_two(capsys):
 
 @pytest.mark.parametrize(
     ("only", "says"),
-    [(",", "names no claim"), (" , ", "names no claim"), ("C2/", "no regime after the slash"),
-     ("G1,C2/", "no regime after the slash")],
-)  # fmt: skip
+    [
+        (",", "names no claim"),
+        (" , ", "names no claim"),
+        ("C2/", "no regime after the slash"),
+        ("G1,C2/", "no regime after the slash"),
+    ],
+)
 def test_an_empty_selection_is_refused_before_anything_runs(only, says, capsys, monkeypatch):
     """``--only ,`` used to run nothing and exit 0, and ``--only C2/ --full`` ran C2's whole
     thorough tier (five minutes) before refusing the empty regime."""
@@ -594,18 +667,20 @@ def test_an_undeclared_regime_is_refused_before_any_claim_runs(capsys, monkeypat
         raise AssertionError("a claim ran")
 
     monkeypatch.setattr("fedtheory.verify.runner.run_claim", never)
-    for only, says in (("C2/bogus", "unknown regime C2/bogus: C2 reports C2/full, C2/uniform, "
-                                    "C2/arbitrary"),
-                       ("G1/ring", "G1 reports only G1 (no regimes)"),
-                       ("C1/Uniform,C2/unifrom", "did you mean 'uniform'?")):  # fmt: skip
+    for only, says in (
+        ("C2/bogus", "unknown regime C2/bogus: C2 reports C2/full, C2/uniform, C2/arbitrary"),
+        ("G1/ring", "G1 reports only G1 (no regimes)"),
+        ("C1/Uniform,C2/unifrom", "did you mean 'uniform'?"),
+    ):
         assert main(["verify", "--only", only]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and says in err[0], err
 
 
 def test_a_claim_reporting_an_undeclared_regime_is_a_crash(extra_claims, monkeypatch):
-    monkeypatch.setitem(REGISTRY, "Z3", Claim("Z3", "test", "declares only a", _regimes,
-                                              regimes=("a",)))  # fmt: skip
+    monkeypatch.setitem(
+        REGISTRY, "Z3", Claim("Z3", "test", "declares only a", _regimes, regimes=("a",))
+    )
     (r,) = run(only="Z3", quiet=True)
     assert r.crashed and "reported regime(s) b that its registration does not declare" in r.error
 

@@ -30,8 +30,13 @@ def test_c7_is_a_check_that_can_fail():
     control = focus.evidence["fedavg_control_median_final"]
     assert all(v > 1e3 * EXACT for v in control.values())
     per_h = focus.evidence["verdict_per_h"]
-    assert focus.verdict == (FAILS if FAILS in per_h.values() else HOLDS
-                             if set(per_h.values()) == {HOLDS} else INCONCLUSIVE)  # fmt: skip
+    assert focus.verdict == (
+        FAILS
+        if FAILS in per_h.values()
+        else HOLDS
+        if set(per_h.values()) == {HOLDS}
+        else INCONCLUSIVE
+    )
     e = fedavg.effect
     assert e["ci_low"] < e["estimate"] < e["ci_high"] and "exponent" in e["unit"]
 

@@ -111,8 +111,11 @@ def _read(edge: bool, reached: bool, verdict: str) -> RateRead:
 def test_a_row_with_a_constant_at_the_regimes_edge_is_inconclusive():
     """Two constants hold clearly; a third at the edge also reads 'holds'. Under the old rule
     the row held; a reading at the edge makes it inconclusive, naming the constant."""
-    reads = {0.01: _read(False, True, "holds"), 0.02: _read(True, True, "holds"),
-             0.05: _read(False, True, "holds")}  # fmt: skip
+    reads = {
+        0.01: _read(False, True, "holds"),
+        0.02: _read(True, True, "holds"),
+        0.05: _read(False, True, "holds"),
+    }
     verdict, inside, reason = rate_verdict(reads)
     assert verdict == "inconclusive" and REGIME_AT_EDGE in reason and "c = 0.02" in reason
     reads[0.02] = _read(False, True, "holds")
@@ -134,5 +137,11 @@ def test_a_metric_that_does_not_move_is_flat_beyond_its_rounding():
     assert t.floor > 1e-12 and t.slope.side(0.0, t.floor) == 0
     assert t.verdict() == "inconclusive" and not t.contradicted
     assert slope_floor(M, 400) == pytest.approx(
-        64 * 400 * eps * np.abs((np.log(M) - np.log(M).mean()) / np.sum(
-            (np.log(M) - np.log(M).mean()) ** 2)).sum(), rel=1e-12)  # fmt: skip
+        64
+        * 400
+        * eps
+        * np.abs(
+            (np.log(M) - np.log(M).mean()) / np.sum((np.log(M) - np.log(M).mean()) ** 2)
+        ).sum(),
+        rel=1e-12,
+    )

@@ -92,8 +92,10 @@ def test_sequential_stops_when_decided_and_spends_the_budget_on_a_tie():
 
     def draw(ids, active):
         calls.append((list(ids), active))
-        return {"win": np.full(len(ids), 2.0) + 0.1 * np.arange(len(ids)),
-                "tie": np.zeros(len(ids))}  # fmt: skip
+        return {
+            "win": np.full(len(ids), 2.0) + 0.1 * np.arange(len(ids)),
+            "tie": np.zeros(len(ids)),
+        }
 
     out = sequential(draw, ["win", "tie"], SequentialPlan(4, 12), unit="u")
     assert out["win"].n == 4 and out["win"].side == 1 and out["win"].looks == 1
@@ -116,11 +118,15 @@ def test_a_missing_value_ends_a_comparison_undecided():
 
 def test_stop_rule_ends_every_comparison():
     def draw(ids, active):
-        return {"bad": -np.ones(len(ids)) - 0.01 * np.arange(len(ids)),
-                "slow": np.zeros(len(ids))}  # fmt: skip
+        return {"bad": -np.ones(len(ids)) - 0.01 * np.arange(len(ids)), "slow": np.zeros(len(ids))}
 
-    out = sequential(draw, ["bad", "slow"], SequentialPlan(5, 50), unit="u",
-                     stop=lambda c: any(x.side < 0 for x in c.values()))  # fmt: skip
+    out = sequential(
+        draw,
+        ["bad", "slow"],
+        SequentialPlan(5, 50),
+        unit="u",
+        stop=lambda c: any(x.side < 0 for x in c.values()),
+    )
     assert out["bad"].side == -1 and out["slow"].n == 5
 
 

@@ -85,9 +85,13 @@ class _Probe:
     """
 
     def __init__(
-        self, H: np.ndarray, h: np.ndarray, offsets: list | None = None, xp: Any = np,
+        self,
+        H: np.ndarray,
+        h: np.ndarray,
+        offsets: list | None = None,
+        xp: Any = np,
         stochastic: bool = True,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.xp, self.H, self.h, self.offsets = xp, xp.asarray(H), xp.asarray(h), offsets
         self.stochastic = bool(stochastic)
         self.n_clients, self.dim = int(H.shape[0]), int(H.shape[1])
@@ -173,8 +177,9 @@ class RoundModel:
         optional unit-variance noise ``xi (S, N, q)`` (already scaled by sigma)."""
         N, du, dv = self.n_clients, self.du, self.dv
         S = z.shape[0]
-        loc = np.concatenate([np.broadcast_to(z[:, None, :du], (S, N, du)),
-                              z[:, du:].reshape(S, N, dv)], axis=-1)  # fmt: skip
+        loc = np.concatenate(
+            [np.broadcast_to(z[:, None, :du], (S, N, du)), z[:, du:].reshape(S, N, dv)], axis=-1
+        )
         out = z.copy()
         out[:, :du] = z @ self.L0u.T + self.f0
         coef = np.stack([s, w], axis=1).astype(np.float64)  # (S, 2, N)
@@ -193,9 +198,13 @@ class _Runner:
     host with :func:`~fedtheory.backend.to_numpy`)."""
 
     def __init__(
-        self, algorithm: Algorithm, layout: StateLayout, H: np.ndarray, h: np.ndarray,
+        self,
+        algorithm: Algorithm,
+        layout: StateLayout,
+        H: np.ndarray,
+        h: np.ndarray,
         xp: Any = np,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.algorithm, self.layout, self.H, self.h, self.xp = algorithm, layout, H, h, xp
         self.N, self.d = int(H.shape[0]), int(H.shape[1])
 
@@ -362,8 +371,14 @@ def extract_round_model(
 
     # L0: nobody participates, h = 0, every coordinate on the seed axis.
     eye = np.eye(n)
-    u2, V2, _ = run(eye[:, :du], eye[:, du:].reshape(n, N, dv), np.zeros((n, N), bool),
-                    np.zeros((n, N)), constant=False, stochastic=False)  # fmt: skip
+    u2, V2, _ = run(
+        eye[:, :du],
+        eye[:, du:].reshape(n, N, dv),
+        np.zeros((n, N), bool),
+        np.zeros((n, N)),
+        constant=False,
+        stochastic=False,
+    )
     L0 = np.concatenate([u2, V2.reshape(n, N * dv)], axis=1).T  # columns = images of e_k
     if np.abs(L0[du:] - eye[du:]).max(initial=0.0) > 0.0:
         raise NotAffineError(
@@ -389,8 +404,9 @@ def extract_round_model(
     msk[N + 1 :] = np.eye(N, dtype=bool)
     wts = np.zeros((S, N))
     wts[N + 1 :] = np.eye(N)
-    u2, V2, probe = run(np.zeros((S, du)), np.zeros((S, N, dv)), msk, wts, constant=True,
-                        stochastic=noise)  # fmt: skip
+    u2, V2, probe = run(
+        np.zeros((S, du)), np.zeros((S, N, dv)), msk, wts, constant=True, stochastic=noise
+    )
     f0 = u2[0]
     if np.abs(V2[0]).max(initial=0.0) > 0.0:
         raise NotAffineError(f"{algorithm.name}: a round without participants moves the clients")
@@ -415,8 +431,14 @@ def extract_round_model(
             offsets[:, j, :, j, :] = _unit_offsets(calls, d)
         offs = list(offsets.reshape(calls, N * q, N, d))
         for omega in (0.0, 1.0):
-            u2, V2, pr = run(np.zeros((N * q, du)), np.zeros((N * q, N, dv)), mask_q,
-                             omega * mask_q, constant=False, offsets=offs)  # fmt: skip
+            u2, V2, pr = run(
+                np.zeros((N * q, du)),
+                np.zeros((N * q, N, dv)),
+                mask_q,
+                omega * mask_q,
+                constant=False,
+                offsets=offs,
+            )
             if pr.noisy_calls != calls:
                 raise NotAffineError(
                     f"{algorithm.name}: the number of stochastic gradient calls per round changes "
@@ -433,9 +455,19 @@ def extract_round_model(
     z0 = np.concatenate([np.asarray(u0[0], float), np.asarray(V0[0], float).reshape(-1)])
 
     model = RoundModel(
-        algorithm=algorithm.name, layout=layout, n_clients=N, du=du, dv=dv, dim=d, L0u=L0u,
-        f0=f0, beta=beta, gamma=gamma, noise=resp, z0=z0,
-    )  # fmt: skip
+        algorithm=algorithm.name,
+        layout=layout,
+        n_clients=N,
+        du=du,
+        dv=dv,
+        dim=d,
+        L0u=L0u,
+        f0=f0,
+        beta=beta,
+        gamma=gamma,
+        noise=resp,
+        z0=z0,
+    )
     if verify:
         res = verify_round_model(model, problem, algorithm, rtol=rtol, seed=seed, backend=backend)
         model = RoundModel(**{**model.__dict__, "verification": res})
@@ -503,8 +535,15 @@ def verify_round_model(
         return rng.standard_normal(shape)
 
     def go(z: np.ndarray) -> np.ndarray:
-        u2, V2, _ = run(z[:, :du], z[:, du:].reshape(S, N, dv), masks, w, constant=True,
-                        problem=problem, fill=fill)  # fmt: skip
+        u2, V2, _ = run(
+            z[:, :du],
+            z[:, du:].reshape(S, N, dv),
+            masks,
+            w,
+            constant=True,
+            problem=problem,
+            fill=fill,
+        )
         return np.concatenate([u2, V2.reshape(S, -1)], axis=1)
 
     def rel(x: np.ndarray, y: np.ndarray) -> float:
@@ -516,8 +555,16 @@ def verify_round_model(
         rel(r2, model.apply(z2, masks, w)),
         rel(r12, a * r1 + (1 - a) * r2),
     )
-    u2, V2, _ = run(z1[:, :du], z1[:, du:].reshape(S, N, dv), masks, w, constant=True,
-                    problem=problem, fill=fill, r=1)  # fmt: skip
+    u2, V2, _ = run(
+        z1[:, :du],
+        z1[:, du:].reshape(S, N, dv),
+        masks,
+        w,
+        constant=True,
+        problem=problem,
+        fill=fill,
+        r=1,
+    )
     worst = max(worst, rel(np.concatenate([u2, V2.reshape(S, -1)], axis=1), r1))
     if model.noise is not None:
         q = model.noise.shape[-1]
@@ -526,14 +573,16 @@ def verify_round_model(
         offs = list(xi.reshape(S, N, calls, d).transpose(2, 0, 1, 3))
         zero = np.zeros((S, model.n))
         u0, V0, _ = run(zero[:, :du], zero[:, du:].reshape(S, N, dv), masks, w, constant=False)
-        u1, V1, _ = run(zero[:, :du], zero[:, du:].reshape(S, N, dv), masks, w, constant=False,
-                        offsets=offs)  # fmt: skip
+        u1, V1, _ = run(
+            zero[:, :du], zero[:, du:].reshape(S, N, dv), masks, w, constant=False, offsets=offs
+        )
         got = np.concatenate([u1 - u0, (V1 - V0).reshape(S, -1)], axis=1)
         pred = model.apply(zero, masks, w, xi) - model.apply(zero, masks, w)
         worst = max(worst, rel(got, pred))
     if not np.isfinite(worst) or worst > rtol:
-        why = diagnose_round(algorithm, model.layout, problem, rtol=rtol, seed=seed,
-                             backend=backend)  # fmt: skip
+        why = diagnose_round(
+            algorithm, model.layout, problem, rtol=rtol, seed=seed, backend=backend
+        )
         raise NotAffineError(
             f"{model.algorithm}: {why or 'the round is not the affine map read off it'} "
             f"(relative residual {worst:.2e} > {rtol:.0e} at random states); exact rates "
@@ -584,8 +633,15 @@ def diagnose_round(
 
     def go(Z: np.ndarray, mask: np.ndarray, w: np.ndarray, **kw: Any) -> np.ndarray:
         Z = np.broadcast_to(Z, (mask.shape[0], Z.shape[-1]))
-        u2, V2, _ = run(Z[:, :du], Z[:, du:].reshape(len(Z), N, dv), mask, w, constant=True,
-                        problem=problem, **kw)  # fmt: skip
+        u2, V2, _ = run(
+            Z[:, :du],
+            Z[:, du:].reshape(len(Z), N, dv),
+            mask,
+            w,
+            constant=True,
+            problem=problem,
+            **kw,
+        )
         return np.concatenate([u2, V2.reshape(len(Z), -1)], axis=1)
 
     def rel(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -219,9 +219,22 @@ def _participation(participation: Any, n: int) -> Any:
 
 
 _ANALYSE_KEYS = (
-    "lr", "local_steps", "rule", "global_lr", "prox_mu", "options", "noise", "x0",
-    "mean_square", "tol", "verify", "stationary", "warm_start", "progress", "eigensolver",
-)  # fmt: skip
+    "lr",
+    "local_steps",
+    "rule",
+    "global_lr",
+    "prox_mu",
+    "options",
+    "noise",
+    "x0",
+    "mean_square",
+    "tol",
+    "verify",
+    "stationary",
+    "warm_start",
+    "progress",
+    "eigensolver",
+)
 
 
 def _check_keywords(kw: dict, allowed: tuple[str, ...]) -> None:
@@ -373,11 +386,19 @@ def _analyse(
     st = _system(problem, algorithm, participation, **kw)
     timings = {"round model and law": time.perf_counter() - t0}
     common = {
-        "alg": st.alg, "model": st.model, "law": st.law, "sigma": st.sigma,
-        "x_star": st.x_star, "tol": tol, "stationary": stationary,
-        "mean_square": mean_square, "warm": warm_start, "progress": progress, "solver": eigensolver,
+        "alg": st.alg,
+        "model": st.model,
+        "law": st.law,
+        "sigma": st.sigma,
+        "x_star": st.x_star,
+        "tol": tol,
+        "stationary": stationary,
+        "mean_square": mean_square,
+        "warm": warm_start,
+        "progress": progress,
+        "solver": eigensolver,
         "timings": timings,
-    }  # fmt: skip
+    }
     if isinstance(st.system, MarkovSystem):
         return _markov(st.system, **common)
     return _memoryless(st.system, **common)
@@ -444,9 +465,21 @@ def _stage(progress: Any, stage: str) -> Any:
 
 
 def _memoryless(
-    s: AffineSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, warm,
-    progress, solver, timings,
-) -> _Analysis:  # fmt: skip
+    s: AffineSystem,
+    *,
+    alg,
+    model,
+    law,
+    sigma,
+    x_star,
+    tol,
+    stationary,
+    mean_square,
+    warm,
+    progress,
+    solver,
+    timings,
+) -> _Analysis:
     methods: dict[str, str] = {}
     t0 = time.perf_counter()
     Mbar = s.mean_matrix()
@@ -490,9 +523,16 @@ def _memoryless(
             v0 = v0 / max(float(np.linalg.norm(v0)), 1e-300)
             v0 = (v0 if v0 @ eye >= 0 else -v0) + WARM_IDENTITY * eye
         rho_ms, vec, how, apps = spectral_radius(
-            apply, size, dense=dense_T, v0=v0, tol=tol, positive=True,
-            callback=_stage(progress, "mean-square rate"), fallback=eye, solver=solver,
-        )  # fmt: skip
+            apply,
+            size,
+            dense=dense_T,
+            v0=v0,
+            tol=tol,
+            positive=True,
+            callback=_stage(progress, "mean-square rate"),
+            fallback=eye,
+            solver=solver,
+        )
         if warm is not None:
             warm.keep(vec, apps)
         how += " of P -> E[M_S P M_S^T] (first and second moments of the participation "
@@ -504,11 +544,17 @@ def _memoryless(
         methods["mean-square rate"] = how
     timings["mean-square rate"] = time.perf_counter() - t0
     fields: dict[str, Any] = {
-        "state_dim": nr, "conserved": int(s.red.tied.size), "mean_rate": rho_mean,
-        "mean_square_rate": rho_ms, "fixed_point": None, "stationary_mean": None,
-        "stationary_mse": None, "stationary_bias2": None, "stationary_variance": None,
+        "state_dim": nr,
+        "conserved": int(s.red.tied.size),
+        "mean_rate": rho_mean,
+        "mean_square_rate": rho_ms,
+        "fixed_point": None,
+        "stationary_mean": None,
+        "stationary_mse": None,
+        "stationary_bias2": None,
+        "stationary_variance": None,
         "exact": False,
-    }  # fmt: skip
+    }
     mu = None
     if stationary and rho_mean < 1:
         t0 = time.perf_counter()
@@ -540,10 +586,11 @@ def _memoryless(
             else:
                 Q = 0.5 * (cov_e + cov_e.T) + nz
                 sol, how = solve_fixed_point(
-                    s.ms_vec, Q.reshape(-1),
+                    s.ms_vec,
+                    Q.reshape(-1),
                     dense=dense_T if dense_T is not None else _maybe_dense(s),
                     callback=_stage(progress, "stationary mse"),
-                )  # fmt: skip
+                )
                 C = sol.reshape(nr, nr)
                 methods["stationary mse"] = (
                     f"stationary covariance C = E[M_S C M_S^T] + Cov(M_S mu + c_S) + noise, by "
@@ -575,16 +622,29 @@ def _maybe_dense(s: AffineSystem) -> np.ndarray | None:
 
 
 def _markov(
-    s: MarkovSystem, *, alg, model, law, sigma, x_star, tol, stationary, mean_square, warm,
-    progress, solver, timings,
-) -> _Analysis:  # fmt: skip
+    s: MarkovSystem,
+    *,
+    alg,
+    model,
+    law,
+    sigma,
+    x_star,
+    tol,
+    stationary,
+    mean_square,
+    warm,
+    progress,
+    solver,
+    timings,
+) -> _Analysis:
     methods: dict[str, str] = {}
     Q, nr = s.Q, s.n_r
     t0 = time.perf_counter()
     dim1 = Q * nr
     A = s.mean_matrix() if dim1 <= DENSE_MAX else None
-    rho_mean, _, how, _ = spectral_radius(lambda v: s.mean_apply(v.reshape(Q, nr)).reshape(-1),
-                                          dim1, dense=A, tol=tol, solver=solver)  # fmt: skip
+    rho_mean, _, how, _ = spectral_radius(
+        lambda v: s.mean_apply(v.reshape(Q, nr)).reshape(-1), dim1, dense=A, tol=tol, solver=solver
+    )
     methods["mean rate"] = how + " of the chain-augmented first-moment map"
     timings["mean rate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -596,26 +656,39 @@ def _markov(
     if v0 is None:
         v0 = np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1)
     rho_ms, vec, how, apps = spectral_radius(
-        s.ms_vec, dim2, dense=dense_T, v0=v0, tol=tol, positive=True,
-        callback=_stage(progress, "mean-square rate"), solver=solver,
+        s.ms_vec,
+        dim2,
+        dense=dense_T,
+        v0=v0,
+        tol=tol,
+        positive=True,
+        callback=_stage(progress, "mean-square rate"),
+        solver=solver,
         fallback=np.broadcast_to(np.eye(nr), (Q, nr, nr)).reshape(-1),
-    )  # fmt: skip
+    )
     if warm is not None:
         warm.keep(vec, apps)
     methods["mean-square rate"] = how + " of the chain-augmented second-moment map"
     timings["mean-square rate"] = time.perf_counter() - t0
     fields: dict[str, Any] = {
-        "state_dim": nr, "conserved": int(s.sys.red.tied.size), "mean_rate": rho_mean,
-        "mean_square_rate": rho_ms, "fixed_point": None, "stationary_mean": None,
-        "stationary_mse": None, "stationary_bias2": None, "stationary_variance": None,
+        "state_dim": nr,
+        "conserved": int(s.sys.red.tied.size),
+        "mean_rate": rho_mean,
+        "mean_square_rate": rho_ms,
+        "fixed_point": None,
+        "stationary_mean": None,
+        "stationary_mse": None,
+        "stationary_bias2": None,
+        "stationary_variance": None,
         "exact": False,
-    }  # fmt: skip
+    }
     if stationary and rho_mean < 1:
         t0 = time.perf_counter()
         P, pi = law.P, law.pi
         b = P.T @ (pi[:, None] * s.c)
-        mu_flat, _ = solve_fixed_point(lambda v: s.mean_apply(v.reshape(Q, nr)).reshape(-1),
-                                       b.reshape(-1), dense=A)  # fmt: skip
+        mu_flat, _ = solve_fixed_point(
+            lambda v: s.mean_apply(v.reshape(Q, nr)).reshape(-1), b.reshape(-1), dense=A
+        )
         mu = mu_flat.reshape(Q, nr)
         mbar = mu.sum(axis=0)
         Xr, xb = s.sys.readout()
@@ -644,8 +717,12 @@ def _markov(
                 term = term + np.swapaxes(term, 1, 2)
                 term += pi[:, None, None] * (e[:, :, None] * e[:, None, :] + s.noise)
                 K = np.einsum("qp,qab->pab", P, term)
-                sol, how = solve_fixed_point(s.ms_vec, K.reshape(-1), dense=dense_T,
-                                             callback=_stage(progress, "stationary mse"))  # fmt: skip
+                sol, how = solve_fixed_point(
+                    s.ms_vec,
+                    K.reshape(-1),
+                    dense=dense_T,
+                    callback=_stage(progress, "stationary mse"),
+                )
                 C = sol.reshape(Q, nr, nr).sum(axis=0)
                 methods["stationary mse"] = f"chain-augmented stationary second moments by {how}"
             mse, bias2, var = _mse_parts(Xr, xb, C, mean_x, x_star)
@@ -681,8 +758,15 @@ def _system(
 ) -> _Setting:
     """The round model, participation law and moment system of a setting (no spectra)."""
     H, _h = quadratic_data(problem)
-    alg = build_algorithm(algorithm, problem, lr=lr, local_steps=local_steps,
-                          global_lr=global_lr, prox_mu=prox_mu, options=options)  # fmt: skip
+    alg = build_algorithm(
+        algorithm,
+        problem,
+        lr=lr,
+        local_steps=local_steps,
+        global_lr=global_lr,
+        prox_mu=prox_mu,
+        options=options,
+    )
     part = _participation(participation, int(H.shape[0]))
     sigma = float(getattr(problem, "noise", 0.0)) if noise is None else noise
     sigma = check_positive("the gradient noise sigma", sigma, allow_zero=True)
@@ -903,19 +987,47 @@ def largest_stable_lr(
     def ms_rate(eta: float) -> float:
         if count[0] >= max_evals:
             raise FedTheoryError(f"no stability bracket within {max_evals} rate evaluations")
-        an = _analyse(problem, algorithm, participation, lr=eta, stationary=False,
-                      verify=verify and count[0] == 0, warm_start=warm, **ms_kw, **kw)  # fmt: skip
+        an = _analyse(
+            problem,
+            algorithm,
+            participation,
+            lr=eta,
+            stationary=False,
+            verify=verify and count[0] == 0,
+            warm_start=warm,
+            **ms_kw,
+            **kw,
+        )
         count[0] += 1
         seen["mean_square"].append((eta, an.result.mean_square_rate))
         return an.result.mean_square_rate
 
     lo_m, hi_m, rlo_m, rhi_m = _bisect(mean_rate, lr, rtol)
     if criterion == "mean":
-        return StableStep(lo_m, lo_m, hi_m, rlo_m, rhi_m, criterion, 0,
-                          time.perf_counter() - t0, tuple(seen["mean"]))  # fmt: skip
+        return StableStep(
+            lo_m,
+            lo_m,
+            hi_m,
+            rlo_m,
+            rhi_m,
+            criterion,
+            0,
+            time.perf_counter() - t0,
+            tuple(seen["mean"]),
+        )
     lo, hi, rlo, rhi = _bisect(ms_rate, min(lr, lo_m), rtol, hi_known=hi_m)
-    return StableStep(lo, lo, hi, rlo, rhi, criterion, count[0], time.perf_counter() - t0,
-                      tuple(seen["mean_square"]), warm.applications - apps0)  # fmt: skip
+    return StableStep(
+        lo,
+        lo,
+        hi,
+        rlo,
+        rhi,
+        criterion,
+        count[0],
+        time.perf_counter() - t0,
+        tuple(seen["mean_square"]),
+        warm.applications - apps0,
+    )
 
 
 @dataclass(frozen=True)
@@ -966,11 +1078,16 @@ class ProblemConstants:
 
     def to_dict(self, lr: float | None = None, local_steps: int | None = None) -> dict:
         out = {
-            "n_clients": self.n_clients, "dim": self.dim, "mu_i": self.mu_i.tolist(),
-            "L_i": self.L_i.tolist(), "mu_i_range": [self.mu_min, float(self.mu_i.max())],
-            "L_i_range": [float(self.L_i.min()), self.L_max], "mu": self.mu, "L": self.L,
+            "n_clients": self.n_clients,
+            "dim": self.dim,
+            "mu_i": self.mu_i.tolist(),
+            "L_i": self.L_i.tolist(),
+            "mu_i_range": [self.mu_min, float(self.mu_i.max())],
+            "L_i_range": [float(self.L_i.min()), self.L_max],
+            "mu": self.mu,
+            "L": self.L,
             "condition_number_clients": self.L_max / self.mu_min if self.mu_min > 0 else None,
-        }  # fmt: skip
+        }
         if lr is not None and local_steps is not None:
             out["step_products"] = self.step_products(lr, local_steps)
         return out
@@ -982,6 +1099,10 @@ def problem_constants(problem: Any) -> ProblemConstants:
     eig = np.linalg.eigvalsh(H)
     Hm = np.linalg.eigvalsh(H.mean(axis=0))
     return ProblemConstants(
-        n_clients=int(H.shape[0]), dim=int(H.shape[1]), mu_i=np.maximum(eig[:, 0], 0.0),
-        L_i=eig[:, -1], mu=float(max(Hm[0], 0.0)), L=float(Hm[-1]),
-    )  # fmt: skip
+        n_clients=int(H.shape[0]),
+        dim=int(H.shape[1]),
+        mu_i=np.maximum(eig[:, 0], 0.0),
+        L_i=eig[:, -1],
+        mu=float(max(Hm[0], 0.0)),
+        L=float(Hm[-1]),
+    )

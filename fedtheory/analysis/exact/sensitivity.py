@@ -134,8 +134,9 @@ def ms_adjoint_full(s: AffineSystem, Q: np.ndarray) -> np.ndarray:
     out = L0u.T @ X[:du]
     out[du:] += X[du:]
     # sum_k E[alpha_k] G_k^T Q L0 (+ its transpose): rows idx_j of beta_k^T X[idx_j].
-    Xb = np.concatenate([np.broadcast_to(X[:du], (N, du, s.n)),
-                         X[du:].reshape(N, s.dv, s.n)], axis=1)  # fmt: skip
+    Xb = np.concatenate(
+        [np.broadcast_to(X[:du], (N, du, s.n)), X[du:].reshape(N, s.dv, s.n)], axis=1
+    )
     Rk = s.m1[:, None, None] * (np.swapaxes(s.beta, 1, 2) @ Xb[s.jk])
     R = Rk.reshape(s.C, N, s.m, s.n).sum(axis=0)
     cross = np.zeros((s.n, s.n))
@@ -211,8 +212,12 @@ def _ms_contraction(s: AffineSystem, U: np.ndarray, V: np.ndarray) -> _Contracti
     g_L0 = 2 * (U @ Mbar @ V)[: s.du] / uv
     g_m1 = 2 * np.einsum("kab,kab->k", Ajj[jk], s.beta) / uv
     # <U, G_k V G_l^T> = tr(U_{l k} beta_k V_{k l} beta_l^T)
-    g_m2 = np.einsum("lkab,kbc,klcd,lad->kl", Ub[jk][:, jk], s.beta, Vb[jk][:, jk], s.beta,
-                     optimize=True) / uv  # fmt: skip
+    g_m2 = (
+        np.einsum(
+            "lkab,kbc,klcd,lad->kl", Ub[jk][:, jk], s.beta, Vb[jk][:, jk], s.beta, optimize=True
+        )
+        / uv
+    )
     return _Contraction(2 * W / uv, g_L0, g_m1, g_m2)
 
 
@@ -238,8 +243,7 @@ def _mean_contraction(s: AffineSystem, lam: complex, u: np.ndarray, v: np.ndarra
 
 def _blocks_complex(s: AffineSystem, X: np.ndarray) -> np.ndarray:
     """X[idx_j, idx_j] for every client: (N, m, m)."""
-    return np.stack([X[np.ix_(s.model.local_index(j), s.model.local_index(j))]
-                     for j in range(s.N)])  # fmt: skip
+    return np.stack([X[np.ix_(s.model.local_index(j), s.model.local_index(j))] for j in range(s.N)])
 
 
 # -- channels of a perturbed model or law, as the base system merges them ------------------------
@@ -328,8 +332,14 @@ def rate_gradient(
             f"quantity {quantity!r}: derivatives are for {', '.join(GRADIENT_QUANTITIES)}"
         )
     t0 = time.perf_counter()
-    kw = {"lr": lr, "local_steps": local_steps, "rule": rule, "global_lr": global_lr,
-          "prox_mu": prox_mu, "options": options}  # fmt: skip
+    kw = {
+        "lr": lr,
+        "local_steps": local_steps,
+        "rule": rule,
+        "global_lr": global_lr,
+        "prox_mu": prox_mu,
+        "options": options,
+    }
     s = _system(problem, algorithm, participation, verify=False, **kw).system
     if not isinstance(s, AffineSystem):
         raise FedTheoryError("rate derivatives need a memoryless participation model")
@@ -351,8 +361,15 @@ def rate_gradient(
         value, U, V, vector, how = _ms_vectors(s, v0, tol)
         con = _ms_contraction(s, _restrict_adjoint(s, U), _embed_sym(s, V))
     base_beta = s.beta
-    alg = build_algorithm(algorithm, problem, lr=lr, local_steps=local_steps,
-                          global_lr=global_lr, prox_mu=prox_mu, options=options)  # fmt: skip
+    alg = build_algorithm(
+        algorithm,
+        problem,
+        lr=lr,
+        local_steps=local_steps,
+        global_lr=global_lr,
+        prox_mu=prox_mu,
+        options=options,
+    )
     H = np.asarray(problem.H, dtype=np.float64)
     hvec = np.asarray(problem.h, dtype=np.float64)
     N, d = H.shape[:2]
@@ -373,11 +390,19 @@ def rate_gradient(
             d_H[:, a, b] = d_H[:, b, a] = g / 2
     # The step size: one more extraction (the server rows may move too).
     h_lr = _SQRT_EPS * lr
-    alg2 = build_algorithm(algorithm, problem, lr=lr + h_lr, local_steps=local_steps,
-                           global_lr=global_lr, prox_mu=prox_mu, options=options)  # fmt: skip
+    alg2 = build_algorithm(
+        algorithm,
+        problem,
+        lr=lr + h_lr,
+        local_steps=local_steps,
+        global_lr=global_lr,
+        prox_mu=prox_mu,
+        options=options,
+    )
     mod = extract_round_model(problem, alg2, noise=False, verify=False)
-    d_lr = con.apply((_channels(s, mod, s.law)[0] - base_beta) / h_lr,
-                     (mod.L0u - s.model.L0u) / h_lr)  # fmt: skip
+    d_lr = con.apply(
+        (_channels(s, mod, s.law)[0] - base_beta) / h_lr, (mod.L0u - s.model.L0u) / h_lr
+    )
     d_p = None
     if participation_at is not None and p is not None:
         p = np.asarray(p, dtype=np.float64)
@@ -389,15 +414,17 @@ def rate_gradient(
             pp[i] += hp
             law = participation_law(participation_at(pp), rule)
             beta1, m11, m21 = _channels(s, s.model, law)
-            d_p[i] = con.apply((beta1 - beta0) / hp, np.zeros_like(s.model.L0u),
-                               (m11 - m10) / hp, (m21 - m20) / hp)  # fmt: skip
+            d_p[i] = con.apply(
+                (beta1 - beta0) / hp, np.zeros_like(s.model.L0u), (m11 - m10) / hp, (m21 - m20) / hp
+            )
     method = (
         f"{how}; d/dH by {len(_sym_basis(d))} forward differences of the extracted round "
         "(every client at once), d/deta by one"
         + ("" if d_p is None else f", d/dp by {p.size} laws")
     )
-    return RateGradient(quantity, float(value), d_H, float(d_lr), d_p, vector, method,
-                        time.perf_counter() - t0)  # fmt: skip
+    return RateGradient(
+        quantity, float(value), d_H, float(d_lr), d_p, vector, method, time.perf_counter() - t0
+    )
 
 
 def _ms_vectors(s: AffineSystem, v0: Any, tol: float) -> tuple:
@@ -459,5 +486,4 @@ def _sym(X: np.ndarray) -> np.ndarray:
     return -X if np.trace(X) < 0 else X
 
 
-__all__ = ["GRADIENT_QUANTITIES", "RateGradient", "ms_adjoint", "ms_adjoint_full",
-           "rate_gradient"]  # fmt: skip
+__all__ = ["GRADIENT_QUANTITIES", "RateGradient", "ms_adjoint", "ms_adjoint_full", "rate_gradient"]

@@ -219,8 +219,17 @@ def solve_fixed_point(
             callback(count[0], None, float(residual) / scale)
 
     with threadpool_limits(limits=1, user_api="blas"):
-        x, info = gmres(op, rhs, x0=x0, rtol=1e-13, atol=0.0, restart=80, maxiter=400,
-                        callback=cb, callback_type="pr_norm")  # fmt: skip
+        x, info = gmres(
+            op,
+            rhs,
+            x0=x0,
+            rtol=1e-13,
+            atol=0.0,
+            restart=80,
+            maxiter=400,
+            callback=cb,
+            callback_type="pr_norm",
+        )
     res = np.linalg.norm(op.matvec(x) - rhs) / max(np.linalg.norm(rhs), 1e-300)
     if info != 0 and res > 1e-9:
         raise FedTheoryError(
@@ -245,9 +254,13 @@ class AffineSystem:
     """
 
     def __init__(
-        self, model: RoundModel, law: RoundLaw, sigma: float = 0.0, *,
+        self,
+        model: RoundModel,
+        law: RoundLaw,
+        sigma: float = 0.0,
+        *,
         conserved_rtol: float = CONSERVED_RTOL,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if law.n_clients != model.n_clients:
             raise FedTheoryError(
                 f"the participation model has {law.n_clients} clients, the problem "
@@ -257,8 +270,9 @@ class AffineSystem:
         N, du, dv = model.n_clients, model.du, model.dv
         self.N, self.du, self.dv, self.m, self.n = N, du, dv, du + dv, model.n
         self._generators(model, law)
-        self.red = conserved_reduction(model, self._gram_basis(), self.beta, self.jk,
-                                       rtol=conserved_rtol)  # fmt: skip
+        self.red = conserved_reduction(
+            model, self._gram_basis(), self.beta, self.jk, rtol=conserved_rtol
+        )
         self._prepare()
 
     # -- generators ---------------------------------------------------------------------------
@@ -266,10 +280,12 @@ class AffineSystem:
         """Active channels (those with a non-zero block), merged into one when w = kappa s."""
         noise = model.noise if model.noise is not None else np.zeros(model.beta.shape[:3] + (0,))
         active = [
-            c for c in range(2)
-            if np.abs(model.beta[c]).max() > 0 or np.abs(model.gamma[c]).max() > 0
+            c
+            for c in range(2)
+            if np.abs(model.beta[c]).max() > 0
+            or np.abs(model.gamma[c]).max() > 0
             or np.abs(noise[c]).max(initial=0.0) > 0
-        ]  # fmt: skip
+        ]
         active = active or [0]
         N = model.n_clients
         self.active = active
@@ -610,8 +626,10 @@ class AffineSystem:
             iu = np.triu_indices(self.n_r)
             rows, cols = self.keep[iu[0]], self.keep[iu[1]]
             shape = (self.n, self.n)
-            self._embedding = (np.ravel_multi_index((rows, cols), shape),
-                               np.ravel_multi_index((cols, rows), shape))  # fmt: skip
+            self._embedding = (
+                np.ravel_multi_index((rows, cols), shape),
+                np.ravel_multi_index((cols, rows), shape),
+            )
         return self._embedding
 
     def embed_packed(self, v: np.ndarray) -> np.ndarray:
@@ -714,16 +732,28 @@ def conserved_reduction(
     A = np.concatenate(rows, axis=0)
     empty = np.zeros((0,), dtype=np.int64)
     if A.size == 0:
-        return Reduction(np.arange(du), empty, np.zeros((0, du)), np.zeros((0, dv)),
-                         np.zeros(0), np.zeros((0, du + dv)))  # fmt: skip
+        return Reduction(
+            np.arange(du),
+            empty,
+            np.zeros((0, du)),
+            np.zeros((0, dv)),
+            np.zeros(0),
+            np.zeros((0, du + dv)),
+        )
     if A.shape[0] < A.shape[1]:  # fewer equations than unknowns: pad to a square system
         A = np.concatenate([A, np.zeros((A.shape[1] - A.shape[0], A.shape[1]))])
     _, sv, vt = np.linalg.svd(A, full_matrices=False)
     null = vt[sv <= rtol * max(sv.max(initial=0.0), 1e-300)]
     r = null.shape[0]
     if r == 0:
-        return Reduction(np.arange(du), empty, np.zeros((0, du)), np.zeros((0, dv)),
-                         np.zeros(0), np.zeros((0, du + dv)))  # fmt: skip
+        return Reduction(
+            np.arange(du),
+            empty,
+            np.zeros((0, du)),
+            np.zeros((0, dv)),
+            np.zeros(0),
+            np.zeros((0, du + dv)),
+        )
     a_all, b_all = null[:, :du], null[:, du:]
     _, R, piv = sla.qr(a_all, pivoting=True, mode="economic")
     if abs(R[r - 1, r - 1]) <= 1e-8 * max(abs(R[0, 0]), 1e-300):
@@ -823,6 +853,5 @@ class MarkovSystem:
         """The (Q n_r^2)-square matrix of the second-moment map (small systems only)."""
         dim = self.Q * self.n_r * self.n_r
         basis = np.eye(dim).reshape(dim, self.Q, self.n_r, self.n_r)
-        cols = [self.ms_apply(basis[i : i + chunk]).reshape(-1, dim)
-                for i in range(0, dim, chunk)]  # fmt: skip
+        cols = [self.ms_apply(basis[i : i + chunk]).reshape(-1, dim) for i in range(0, dim, chunk)]
         return np.concatenate(cols).T

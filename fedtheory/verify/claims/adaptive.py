@@ -144,9 +144,19 @@ def _a2_sweep(tier: str, seed: int) -> dict:
     out = {}
     for sg in SIGMA_G:
         for c in CONSTANTS:
-            r = read_rate("fedamsgrad", variable="K", values=Ks, power=0.5, stat=window_mean, c=c,
-                          n=_seeds(ctx), seed=seed, level=level, M=M_STUDY,
-                          sigma_g=sg)  # fmt: skip
+            r = read_rate(
+                "fedamsgrad",
+                variable="K",
+                values=Ks,
+                power=0.5,
+                stat=window_mean,
+                c=c,
+                n=_seeds(ctx),
+                seed=seed,
+                level=level,
+                M=M_STUDY,
+                sigma_g=sg,
+            )
             out[(sg, c)] = {"effect": r.exponent, "metric": r.metric, "read": r}
     return out
 
@@ -164,9 +174,12 @@ def _a2_figure(ctx: Context, sweep: dict) -> str | None:
         ax.errorbar(x + 0.15 * (i - 1), est, yerr=err, marker="o", capsize=3, label=f"c = {c:g}")
     ax.axhline(0.0, color="k", lw=0.8)
     ax.axhline(0.5, color="C3", ls=":", lw=1.0, label="bound +1/2 (Wang et al. 2022b)")
-    ax.set(xscale="symlog", xlabel="heterogeneity sigma_g",
-           ylabel="K exponent of the second-half average ||grad f||^2",
-           title="A2: FedAMSGrad, 5 of 50 clients, R = 200 (Bonferroni intervals)")  # fmt: skip
+    ax.set(
+        xscale="symlog",
+        xlabel="heterogeneity sigma_g",
+        ylabel="K exponent of the second-half average ||grad f||^2",
+        title="A2: FedAMSGrad, 5 of 50 clients, R = 200 (Bonferroni intervals)",
+    )
     ax.legend(fontsize=8)
     return save(fig, path)
 
@@ -212,11 +225,13 @@ def a2(ctx: Context):
     sweep = _a2_sweep(ctx.tier, ctx.seed)
     fig = _a2_figure(ctx, sweep)
     level = 1 - 0.05 / len(SIGMA_G)
-    test = (f"slope of log(seed-mean second-half average) on log K, delete-one-seed jackknife, "
-            f"Student-t, {100 * level:.4g}% (Bonferroni over 4 sigma_g)")  # fmt: skip
+    test = (
+        f"slope of log(seed-mean second-half average) on log K, delete-one-seed jackknife, "
+        f"Student-t, {100 * level:.4g}% (Bonferroni over 4 sigma_g)"
+    )
     trend = "; ".join(
         f"sigma_g {sg:g}: "
-        + ", ".join(interval(sweep[(sg, c)]["effect"], signed=True) for c in CONSTANTS)  # fmt: skip
+        + ", ".join(interval(sweep[(sg, c)]["effect"], signed=True) for c in CONSTANTS)
         for sg in SIGMA_G
     )
     ev = {
@@ -226,21 +241,25 @@ def a2(ctx: Context):
         "sigma_g": SIGMA_G,
         "exponents": {
             f"sigma_g={sg:g},c={c:g}": d["effect"].to_dict() for (sg, c), d in sweep.items()
-        },  # fmt: skip
+        },
         "window_average_per_K": {
             f"sigma_g={sg:g},c={c:g}": d["metric"] for (sg, c), d in sweep.items()
-        },  # fmt: skip
+        },
     }
     top = {c: sweep[(SIGMA_G[-1], c)]["effect"] for c in CONSTANTS}
     dilemma = unanimous([verdict_of(e, claimed=1) for e in top.values()])
     kd = decisive(top, dilemma)
     per_sg, inside, why = {}, {}, {}
     for sg in SIGMA_G:
-        per_sg[sg], inside[sg], why[sg] = rate_verdict({c: sweep[(sg, c)]["read"]
-                                                        for c in CONSTANTS})  # fmt: skip
+        per_sg[sg], inside[sg], why[sg] = rate_verdict(
+            {c: sweep[(sg, c)]["read"] for c in CONSTANTS}
+        )
     rate = all_of(list(per_sg.values()))
-    rate_items = {(sg, c): sweep[(sg, c)]["read"].shape.slope for sg in SIGMA_G
-                  for c in (inside[sg] or CONSTANTS)}  # fmt: skip
+    rate_items = {
+        (sg, c): sweep[(sg, c)]["read"].shape.slope
+        for sg in SIGMA_G
+        for c in (inside[sg] or CONSTANTS)
+    }
     kr = decisive(rate_items, rate, null=0.5, claimed=-1)
     rate_reason = None
     if not any(inside.values()):
@@ -273,7 +292,7 @@ def a2(ctx: Context):
             + ", ".join(
                 f"{per_sg[sg]} ({', '.join(f'{c:g}' for c in inside[sg]) or 'none'})"
                 for sg in SIGMA_G
-            )  # fmt: skip
+            )
             + f"; decisive: sigma_g {kr[0]:g}, c = {kr[1]:g}: "
             + rate_text({kr[1]: sweep[kr]["read"]}),
             sub="rate",
@@ -304,7 +323,7 @@ def a2(ctx: Context):
                     for (sg, c), d in sweep.items()
                 },
                 "decisive": str(kr),
-            },  # fmt: skip
+            },
         ),
     ]
 
@@ -347,8 +366,10 @@ def a3(ctx: Context):
     may). Every interval is read beyond the simulation's accuracy (``regime.slope_floor``).
     """
     Ks = _ks(ctx)
-    metric = {"afga": (window_mean, "second-half average"),
-              "hafed": (window_min, "second-half min of the seed-mean curve")}  # fmt: skip
+    metric = {
+        "afga": (window_mean, "second-half average"),
+        "hafed": (window_min, "second-half min of the seed-mean curve"),
+    }
     out = [
         _rate_row(
             ctx,
@@ -360,7 +381,7 @@ def a3(ctx: Context):
             sub=f"{alg}-{topo}",
             metric_name=metric[alg][1],
             stated=f"{display_name(alg)} on the {topo} graph: metric <= a K^(-1/2) + b (O(1/sqrt(RKM)))",
-        )  # fmt: skip
+        )
         for alg in ("afga", "hafed")
         for topo in ("complete", "ring")
     ]
@@ -388,26 +409,43 @@ def _a3_figure(ctx: Context, rows: list, Ks: tuple) -> str | None:
             topo = row.sub.split("-", 1)[1]
             for i, c in enumerate(CONSTANTS):
                 read = row.evidence["per_constant"][str(c)]
-                ax.loglog(Ks, read["metric"], "o-" if topo == "complete" else "s--",
-                          color=f"C{i}", label=f"{topo}, c = {c:g}")  # fmt: skip
+                ax.loglog(
+                    Ks,
+                    read["metric"],
+                    "o-" if topo == "complete" else "s--",
+                    color=f"C{i}",
+                    label=f"{topo}, c = {c:g}",
+                )
                 shape = read.get("shape")
                 if shape is not None and read.get("regime", {}).get("reached"):
-                    ax.loglog(dense, shape["a"] * dense**-0.5 + shape["b"], ":", lw=2.2,
-                              color=f"C{i}", alpha=0.8)  # fmt: skip
+                    ax.loglog(
+                        dense,
+                        shape["a"] * dense**-0.5 + shape["b"],
+                        ":",
+                        lw=2.2,
+                        color=f"C{i}",
+                        alpha=0.8,
+                    )
         ax.set_xticks(Ks, [f"{k:g}" for k in Ks])  # one label per K: none collide
         ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.yaxis.set_minor_formatter(plt.NullFormatter())
-        ax.set(xlabel="local steps K",
-               ylabel=rf"second-half {what} of $E\|\nabla f(x_r)\|^2$",
-               title=f"A3: {display_name(alg)}, R = {R_STUDY}, M = {M_STUDY} "
-               r"(stated: $\leq a K^{-1/2} + b$)")  # fmt: skip
+        ax.set(
+            xlabel="local steps K",
+            ylabel=rf"second-half {what} of $E\|\nabla f(x_r)\|^2$",
+            title=f"A3: {display_name(alg)}, R = {R_STUDY}, M = {M_STUDY} "
+            r"(stated: $\leq a K^{-1/2} + b$)",
+        )
     axes[0].plot(
         [], [], ":", color="0.3", lw=2.2, label="closest $a K^{-1/2} + b$\n(in the regime)"
     )
     key.axis("off")  # the legend's own panel: it hides no curve
-    key.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=8,
-               title="complete graph: inside the\nspectral-gap condition;\nring: outside it",
-               title_fontsize=8)  # fmt: skip
+    key.legend(
+        *axes[0].get_legend_handles_labels(),
+        loc="center",
+        fontsize=8,
+        title="complete graph: inside the\nspectral-gap condition;\nring: outside it",
+        title_fontsize=8,
+    )
     return save(fig, path)
 
 
@@ -441,9 +479,18 @@ def rho_trend(ctx: Context, alg: str, topologies: tuple, **kw):
         out = {}
         for key in active:
             c = float(key)
-            cur = gradient_curves(alg, variable="topology", values=topologies, K=8,
-                                  R=R_STUDY, M=M_STUDY, c=c, seed_ids=ids,
-                                  seed=ctx.seed, **kw)  # fmt: skip
+            cur = gradient_curves(
+                alg,
+                variable="topology",
+                values=topologies,
+                K=8,
+                R=R_STUDY,
+                M=M_STUDY,
+                c=c,
+                seed_ids=ids,
+                seed=ctx.seed,
+                **kw,
+            )
             rhos.update(zip(topologies, cur.rho, strict=True))
             Y = np.stack([np.nanmean(g, axis=1) for g in cur.curves], axis=1)  # (seeds, T)
             for t, col in zip(topologies, Y.T, strict=True):
@@ -452,12 +499,18 @@ def rho_trend(ctx: Context, alg: str, topologies: tuple, **kw):
             out[key] = [float(np.corrcoef(r, np.argsort(np.argsort(y)))[0, 1]) for y in Y]
         return out
 
-    comps = sequential(draw, [str(c) for c in CONSTANTS], pl, confirm=True,
-                       unit="Spearman correlation of rho and the metric")  # fmt: skip
+    comps = sequential(
+        draw,
+        [str(c) for c in CONSTANTS],
+        pl,
+        confirm=True,
+        unit="Spearman correlation of rho and the metric",
+    )
     for c in comps.values():  # a correlation lies in [-1, 1]: so does its interval
         e = c.effect
-        c.effect = Effect(e.estimate, max(e.ci_low, -1.0), min(e.ci_high, 1.0), e.unit,
-                          e.confidence, e.n)  # fmt: skip
+        c.effect = Effect(
+            e.estimate, max(e.ci_low, -1.0), min(e.ci_high, 1.0), e.unit, e.confidence, e.n
+        )
     verdicts = [verdict_of(c.effect) for c in comps.values()]
     verdict = unanimous(verdicts)
     key = decisive({k: c.effect for k, c in comps.items()}, verdict)
@@ -482,48 +535,90 @@ def rho_trend(ctx: Context, alg: str, topologies: tuple, **kw):
             "rho": rhos,
             "metric_mean": {
                 str(c): {t: float(np.mean(v)) for t, v in m.items()} for c, m in means.items()
-            },  # fmt: skip
-            "spearman": {
-                k: {"values": c.values, "history": c.history} for k, c in comps.items()
-            },  # fmt: skip
+            },
+            "spearman": {k: {"values": c.values, "history": c.history} for k, c in comps.items()},
         },
     )
 
 
-def _rate_row(ctx: Context, alg: str, topo: str, *, variable: str, values: tuple, stat,
-              sub: str, stated: str, metric_name: str, **kw):  # fmt: skip
+def _rate_row(
+    ctx: Context,
+    alg: str,
+    topo: str,
+    *,
+    variable: str,
+    values: tuple,
+    stat,
+    sub: str,
+    stated: str,
+    metric_name: str,
+    **kw,
+):
     """One O(.) row (A3's reading, :mod:`fedtheory.verify.regime`): ``outside assumptions`` when
     the gossip graph violates the theorem's spectral condition, else the shape a x^(-1/2) + b of
     ``variable`` read in its regime at each step-size constant."""
     n = _seeds(ctx)
     probe = {"K": 8, "M": M_STUDY, **kw, variable: values[0]}
     rho, conds = grid_conditions(alg, topology=topo, R=R_STUDY, K=probe["K"], M=probe["M"])
-    violated = sorted(set(conds) - set(horizon_violations(alg, R=R_STUDY, K=probe["K"],
-                                                          M=probe["M"])))  # fmt: skip
-    test = (f"regime: exponent of the metric in R (R/2, R), 95% delete-one-seed jackknife; "
-            f"shape a {variable}^(-1/2) + b (a, b >= 0): log-slope in {variable} and the trend of "
-            "metric / shape, 97.5% delete-one-seed jackknife each (Student-t)")  # fmt: skip
+    violated = sorted(
+        set(conds) - set(horizon_violations(alg, R=R_STUDY, K=probe["K"], M=probe["M"]))
+    )
+    test = (
+        f"regime: exponent of the metric in R (R/2, R), 95% delete-one-seed jackknife; "
+        f"shape a {variable}^(-1/2) + b (a, b >= 0): log-slope in {variable} and the trend of "
+        "metric / shape, 97.5% delete-one-seed jackknife each (Student-t)"
+    )
     if violated:  # the spectral-gap condition: report the exponents, no verdict on the rate
         items, metric = {}, {}
         for c in CONSTANTS:
-            cur = gradient_curves(alg, variable=variable, values=values, R=R_STUDY,
-                                  topology=topo, c=c, seeds=n, seed=ctx.seed, **kw)  # fmt: skip
-            items[c] = log_slope(cur.curves, values, 0.95, f"exponent of the metric in {variable}",
-                                 stat)  # fmt: skip
+            cur = gradient_curves(
+                alg,
+                variable=variable,
+                values=values,
+                R=R_STUDY,
+                topology=topo,
+                c=c,
+                seeds=n,
+                seed=ctx.seed,
+                **kw,
+            )
+            items[c] = log_slope(
+                cur.curves, values, 0.95, f"exponent of the metric in {variable}", stat
+            )
             metric[c] = [float(stat(np.nanmean(g, axis=0))) for g in cur.curves]
         return outside(
             "; ".join(violated),
             f"{variable} exponent (c = {', '.join(f'{c:g}' for c in CONSTANTS)}): "
             + ", ".join(interval(e, signed=True) for e in items.values()),
-            sub=sub, stated=stated, seeds=n, effect=items[CONSTANTS[1]],
+            sub=sub,
+            stated=stated,
+            seeds=n,
+            effect=items[CONSTANTS[1]],
             test=f"slope of log metric on log {variable}, 95% delete-one-seed jackknife",
-            evidence={"metric": metric_name, "rho": rho, variable: list(values),
-                      "per_constant": {str(c): {"exponent": items[c].to_dict(),
-                                                "metric": metric[c]} for c in CONSTANTS}},
-        )  # fmt: skip
-    reads = {c: read_rate(alg, variable=variable, values=values, power=-0.5, stat=stat, c=c,
-                          n=n, seed=ctx.seed, topology=topo, **kw)
-             for c in CONSTANTS}  # fmt: skip
+            evidence={
+                "metric": metric_name,
+                "rho": rho,
+                variable: list(values),
+                "per_constant": {
+                    str(c): {"exponent": items[c].to_dict(), "metric": metric[c]} for c in CONSTANTS
+                },
+            },
+        )
+    reads = {
+        c: read_rate(
+            alg,
+            variable=variable,
+            values=values,
+            power=-0.5,
+            stat=stat,
+            c=c,
+            n=n,
+            seed=ctx.seed,
+            topology=topo,
+            **kw,
+        )
+        for c in CONSTANTS
+    }
     verdict, inside, reason = rate_verdict(reads)
     key = decisive({c: reads[c].shape.slope for c in (inside or CONSTANTS)}, verdict)
     return combined(
@@ -547,7 +642,7 @@ def _rate_row(ctx: Context, alg: str, topo: str, *, variable: str, values: tuple
             "fixed": kw,
             "constants_in_regime": inside,
             "per_constant": {str(c): r.to_dict() for c, r in reads.items()},
-        },  # fmt: skip
+        },
     )
 
 
@@ -590,7 +685,7 @@ def a7(ctx: Context):
             metric_name="second-half average",
             stated=f"CAFGA, {topo} graph in every cluster: metric <= a K^(-1/2) + b "
             "(O(1/sqrt(R K m)), 000 Thm D.3)",
-        )  # fmt: skip
+        )
         for topo in ("complete", "ring")
     ]
 
@@ -689,7 +784,7 @@ def a12(ctx: Context):
             metric_name=name,
             stated=f"{display_name(alg)} on the complete graph, steps held at their M = "
             f"{A12_M0} values: more participating clients help (metric <= a M^(-1/2) + b)",
-        )  # fmt: skip
+        )
         for alg, stat, name in (
             ("afga", window_mean, "second-half average"),
             ("hafed", window_min, "second-half min of the seed-mean curve"),
@@ -704,15 +799,27 @@ def _a12_partial_equals_full(ctx: Context):
     n, R, K, N = _seeds(ctx), R_STUDY, 2, 50
     worst, per_c = 0.0, {}
     for c in CONSTANTS:
-        cur = gradient_curves("hafed", variable="M", values=(*A12_MS, N), K=K, R=R,
-                              topology="complete", c=c, seeds=n, seed=ctx.seed,
-                              steps_at={"M": A12_M0})  # fmt: skip
+        cur = gradient_curves(
+            "hafed",
+            variable="M",
+            values=(*A12_MS, N),
+            K=K,
+            R=R,
+            topology="complete",
+            c=c,
+            seeds=n,
+            seed=ctx.seed,
+            steps_at={"M": A12_M0},
+        )
         full = cur.curves[-1]  # (seeds, R)
         floor = np.array([absolute_floor(np.nanmax(f), steps=R * K) for f in full])
         diffs = [np.nanmax(np.abs(g - full), axis=1) for g in cur.curves[:-1]]  # per seed
         over = [float(np.max(d / floor)) for d in diffs]
-        per_c[c] = {"max_abs_difference": [float(d.max()) for d in diffs],
-                    "largest_difference_over_floor": over, "floor_per_seed": floor}  # fmt: skip
+        per_c[c] = {
+            "max_abs_difference": [float(d.max()) for d in diffs],
+            "largest_difference_over_floor": over,
+            "floor_per_seed": floor,
+        }
         worst = max(worst, *over)
     ok = worst <= 1.0
     big = max(max(v["max_abs_difference"]) for v in per_c.values())
@@ -731,6 +838,11 @@ def _a12_partial_equals_full(ctx: Context):
         seeds=n,
         test="every seed, round, M and c compared (an equality: one difference beyond the floor "
         "is a counter-example)",
-        evidence={"M": [*A12_MS, N], "steps_held_at_M": A12_M0, "K": K, "R": R,
-                  "per_constant": {str(c): v for c, v in per_c.items()}},
-    )  # fmt: skip
+        evidence={
+            "M": [*A12_MS, N],
+            "steps_held_at_M": A12_M0,
+            "K": K,
+            "R": R,
+            "per_constant": {str(c): v for c, v in per_c.items()},
+        },
+    )

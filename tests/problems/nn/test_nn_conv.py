@@ -26,8 +26,9 @@ def nets(draw):
     hidden = tuple(draw(st.lists(st.integers(1, 4), max_size=1)))
     act = draw(st.sampled_from(kernels.ACTIVATIONS))
     try:
-        return Conv1DNet(L, 3, channels=chans, kernel=k, stride=s, hidden=hidden, activation=act,
-                         in_channels=cin)  # fmt: skip
+        return Conv1DNet(
+            L, 3, channels=chans, kernel=k, stride=s, hidden=hidden, activation=act, in_channels=cin
+        )
     except AssumptionError:
         assume(False)
 

@@ -179,8 +179,13 @@ def test_check_dataset_refuses_bad_data(X, y, kw, match):
 def test_load_dataset_round_trip_and_refusals(tmp_path):
     rng = np.random.default_rng(0)
     good = tmp_path / "good.npz"
-    np.savez(good, x=rng.standard_normal((8, 3)), y=np.arange(8) % 4,
-             x_test=rng.standard_normal((2, 3)), y_test=np.array([0, 3]))  # fmt: skip
+    np.savez(
+        good,
+        x=rng.standard_normal((8, 3)),
+        y=np.arange(8) % 4,
+        x_test=rng.standard_normal((2, 3)),
+        y_test=np.array([0, 3]),
+    )
     d = load_dataset(good, n_classes=4)
     assert d["x"].shape == (8, 3) and d["y_test"].tolist() == [0, 3]
     bad = tmp_path / "bad.npz"

@@ -273,8 +273,12 @@ def test_softmax_raw_kernel_logic_on_the_host(dtype, tmp_path):
         + _HOST_DRIVER % {"name": name, "T": T}
     )
     lib = tmp_path / "host.so"
-    proc = subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [cxx, "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     fn = getattr(ctypes.CDLL(str(lib)), f"run_{name}")
     rng = np.random.default_rng(1)

@@ -25,8 +25,15 @@ def _problem(sizes, lead, B, seed):
     return rng, theta, H, y, w
 
 
-@given(st.integers(1, 5), widths, st.integers(2, 5), leads, st.integers(1, 6), seeds,
-       st.sampled_from(kernels.ACTIVATIONS))  # fmt: skip
+@given(
+    st.integers(1, 5),
+    widths,
+    st.integers(2, 5),
+    leads,
+    st.integers(1, 6),
+    seeds,
+    st.sampled_from(kernels.ACTIVATIONS),
+)
 def test_loss_grad_matches_finite_differences(F, hidden, C, lead, B, seed, activation):
     """Directional central differences of every client's loss against the hand-written
     backward pass, through every layer (weights and biases of all layers at once)."""

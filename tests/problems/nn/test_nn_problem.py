@@ -128,8 +128,17 @@ def test_fedavg_runs_unchanged_and_lowers_the_loss():
     sim = pytest.importorskip("fedtheory.simulation.runner")
     prob = MLPProblem(federated_synthetic(0.5, 0.5, 8, samples=60), hidden=(16,), batch_size=10)
     x0 = prob.init(np.random.default_rng(0))
-    res = sim.simulate(prob, "fedavg", "uniform", rounds=15, seeds=2, x0=x0, lr=0.05,
-                       local_steps=5, clients_per_round=4)  # fmt: skip
+    res = sim.simulate(
+        prob,
+        "fedavg",
+        "uniform",
+        rounds=15,
+        seeds=2,
+        x0=x0,
+        lr=0.05,
+        local_steps=5,
+        clients_per_round=4,
+    )
     assert np.all(prob.loss(res.x_final) < prob.loss(x0) - 0.2)
 
 
