@@ -41,6 +41,27 @@ def modules_loaded_by():
     return loaded
 
 
+@pytest.fixture(autouse=True)
+def _registry_put_back():
+    """Every test leaves the algorithm registry as it found it: an algorithm a test registers
+    (loading a spec that names ``docs/examples/fednova.py:fednova`` registers it) is not seen by
+    the next test in the same process, whose own copy of the file under another module name
+    would otherwise be refused as a second registration of the same name."""
+    from fedtheory.algorithms import registry  # noqa: PLC0415  (only this fixture needs it)
+
+    saved = dict(registry._REGISTRY), dict(registry._ALIASES)
+    before = set(sys.modules)
+    yield
+    if registry._REGISTRY != saved[0] or registry._ALIASES != saved[1]:
+        registry._REGISTRY.clear()
+        registry._REGISTRY.update(saved[0])
+        registry._ALIASES.clear()
+        registry._ALIASES.update(saved[1])
+    for name in set(sys.modules) - before:
+        if name.startswith("fedtheory_user_"):
+            del sys.modules[name]
+
+
 @pytest.fixture
 def own_algorithms():
     """Load ``docs/examples/NAME.py`` algorithms (``load("fednova")`` -> (registry name, the

@@ -52,7 +52,9 @@ def _crash(ctx):
 def three_kinds(monkeypatch):
     all_claims()
     for cid, fn in (("Z1", _fails), ("Z2", _undecided), ("Z3", _crash)):
-        monkeypatch.setitem(REGISTRY, cid, Claim(cid, "test", f"test claim {cid}", fn))
+        regimes = ("a", "b") if cid == "Z2" else ()  # the regimes its outcomes report
+        claim = Claim(cid, "test", f"test claim {cid}", fn, regimes=regimes)
+        monkeypatch.setitem(REGISTRY, cid, claim)
 
 
 def test_verify_prints_the_findings_first_then_the_full_table(three_kinds, capsys):

@@ -93,7 +93,9 @@ def _holds(ctx):
 def report(monkeypatch, tmp_path, capsys):
     all_claims()
     for cid, fn in (("Y1", _fails), ("Y2", _undecided), ("Y3", _holds)):
-        monkeypatch.setitem(REGISTRY, cid, Claim(cid, "test", f"test claim {cid}", fn))
+        regimes = ("a", "b") if cid == "Y2" else ()  # the regimes its outcomes report
+        claim = Claim(cid, "test", f"test claim {cid}", fn, regimes=regimes)
+        monkeypatch.setitem(REGISTRY, cid, claim)
     monkeypatch.delenv("FEDTHEORY_NO_PROGRESS", raising=False)
     page = tmp_path / "report.html"
     assert main(["verify", "--only", "Y3,Y1,Y2", "--workers", "1", "--html", str(page)]) == 0
