@@ -16,6 +16,7 @@ import os
 import time
 import traceback
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -114,8 +115,8 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
     with the error."""
     t0, c0 = time.perf_counter(), cpu_time()
     base = {"source": claim.source, "tier": ctx.tier}
-    skip = not_run_reason(claim, ctx)
-    if skip is not None:
+
+    def not_run(reason: str, **more: Any) -> list[ClaimResult]:
         return [
             ClaimResult(
                 id=claim.id,
@@ -123,10 +124,15 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
                 measured="-",
                 verdict=NOT_RUN,
                 ran=False,
-                reason=skip,
+                reason=reason,
+                **more,
                 **base,
             )
         ]
+
+    skip = not_run_reason(claim, ctx)
+    if skip is not None:
+        return not_run(skip)
     try:
         out = claim.check(ctx)
         outcomes = list(out) if isinstance(out, list | tuple) else [out]
@@ -140,34 +146,12 @@ def run_claim(claim: Claim, ctx: Context) -> list[ClaimResult]:
                 f"registration does not declare (regimes={claim.regimes!r})"
             )
     except MissingExtraError as exc:  # an optional extra the check found missing: not run
-        return [
-            ClaimResult(
-                id=claim.id,
-                stated=claim.stated,
-                measured="-",
-                verdict=NOT_RUN,
-                ran=False,
-                reason=str(exc),
-                seconds=time.perf_counter() - t0,
-                cpu_seconds=cpu_time() - c0,
-                **base,
-            )
-        ]
+        timing = {"seconds": time.perf_counter() - t0, "cpu_seconds": cpu_time() - c0}
+        return not_run(str(exc), **timing)
     except Exception as exc:  # a crash (a failed import included) is not a verdict
-        return [
-            ClaimResult(
-                id=claim.id,
-                stated=claim.stated,
-                measured="-",
-                verdict=NOT_RUN,
-                ran=False,
-                reason="the check crashed",
-                error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}",
-                seconds=time.perf_counter() - t0,
-                cpu_seconds=cpu_time() - c0,
-                **base,
-            )
-        ]
+        timing = {"seconds": time.perf_counter() - t0, "cpu_seconds": cpu_time() - c0}
+        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        return not_run("the check crashed", error=error, **timing)
     dt = (time.perf_counter() - t0) / max(len(outcomes), 1)
     cpu = (cpu_time() - c0) / max(len(outcomes), 1)
     results = []
