@@ -27,12 +27,17 @@ def _positive_map(n: int, terms: int, seed: int) -> np.ndarray:
 @given(n=st.integers(3, 7), terms=st.integers(1, 4), seed=st.integers(0, 10_000))
 def test_the_perron_root_of_a_positive_map_is_the_dense_spectral_radius(n, terms, seed):
     T = _positive_map(n, terms, seed)
-    rho = np.abs(np.linalg.eigvals(T)).max()
+    moduli = np.sort(np.abs(np.linalg.eigvals(T)))[::-1]
+    rho = moduli[0]
     ks = krylov_schur(lambda v: T @ v, np.eye(n).reshape(-1), tol=1e-12, basis=12, keep=6)
     assert isinstance(ks.value, float)
     assert abs(ks.value - rho) <= 1e-10 * rho
     v = ks.vector
     assert np.linalg.norm(T @ v - ks.value * v) <= 1e-10 * rho * np.linalg.norm(v)
+    if moduli[1] >= (1 - 1e-6) * rho:
+        return  # a multiple Perron root (A P A^T with a complex dominant pair of A: the
+        # symmetric and antisymmetric combinations share |lambda|^2): any vector of its
+        # eigenspace is an answer, and only one of them is positive semidefinite
     P = v.reshape(n, n)  # the Perron vector: positive semidefinite (up to its sign)
     lam = np.linalg.eigvalsh(0.5 * (P + P.T)) * np.sign(np.trace(P))
     assert lam.min() >= -1e-8 * lam.max()
