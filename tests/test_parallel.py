@@ -118,7 +118,7 @@ def test_reused_children_run_item_after_item_and_stop_on_an_error_or_an_early_ex
     """``fresh=False``: at most ``workers`` children, each running several items; an error
     names its item and stops the others, as does leaving the loop early."""
     if not can_fork():
-        pytest.skip("no fork here")
+        pytest.skip("this platform cannot fork processes (parallel.can_fork is False)")
     got = dict(fork_map(lambda k: (os.getpid(), k * k), range(9), workers=2, fresh=False))
     assert {k: v for k, (_, v) in got.items()} == {k: k * k for k in range(9)}
     pids = {pid for pid, _ in got.values()}

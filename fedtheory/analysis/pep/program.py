@@ -361,6 +361,8 @@ def _solve_with(
         "value": float(dual),
         "primal": float(prob.value),
         "G": np.asarray(pep.G_value, dtype=np.float64),
+        # PEPit's Expression.eval: the solved program's value of a function value (numbers
+        # from the solver, no text is evaluated)
         "F": np.array([e.eval() for e in E], dtype=np.float64),
     }
 
