@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedtheory.analysis.exact import AFFINE_ALGORITHMS
+from fedtheory.analysis.exact import AFFINE_ALGORITHMS, system
 from fedtheory.analysis.exact.oracle import _system
 from fedtheory.participation import make_participation
 from fedtheory.problems import random_quadratic
@@ -24,10 +24,15 @@ MODELS = {
 @pytest.mark.parametrize("algorithm", AFFINE_ALGORITHMS)
 @pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("rule", ["mean", "unbiased"])
-def test_upper_operator_equals_the_plain_one(algorithm, model, rule):
+@pytest.mark.parametrize("l0", ["as chosen", "sparse"])
+def test_upper_operator_equals_the_plain_one(algorithm, model, rule, l0, monkeypatch):
+    if l0 == "sparse":  # the sparse server rows that large states (n >= 256) take, forced
+        monkeypatch.setattr(system, "SPARSE_L0_MIN_N", 0)
+        monkeypatch.setattr(system, "SPARSE_L0_DENSITY", 1.0)
     prob = random_quadratic(5, 3, seed=1, noise=0.1 if algorithm == "sg-focus" else 0.0)
     kw = {"prox_mu": 0.1} if algorithm in ("fedprox", "feddyn") else {}
     s = _system(prob, algorithm, MODELS[model](5), lr=0.05, local_steps=2, rule=rule, **kw).system
+    assert isinstance(s._L0T, np.ndarray) == (l0 != "sparse")
     P = np.random.default_rng(0).standard_normal((s.n, s.n))
     P = P + P.T
     Z0, X0 = s._ms_parts(P)
