@@ -371,9 +371,7 @@ class AffineSystem:
         # the blocks that map the v rows of G_k P to the (v_client(k), v_j) block of the
         # quadratic term: [Avu_T[k][:, v_j]; Bvv_T[k, j]].
         L0T = np.ascontiguousarray(L0u.T)
-        sparse = (
-            self.n >= SPARSE_L0_MIN_N and np.count_nonzero(L0T) <= SPARSE_L0_DENSITY * L0T.size
-        )
+        sparse = self.n >= SPARSE_L0_MIN_N and np.count_nonzero(L0T) <= SPARSE_L0_DENSITY * L0T.size
         self._L0T = sps.csr_array(L0T) if sparse else L0T
         self._L0 = sps.csr_array(L0u) if sparse else L0u
         self._beta_T = np.ascontiguousarray(_swap(b))
