@@ -597,6 +597,7 @@ def fork_all(
     progress: bool = False,
     desc: str = "tasks",
     describe: Callable[[Any], str] | None = None,
+    on_result: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
     """``[fn(item) for item in items]``, computed by :func:`fork_map`: ``workers`` forked
     children that run item after item (``fresh=False``), the results in the items' order. With ``workers`` 1,
@@ -615,6 +616,9 @@ def fork_all(
         A progress bar over the items on stderr, labelled ``desc``.
     describe : callable, optional
         Names a failed item in the error message (:func:`fork_map`).
+    on_result : callable, optional
+        ``on_result(position, result)`` in this process as each item finishes (in the order
+        they finish), e.g. to report progress over the items.
     """
     items = list(items)
     order = list(range(len(items))) if order is None else [int(i) for i in order]
@@ -632,6 +636,8 @@ def fork_all(
         for k, result in done:
             out[order[k]] = result
             bar.update(1)
+            if on_result is not None:
+                on_result(order[k], result)
     finally:
         bar.close()
     return out

@@ -33,9 +33,11 @@ from fedtheory.bounds.evaluate import (
 )
 from fedtheory.bounds.instances import Instance, named_instance
 from fedtheory.bounds.search import DEFAULT_SEARCH, coverage, coverage_text, pattern_theta
+from fedtheory.bounds.search import planned as planned_evaluations
 from fedtheory.bounds.search import search as class_search
 from fedtheory.bounds.spec import AFTER_ROUNDS, QUANTITIES, BoundSpec, load_spec
 from fedtheory.errors import AssumptionError, FedTheoryError
+from fedtheory.io import progress as progress_bar
 from fedtheory.simulation import simulate
 from fedtheory.validation import (
     available_cores,
@@ -335,6 +337,7 @@ def check(
     workers: int | None = None,
     refine: bool = True,
     functions: str | None = None,
+    progress: bool = False,
 ) -> BoundCheck:
     """Check a stated bound on one instance and/or over an instance class of quadratic
     clients (:func:`fedtheory.bounds.check_classes` checks the smooth strongly convex class).
@@ -366,6 +369,10 @@ def check(
         default True).
     functions : {"quadratic"}, optional
         The class (default the spec's ``[class] functions``): this search is the quadratic one.
+    progress : bool
+        Report the search on stderr (:func:`fedtheory.io.progress`: a bar on a terminal, a line
+        at most every 10 s in a log): evaluations done of those planned, the phase, the best
+        objective so far and the time left. The numbers do not depend on it.
 
     Returns
     -------
@@ -434,7 +441,14 @@ def check(
         if workers is None:
             workers = max(1, min(available_cores(), 2, search // 50))
         workers = worker_count(workers, search)
-        found, spent = class_search(spec, search, seed, workers, ascend=refine)
+        bar = progress_bar(
+            total=planned_evaluations(spec, search, ascend=refine),
+            desc="bound search",
+            unit="evaluation",
+            disable=not progress,
+        )
+        with bar:
+            found, spent = class_search(spec, search, seed, workers, ascend=refine, report=bar)
         info.update(spent, workers=workers)
         evals.extend(found)
     return _finish(spec, evals, measured if has_named else False, info, out_dir, name, t0, notes)

@@ -195,7 +195,7 @@ def check_classes(
     **quadratic_kw :
         The quadratic check's other arguments (:func:`fedtheory.bounds.check.check`:
         ``search``, ``seed``, ``problem``, ``problem_file``, ``measure_seeds``, ``workers``,
-        ``refine``).
+        ``refine``, ``progress``).
 
     Raises
     ------
@@ -220,7 +220,8 @@ def check_classes(
         stray = sorted(
             k
             for k, v in quadratic_kw.items()
-            if v is not None and k not in ("search", "seed", "workers", "refine", "measure_seeds")
+            if v is not None
+            and k not in ("search", "seed", "workers", "refine", "measure_seeds", "progress")
         )
         if stray and which == GENERAL:
             raise AssumptionError(

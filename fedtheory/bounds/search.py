@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,6 +51,7 @@ from fedtheory.bounds.evaluate import SCREEN_TOL, Evaluation, constants_of, eval
 from fedtheory.bounds.instances import Draw, draw_instance, fixes_optima
 from fedtheory.bounds.spec import BoundSpec
 from fedtheory.errors import AssumptionError, FedTheoryError, SettingError, SizeError
+from fedtheory.io import duration
 from fedtheory.parallel import fork_all
 
 #: Random draws of the default search (``fedtheory bound --search``).
@@ -159,16 +161,39 @@ def _evaluate_list(spec: BoundSpec, draws: list[Draw]) -> list[Evaluation]:
     return [_safe_evaluate(spec, d) for d in draws]  # each is one oracle call
 
 
-def evaluate_draws(spec: BoundSpec, draws: list[Draw], workers: int) -> list[Evaluation]:
+#: Pieces per worker the draws are cut into, so that progress can be reported as pieces finish
+#: (a reused worker runs piece after piece: one fork per worker, not per piece).
+PIECES_PER_WORKER = 10
+
+
+def evaluate_draws(
+    spec: BoundSpec,
+    draws: list[Draw],
+    workers: int,
+    on_done: Callable[[list[Evaluation]], None] | None = None,
+) -> list[Evaluation]:
     """Evaluate ``draws`` in ``workers`` forked processes (their order kept) by
     :func:`fedtheory.parallel.fork_all`, which runs them in this process where it may not fork
     (a daemonic process, such as a claim ``fedtheory verify`` forked, may not have children).
-    Draw i depends only on (seed, i), so the result is the same either way."""
+    Draw i depends only on (seed, i), so the result is the same either way.
+    ``on_done(evaluations)``: more draws evaluated (called in this process as pieces of the
+    work finish)."""
     n = len(draws)
     if workers <= 1 or n < 8:
-        return _evaluate_list(spec, draws)
-    chunks = [list(range(k, n, workers)) for k in range(workers)]
-    parts = fork_all(lambda c: _evaluate_list(spec, [draws[i] for i in c]), chunks, workers=workers)
+        out = []
+        for d in draws:
+            out.append(_safe_evaluate(spec, d))
+            if on_done is not None:
+                on_done(out[-1:])
+        return out
+    pieces = min(n, workers * PIECES_PER_WORKER)
+    chunks = [list(range(k, n, pieces)) for k in range(pieces)]
+    parts = fork_all(
+        lambda c: _evaluate_list(spec, [draws[i] for i in c]),
+        chunks,
+        workers=workers,
+        on_result=None if on_done is None else (lambda _k, evs: on_done(evs)),
+    )
     out: list[Evaluation | None] = [None] * n
     for chunk, evs in zip(chunks, parts, strict=True):
         for i, ev in zip(chunk, evs, strict=True):
@@ -176,9 +201,15 @@ def evaluate_draws(spec: BoundSpec, draws: list[Draw], workers: int) -> list[Eva
     return out  # type: ignore[return-value]
 
 
-def random_search(spec: BoundSpec, n: int, seed: int, workers: int) -> list[Evaluation]:
+def random_search(
+    spec: BoundSpec,
+    n: int,
+    seed: int,
+    workers: int,
+    on_done: Callable[[list[Evaluation]], None] | None = None,
+) -> list[Evaluation]:
     """``n`` random class draws (draw i depends only on (seed, i)), evaluated."""
-    return evaluate_draws(spec, [_draw(spec, seed, i) for i in range(n)], workers)
+    return evaluate_draws(spec, [_draw(spec, seed, i) for i in range(n)], workers, on_done)
 
 
 # -- structured extremes ---------------------------------------------------------------------------
@@ -598,15 +629,62 @@ def _starts(pool: list[Evaluation], count: int) -> list[Evaluation]:
 
 # -- the search ------------------------------------------------------------------------------------
 def search(
-    spec: BoundSpec, n: int, seed: int, workers: int, *, ascend: bool = True
+    spec: BoundSpec, n: int, seed: int, workers: int, *, ascend: bool = True, report: Any = None
 ) -> tuple[list[Evaluation], dict]:
     """The three phases of the module docstring; returns every instance evaluated and what was
-    spent (``draws``, ``structured``, ``refined`` evaluations, the :class:`Plan`)."""
+    spent (``draws``, ``structured``, ``refined`` evaluations, the :class:`Plan`).
+
+    ``report``: a progress object (:func:`fedtheory.io.progress`, its ``total`` the planned
+    evaluations, :func:`planned`) told of every evaluation as it finishes, the phase and the
+    best instance so far in its postfix; the numbers do not depend on it."""
     p = plan(spec, n)
+    structured = structured_draws(spec, p.structured)
+    total = planned(spec, n, ascend=ascend)
+    state: dict[str, Any] = {
+        "best": None,
+        "counted": 0,
+        "phase": "",
+        "t0": time.perf_counter(),
+    }
+
+    def render() -> None:
+        text, ev = state["phase"], state["best"]
+        if ev is not None and spec.constant:  # the binding constant so far
+            text += f"; binding {spec.constant} {ev.c:.6g} ({ev.label})"
+        elif ev is not None:
+            text += f"; worst ratio {ev.ratio:.6g} ({ev.label})"
+        done = state["counted"]
+        if 0 < done < total:  # the mean time of an evaluation so far, times those left
+            left = (time.perf_counter() - state["t0"]) / done * (total - done)
+            text += f"; about {duration(left)} left"
+        report.set_postfix_str(text)
+
+    def count(k: int) -> None:
+        if report is not None and k > 0:
+            state["counted"] += k
+            render()
+            report.update(k)
+
+    def tell(phase: str, evs: list[Evaluation] | None = None, k: int = 0) -> None:
+        if report is None:
+            return
+        for ev in evs or ():
+            if ev.objective > -math.inf and (
+                state["best"] is None or ev.objective > state["best"].objective
+            ):
+                state["best"] = ev
+        state["phase"] = phase
+        render()
+        count(k)
+
     t0 = time.perf_counter()
-    evals = random_search(spec, n, seed, workers)
+    phase = f"{n} random draws"
+    tell(phase)
+    evals = random_search(spec, n, seed, workers, lambda evs: tell(phase, evs, len(evs)))
+    phase = f"{len(structured)} structured extremes"
+    tell(phase)
     t1 = time.perf_counter()
-    extremes = evaluate_draws(spec, structured_draws(spec, p.structured), workers)
+    extremes = evaluate_draws(spec, structured, workers, lambda evs: tell(phase, evs, len(evs)))
     evals += extremes
     t2 = time.perf_counter()
     info: dict[str, Any] = {
@@ -618,17 +696,29 @@ def search(
     if ascend and p.starts:
         rng = np.random.default_rng([seed, 1 << 30])
         for k, start in enumerate(_starts(evals, p.starts)):  # sequential ascents
+            tell(f"ascent {k + 1} of {p.starts}")
             if start.objective == math.inf:
+                tell(f"ascent {k + 1} of {p.starts}", k=p.per_start)
                 continue  # already unbounded: nothing to climb
             seen = climb(spec, start, p.per_start, rng, k)
             info["refined"] += len(seen)
             evals.extend(seen)
+            # the planned share of this start, whatever the climb spent of it
+            tell(f"ascent {k + 1} of {p.starts} done", seen, k=p.per_start)
+    count(total - state["counted"])  # the starts the pool did not offer
     info["phase_seconds"] = {
         "draws": t1 - t0,
         "structured": t2 - t1,
         "ascent": time.perf_counter() - t2,
     }
     return evals, info
+
+
+def planned(spec: BoundSpec, n: int, *, ascend: bool = True) -> int:
+    """The evaluations :func:`search` plans with ``n`` draws: the draws, the structured
+    extremes and every ascent start's share (the unit of its ``report``)."""
+    p = plan(spec, n)
+    return n + len(structured_draws(spec, p.structured)) + (p.starts * p.per_start if ascend else 0)
 
 
 def coverage(spec: BoundSpec, evals: list[Evaluation]) -> dict[str, Any]:

@@ -197,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
             measure_seeds=args.seeds,
             out_dir=out_dir,
             name=Path(spec.path).stem,
+            progress=True,
         )
     out = human_stream(args)
     title = spec.title or Path(spec.path).stem

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fedtheory.bounds import BoundSpec, check, implied_over, load_spec, named_instance, paper_bounds
-from fedtheory.bounds.search import PATTERNS, _Climber, _draw, plan, structured_draws
+from fedtheory.bounds.search import PATTERNS, _Climber, _draw, plan, planned, structured_draws
 from fedtheory.cli import main
 
 
@@ -299,3 +299,31 @@ def test_an_ascents_instances_name_the_draw_or_extreme_it_began_at():
     climbed = [e.label for e in res.instances if " from " in e.label]
     assert any(x.startswith("refined from ") for x in climbed)
     assert all(x.count(" from ") == 1 for x in climbed), climbed
+
+
+def test_the_search_reports_its_progress_in_a_log_and_finds_the_same_instances(monkeypatch, capsys):
+    """``check(..., progress=True)`` off a terminal: lines counting the evaluations done of
+    those planned (``[k/total]``) up to the total, the phase, the binding constant so far and
+    the time left; the instances are the same as without progress, in one process or in two
+    workers cut into pieces."""
+    monkeypatch.delenv("FEDTHEORY_NO_PROGRESS", raising=False)
+    spec = {**CORNER_RARE, "bound": "1 - c*eta*mu_f*K*N", "constant": "c"}
+    quiet = check(spec, search=24, seed=3, workers=1)
+    capsys.readouterr()
+    loud = check(spec, search=24, seed=3, workers=2, progress=True)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "bound search" in ln]
+    assert [(e.label, e.exact) for e in loud.instances] == [
+        (e.label, e.exact) for e in quiet.instances
+    ]
+    total = planned(BoundSpec.from_dict(spec), 24)
+    counts = [int(ln[1 : ln.index("/")]) for ln in lines]
+    assert counts == sorted(counts) and counts[-1] == total
+    assert all(ln.startswith(f"[{k}/{total}]") for k, ln in zip(counts, lines, strict=True))
+    assert any("24 random draws" in ln for ln in lines)
+    assert any("structured extremes" in ln for ln in lines)
+    assert any("ascent" in ln for ln in lines)
+    assert any("s left" in ln for ln in lines)
+    assert "binding c " in lines[-1]
+    # the binding c reported is the smallest c_i of what was evaluated
+    c = float(lines[-1].split("binding c ")[1].split(" ")[0])
+    assert c == pytest.approx(min(e.c for e in loud.instances if e.condition_met), rel=1e-5)
