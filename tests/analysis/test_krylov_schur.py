@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedtheory.analysis.exact import WarmStart, exact_rates, oracle
+from fedtheory.analysis.exact import system as system_module
 from fedtheory.analysis.exact.krylov import CHECK, krylov_schur
 from fedtheory.analysis.exact.system import spectral_radius
 from fedtheory.errors import FedTheoryError
@@ -179,3 +180,33 @@ def test_arpack_and_krylov_schur_agree_and_arpack_reports_each_application(monke
     assert all(v is None and np.isnan(r) for _, _, v, r in seen)
     with pytest.raises(Exception, match="unknown eigensolver"):
         exact_rates(prob, "focus", model, eigensolver="lanczos", **kw)
+
+
+def test_arpack_takes_a_block_where_the_top_eigenvalue_sits_in_a_tight_cluster(monkeypatch):
+    """A top eigenvalue inside a cluster much tighter than the tolerance: one wanted eigenvalue
+    does not converge within the restart budget, and the solve continues with the largest of a
+    block of CLUSTER_K from the same start, to the true top; a separated top never takes the
+    block. (ARPACK_RESTARTS lowered to 3 so the first attempt gives up quickly.)"""
+    monkeypatch.setattr(system_module, "ARPACK_RESTARTS", 3)
+    n = 1500  # above DENSE_EIG_MAX: the matrix-free path
+    rng = np.random.default_rng(4)
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+
+    def solve(lam):
+        A = (Q * lam) @ Q.T
+        calls = []
+        out = spectral_radius(lambda v: A @ v, n, tol=1e-10, callback=lambda a, *_: calls.append(a))
+        assert calls == list(range(1, len(calls) + 1))  # counted across the attempts
+        return out
+
+    rest = rng.uniform(0.0, 0.9, n)
+    cluster = rest.copy()
+    cluster[:10] = 1.0 - 1e-7 * np.arange(10)  # ten eigenvalues within 1e-6 of the top, 1
+    rho, v, how, apps = solve(cluster)
+    assert f"the largest of a block of {system_module.CLUSTER_K}" in how
+    assert abs(rho - 1.0) <= 1e-12
+    assert v is not None and abs(v @ Q[:, 0]) >= (1 - 1e-8) * np.linalg.norm(v)
+    separated = rest.copy()
+    separated[0] = 1.0
+    rho, _, how, _ = solve(separated)
+    assert "block" not in how and abs(rho - 1.0) <= 1e-12
