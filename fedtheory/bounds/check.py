@@ -371,8 +371,8 @@ def check(
         The class (default the spec's ``[class] functions``): this search is the quadratic one.
     progress : bool
         Report the search on stderr (:func:`fedtheory.io.progress`: a bar on a terminal, a line
-        at most every 10 s in a log): evaluations done of those planned, the phase, the best
-        objective so far and the time left. The numbers do not depend on it.
+        at most every 10 s in a log): evaluations done of those planned, the phase, the binding
+        constant (or worst ratio) so far and the time left. The numbers do not depend on it.
 
     Returns
     -------
@@ -448,7 +448,9 @@ def check(
             disable=not progress,
         )
         with bar:
-            found, spent = class_search(spec, search, seed, workers, ascend=refine, report=bar)
+            found, spent = class_search(
+                spec, search, seed, workers, ascend=refine, report=bar if progress else None
+            )
         info.update(spent, workers=workers)
         evals.extend(found)
     return _finish(spec, evals, measured if has_named else False, info, out_dir, name, t0, notes)

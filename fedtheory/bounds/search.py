@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -640,42 +640,30 @@ def search(
     p = plan(spec, n)
     structured = structured_draws(spec, p.structured)
     total = planned(spec, n, ascend=ascend)
-    state: dict[str, Any] = {
-        "best": None,
-        "counted": 0,
-        "phase": "",
-        "t0": time.perf_counter(),
-    }
+    best: Evaluation | None = None
+    started = time.perf_counter()
 
-    def render() -> None:
-        text, ev = state["phase"], state["best"]
-        if ev is not None and spec.constant:  # the binding constant so far
-            text += f"; binding {spec.constant} {ev.c:.6g} ({ev.label})"
-        elif ev is not None:
-            text += f"; worst ratio {ev.ratio:.6g} ({ev.label})"
-        done = state["counted"]
-        if 0 < done < total:  # the mean time of an evaluation so far, times those left
-            left = (time.perf_counter() - state["t0"]) / done * (total - done)
-            text += f"; about {duration(left)} left"
-        report.set_postfix_str(text)
-
-    def count(k: int) -> None:
-        if report is not None and k > 0:
-            state["counted"] += k
-            render()
-            report.update(k)
-
-    def tell(phase: str, evs: list[Evaluation] | None = None, k: int = 0) -> None:
+    def tell(phase: str, evs: Sequence[Evaluation] = (), k: int = 0) -> None:
+        """The phase, the binding instance so far and the time left (the mean time of an
+        evaluation so far times those left) in the postfix; then k more evaluations done."""
+        nonlocal best
         if report is None:
             return
-        for ev in evs or ():
-            if ev.objective > -math.inf and (
-                state["best"] is None or ev.objective > state["best"].objective
-            ):
-                state["best"] = ev
-        state["phase"] = phase
-        render()
-        count(k)
+        for ev in evs:
+            if ev.objective > -math.inf and (best is None or ev.objective > best.objective):
+                best = ev
+        text = phase
+        if best is not None and spec.constant:
+            text += f"; binding {spec.constant} {best.c:.6g} ({best.label})"
+        elif best is not None:
+            text += f"; worst ratio {best.ratio:.6g} ({best.label})"
+        done = report.n + k
+        if 0 < done < total:
+            left = (time.perf_counter() - started) / done * (total - done)
+            text += f"; about {duration(left)} left"
+        report.set_postfix_str(text)
+        if k > 0:
+            report.update(k)
 
     t0 = time.perf_counter()
     phase = f"{n} random draws"
@@ -705,7 +693,8 @@ def search(
             evals.extend(seen)
             # the planned share of this start, whatever the climb spent of it
             tell(f"ascent {k + 1} of {p.starts} done", seen, k=p.per_start)
-    count(total - state["counted"])  # the starts the pool did not offer
+    if report is not None:  # the starts the pool did not offer
+        tell("search done", k=total - report.n)
     info["phase_seconds"] = {
         "draws": t1 - t0,
         "structured": t2 - t1,

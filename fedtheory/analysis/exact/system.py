@@ -124,9 +124,9 @@ def spectral_radius(
       Arnoldi, the one eigenvalue of largest magnitude, 60 Arnoldi vectors, to tolerance
       ``tol``; where that has not converged after :data:`ARPACK_RESTARTS` restarts (a top
       eigenvalue in a cluster tighter than ``tol``), the largest of a block of
-      :data:`CLUSTER_K` (then with 120 vectors), every attempt from ``v0``. Its residual goes below 1e-11 on the 003 Figure 4
-      operators, which is what fixes their badly conditioned top eigenvalue to 1e-10
-      (docs/exact-rates.md).
+      :data:`CLUSTER_K` (then with 120 vectors), every attempt from ``v0``. Its residual goes
+      below 1e-11 on the 003 Figure 4 operators, which is what fixes their badly conditioned
+      top eigenvalue to 1e-10 (docs/exact-rates.md).
     - ``"krylov-schur"`` (positive maps only; a general operator goes to ARPACK):
       :func:`~fedtheory.analysis.exact.krylov.krylov_schur` (40 Arnoldi vectors, 20 kept
       across a restart) until the relative residual of the wanted Ritz pair is
